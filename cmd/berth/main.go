@@ -1,0 +1,13 @@
+// Command berth is the single multicall binary of berth: API server, node
+// agent, CRI runtime and kubectl are subcommands run as separate processes.
+package main
+
+import (
+	"os"
+
+	"github.com/berth/berth/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Execute(os.Args[1:]))
+}
