@@ -1,0 +1,122 @@
+package pki
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/berth/berth/internal/atomicfile"
+)
+
+// Component identities the server issues client certificates for.
+var (
+	AdminIdentity      = Identity{CommonName: "berth-admin", Organizations: []string{"system:masters"}, Client: true}
+	SchedulerIdentity  = Identity{CommonName: "system:kube-scheduler", Client: true}
+	ControllerIdentity = Identity{CommonName: "system:kube-controller-manager", Client: true}
+	// APIServerClientIdentity is how the API server calls node agents (logs, exec).
+	APIServerClientIdentity = Identity{CommonName: "system:apiserver", Organizations: []string{"system:masters"}, Client: true}
+)
+
+// Cluster is the server side's PKI: two trust domains (who serves the API,
+// who may call it) and the API server's own serving certificate.
+type Cluster struct {
+	Dir      string
+	ServerCA *CA // signs the API serving certificate; clients pin it
+	ClientCA *CA // signs every client identity, including nodes' CSRs
+	// ServingCertFile and ServingKeyFile are the API server's TLS pair.
+	ServingCertFile, ServingKeyFile string
+}
+
+// ServingNames are the names and addresses the serving certificate must cover.
+type ServingNames struct {
+	DNSNames []string
+	IPs      []net.IP
+}
+
+// renewBefore is how long before expiry a leaf certificate is reissued at start-up.
+const renewBefore = 30 * 24 * time.Hour
+
+// LoadOrCreateCluster creates (first start) or loads (later starts) the CAs
+// under DIR and makes sure the serving certificate covers names.
+func LoadOrCreateCluster(dir string, names ServingNames) (*Cluster, error) {
+	serverCA, err := LoadOrCreateCA(dir, "server-ca")
+	if err != nil {
+		return nil, fmt.Errorf("server CA: %w", err)
+	}
+	clientCA, err := LoadOrCreateCA(dir, "client-ca")
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	c := &Cluster{
+		Dir: dir, ServerCA: serverCA, ClientCA: clientCA,
+		ServingCertFile: filepath.Join(dir, "apiserver.crt"),
+		ServingKeyFile:  filepath.Join(dir, "apiserver.key"),
+	}
+	if err := c.ensureServing(names); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) ensureServing(names ServingNames) error {
+	if certs, _, _, err := LoadKeyPair(c.ServingCertFile, c.ServingKeyFile); err == nil &&
+		covers(certs[0], names) && time.Until(certs[0].NotAfter) > renewBefore &&
+		certs[0].CheckSignatureFrom(c.ServerCA.Cert) == nil {
+		return nil
+	} else if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("load serving certificate: %w", err)
+	}
+	certPEM, keyPEM, err := c.ServerCA.Issue(Identity{
+		CommonName: "berth-apiserver", DNSNames: names.DNSNames, IPs: names.IPs, Server: true,
+	})
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(c.ServingKeyFile, keyPEM, 0o600); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(c.ServingCertFile, append(certPEM, c.ServerCA.CertPEM...), 0o644)
+}
+
+func covers(cert *x509.Certificate, names ServingNames) bool {
+	for _, n := range names.DNSNames {
+		if !slices.Contains(cert.DNSNames, n) {
+			return false
+		}
+	}
+	for _, ip := range names.IPs {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
+}
+
+// DefaultServingNames covers loopback, the host name and every address of
+// this machine, plus extra SANs (--tls-san).
+func DefaultServingNames(extra []string) ServingNames {
+	names := ServingNames{DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}}
+	if h, err := os.Hostname(); err == nil {
+		names.DNSNames = append(names.DNSNames, h)
+	}
+	names.IPs = append(names.IPs, net.IPv4(127, 0, 0, 1), net.IPv6loopback)
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
+				names.IPs = append(names.IPs, ipn.IP)
+			}
+		}
+	}
+	for _, s := range extra {
+		if ip := net.ParseIP(s); ip != nil {
+			names.IPs = append(names.IPs, ip)
+		} else if s != "" {
+			names.DNSNames = append(names.DNSNames, s)
+		}
+	}
+	return names
+}
