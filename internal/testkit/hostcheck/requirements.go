@@ -1,0 +1,141 @@
+package hostcheck
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// BusyboxPath is where Debian's busybox-static installs its binary.
+const BusyboxPath = "/bin/busybox"
+
+// CNIPluginNames are the plugins berth's default network configuration uses.
+var cniPluginNames = []string{"bridge", "host-local", "loopback", "portmap"}
+
+var (
+	// Root: the test process runs as uid 0 (namespaces, mounts, runc).
+	Root = Requirement{Name: "root", Install: "run the tests as root", check: checkRoot}
+	// Runc: runc on PATH or at /usr/sbin/runc.
+	Runc = Requirement{Name: "runc", Install: "apt-get install runc", check: checkRunc}
+	// CNIPlugins: bridge, host-local, loopback and portmap in /usr/lib/cni or $BERTH_CNI_BIN_DIR.
+	CNIPlugins = Requirement{Name: "cni-plugins", Install: "apt-get install containernetworking-plugins", check: checkCNIPlugins}
+	// BusyboxStatic: a statically linked /bin/busybox, the base of the test images.
+	BusyboxStatic = Requirement{Name: "busybox-static", Install: "apt-get install busybox-static", check: checkBusyboxStatic}
+	// Containerd: the upstream CRI runtime berth is compared and tested against.
+	Containerd = Requirement{Name: "containerd", Install: "apt-get install containerd", check: lookPath("containerd")}
+	// Overlayfs: the kernel offers the overlay filesystem.
+	Overlayfs = Requirement{Name: "overlayfs", Install: "modprobe overlay (a kernel with CONFIG_OVERLAY_FS)", check: checkOverlayfs}
+	// Gcc: gcc with a static libc, used to build the test images' tiny C programs (pause, nginx, ...).
+	Gcc = Requirement{Name: "gcc", Install: "apt-get install gcc libc6-dev", check: checkGcc}
+	// Crictl: crictl in the tools dir ($BERTH_TOOLS_DIR or _output/tools).
+	Crictl = Requirement{Name: "crictl", Install: "hack/setup.sh (go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0)", check: tool("crictl")}
+	// Critest: critest in the tools dir ($BERTH_TOOLS_DIR or _output/tools).
+	Critest = Requirement{Name: "critest", Install: "hack/setup.sh (go test -c ./cmd/critest in sigs.k8s.io/cri-tools@v1.37.0)", check: tool("critest")}
+)
+
+func checkRoot(h Host) error {
+	if uid := h.Geteuid(); uid != 0 {
+		return fmt.Errorf("running as uid %d, not root", uid)
+	}
+	return nil
+}
+
+func checkRunc(h Host) error {
+	_, err := runcPath(h)
+	return err
+}
+
+func checkCNIPlugins(h Host) error {
+	dir := cniBinDir(h)
+	var missing []string
+	for _, name := range cniPluginNames {
+		if err := isExecutable(h, filepath.Join(dir, name)); err != nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing in %s: %s", dir, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func checkBusyboxStatic(h Host) error {
+	if err := isExecutable(h, BusyboxPath); err != nil {
+		return err
+	}
+	data, err := h.ReadFile(BusyboxPath)
+	if err != nil {
+		return err
+	}
+	static, err := isStaticELF(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", BusyboxPath, err)
+	}
+	if !static {
+		return fmt.Errorf("%s is dynamically linked (the busybox package, not busybox-static)", BusyboxPath)
+	}
+	return nil
+}
+
+// isStaticELF reports whether an ELF executable needs no program interpreter.
+func isStaticELF(data []byte) (bool, error) {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return false, fmt.Errorf("not an ELF file: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func checkOverlayfs(h Host) error {
+	data, err := h.ReadFile("/proc/filesystems")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 0 && fields[len(fields)-1] == "overlay" {
+			return nil
+		}
+	}
+	return errors.New("overlay not listed in /proc/filesystems")
+}
+
+func checkGcc(h Host) error {
+	if _, err := h.LookPath("gcc"); err != nil {
+		return err
+	}
+	libs, err := h.Glob("/usr/lib/*/libc.a")
+	if err != nil {
+		return err
+	}
+	if len(libs) == 0 {
+		return errors.New("no static libc (libc.a) for gcc -static")
+	}
+	return nil
+}
+
+func lookPath(name string) func(Host) error {
+	return func(h Host) error {
+		_, err := h.LookPath(name)
+		return err
+	}
+}
+
+func tool(name string) func(Host) error {
+	return func(h Host) error {
+		dir, err := toolsDir(h)
+		if err != nil {
+			return err
+		}
+		return isExecutable(h, filepath.Join(dir, name))
+	}
+}
