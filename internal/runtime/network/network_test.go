@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
 )
 
 func TestNewWritesDefaultConfList(t *testing.T) {
@@ -71,7 +73,7 @@ func TestOperatorConfigKept(t *testing.T) {
 // TestSetupAssignsIPInsideNetNS wires a real namespace through the real
 // bridge and host-local plugins on a bridge private to this test.
 func TestSetupAssignsIPInsideNetNS(t *testing.T) {
-	requireHost(t)
+	hostcheck.Require(t, hostcheck.Root, hostcheck.CNIPlugins)
 	ctx := context.Background()
 	bridge := fmt.Sprintf("bt%d", os.Getpid()%100000)
 	t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
@@ -134,6 +136,8 @@ func TestSetupAssignsIPInsideNetNS(t *testing.T) {
 		t.Fatalf("second RemoveNetNS: %v", err)
 	}
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func addrsIn(t *testing.T, nsPath string) string {
 	t.Helper()
