@@ -1,0 +1,144 @@
+package spec
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func podNamespaces(sb *runtimeapi.PodSandboxConfig) *runtimeapi.NamespaceOption {
+	return sb.GetLinux().GetSecurityContext().GetNamespaceOptions()
+}
+
+func ipcMode(sb *runtimeapi.PodSandboxConfig) runtimeapi.NamespaceMode {
+	return podNamespaces(sb).GetIpc()
+}
+
+func nsPath(pid int, ns string) string { return fmt.Sprintf("/proc/%d/ns/%s", pid, ns) }
+
+// setSandboxNamespaces gives the pause container the pod's namespaces: new
+// ones, or none (the host's) for host network/PID/IPC. Host networking also
+// means the host's UTS namespace, as in Kubernetes.
+func setSandboxNamespaces(s *specs.Spec, in SandboxInput) error {
+	ns := podNamespaces(in.Config)
+	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
+	if !hostNet {
+		s.Linux.Namespaces = append(s.Linux.Namespaces,
+			specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.NetNSPath},
+			specs.LinuxNamespace{Type: specs.UTSNamespace})
+		if h := in.Config.GetHostname(); h != "" {
+			if err := checkHostname(h); err != nil {
+				return err
+			}
+			s.Hostname = h
+		}
+	}
+	if ns.GetPid() != runtimeapi.NamespaceMode_NODE {
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.PIDNamespace})
+	}
+	if ns.GetIpc() != runtimeapi.NamespaceMode_NODE {
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.IPCNamespace})
+	}
+	return nil
+}
+
+func checkHostname(h string) error {
+	if len(h) > 64 || strings.ContainsAny(h, "\x00/ ") {
+		return invalid("invalid hostname %q", h)
+	}
+	return nil
+}
+
+// setContainerNamespaces makes the container join its pod's namespaces
+// through the pause process, per the pod's and container's namespace modes.
+func setContainerNamespaces(s *specs.Spec, in Input) error {
+	pod := podNamespaces(in.Sandbox)
+	ctr := in.Container.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	join := func(t specs.LinuxNamespaceType, name string) error {
+		if in.SandboxPid <= 0 {
+			return invalid("the sandbox has no process whose %s namespace could be joined", name)
+		}
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: t, Path: nsPath(in.SandboxPid, name)})
+		return nil
+	}
+	if pod.GetNetwork() != runtimeapi.NamespaceMode_NODE {
+		if in.NetNSPath != "" {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.NetNSPath})
+		} else if err := join(specs.NetworkNamespace, "net"); err != nil {
+			return err
+		}
+		if err := join(specs.UTSNamespace, "uts"); err != nil {
+			return err
+		}
+	}
+	if pod.GetIpc() != runtimeapi.NamespaceMode_NODE {
+		if err := join(specs.IPCNamespace, "ipc"); err != nil {
+			return err
+		}
+	}
+	mode := ctr.GetPid()
+	if pod.GetPid() == runtimeapi.NamespaceMode_NODE {
+		mode = runtimeapi.NamespaceMode_NODE
+	}
+	switch mode {
+	case runtimeapi.NamespaceMode_NODE:
+	case runtimeapi.NamespaceMode_CONTAINER:
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.PIDNamespace})
+	case runtimeapi.NamespaceMode_TARGET:
+		if in.TargetPid <= 0 {
+			return invalid("PID namespace target %q has no running process", ctr.GetTargetId())
+		}
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: nsPath(in.TargetPid, "pid")})
+	case runtimeapi.NamespaceMode_POD:
+		if err := join(specs.PIDNamespace, "pid"); err != nil {
+			return err
+		}
+	default:
+		return invalid("unknown PID namespace mode %v", mode)
+	}
+	return nil
+}
+
+// setSysctls applies the pod's sysctls to the pause container; the pod's
+// containers share its namespaces and so its settings. Only namespaced
+// sysctls are accepted, and net.* ones need the pod's own network namespace.
+func setSysctls(s *specs.Spec, sysctls map[string]string, sb *runtimeapi.PodSandboxConfig) error {
+	if len(sysctls) == 0 {
+		return nil
+	}
+	ns := podNamespaces(sb)
+	s.Linux.Sysctl = map[string]string{}
+	for k, v := range sysctls {
+		switch {
+		case strings.HasPrefix(k, "net."):
+			if ns.GetNetwork() == runtimeapi.NamespaceMode_NODE {
+				return invalid("sysctl %q is not allowed with host networking", k)
+			}
+		case strings.HasPrefix(k, "kernel.shm"), strings.HasPrefix(k, "kernel.msg"), k == "kernel.sem", strings.HasPrefix(k, "fs.mqueue."):
+			if ns.GetIpc() == runtimeapi.NamespaceMode_NODE {
+				return invalid("sysctl %q is not allowed with host IPC", k)
+			}
+		case k == "kernel.hostname", k == "kernel.domainname":
+			return invalid("sysctl %q is set through the pod's hostname", k)
+		default:
+			return invalid("sysctl %q is not namespaced", k)
+		}
+		if strings.ContainsAny(k, "\x00/") || strings.Contains(k, "..") || strings.ContainsRune(v, 0) {
+			return invalid("invalid sysctl %q", k)
+		}
+		s.Linux.Sysctl[k] = v
+	}
+	return nil
+}
+
+// cgroupsPath is the cgroupfs-driver path: the pod's parent plus the ID.
+func cgroupsPath(sb *runtimeapi.PodSandboxConfig, id string) string {
+	parent := sb.GetLinux().GetCgroupParent()
+	if parent == "" {
+		parent = DefaultCgroupParent
+	}
+	return path.Join("/", parent, id)
+}
