@@ -1,0 +1,112 @@
+package discovery
+
+// Verb lists as kube-apiserver advertises them.
+var (
+	// crudVerbs is every verb of an ordinary stored resource.
+	crudVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	// statusVerbs are the verbs of a status-like subresource.
+	statusVerbs = []string{"get", "patch", "update"}
+)
+
+// Default is the list of resources berth serves, in the order discovery
+// advertises them. Adding a resource is adding one entry here (and its
+// storage in the REST core); RBAC and Authorization are kept apart until the
+// access-control work serves them: append them to this list then.
+func Default() []Resource {
+	var all []Resource
+	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), certificatesV1()} {
+		all = append(all, group...)
+	}
+	return all
+}
+
+func core() []Resource {
+	return []Resource{
+		{Version: "v1", Resource: "bindings", Kind: "Binding", SingularName: "binding", Namespaced: true,
+			Verbs: []string{"create"}},
+		{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", SingularName: "configmap", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"cm"}},
+		{Version: "v1", Resource: "events", Kind: "Event", SingularName: "event", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"ev"}},
+		{Version: "v1", Resource: "namespaces", Kind: "Namespace", SingularName: "namespace",
+			// Upstream does not offer deletecollection on namespaces.
+			Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}, ShortNames: []string{"ns"},
+			Subresources: []Subresource{{Name: "status", Kind: "Namespace", Verbs: statusVerbs}}},
+		{Version: "v1", Resource: "nodes", Kind: "Node", SingularName: "node",
+			Verbs: crudVerbs, ShortNames: []string{"no"},
+			Subresources: []Subresource{{Name: "status", Kind: "Node", Verbs: statusVerbs}}},
+		{Version: "v1", Resource: "pods", Kind: "Pod", SingularName: "pod", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"po"}, Categories: []string{"all"},
+			Subresources: []Subresource{
+				{Name: "attach", Kind: "PodAttachOptions", Verbs: []string{"create", "get"}},
+				{Name: "binding", Kind: "Binding", Verbs: []string{"create"}},
+				{Name: "eviction", Group: "policy", Version: "v1", Kind: "Eviction", Verbs: []string{"create"}},
+				{Name: "exec", Kind: "PodExecOptions", Verbs: []string{"create", "get"}},
+				{Name: "log", Kind: "Pod", Verbs: []string{"get"}},
+				{Name: "portforward", Kind: "PodPortForwardOptions", Verbs: []string{"create", "get"}},
+				{Name: "status", Kind: "Pod", Verbs: statusVerbs},
+			}},
+		{Version: "v1", Resource: "secrets", Kind: "Secret", SingularName: "secret", Namespaced: true,
+			Verbs: crudVerbs},
+		{Version: "v1", Resource: "serviceaccounts", Kind: "ServiceAccount", SingularName: "serviceaccount", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"sa"}},
+	}
+}
+
+func eventsV1() []Resource {
+	return []Resource{
+		{Group: "events.k8s.io", Version: "v1", Resource: "events", Kind: "Event", SingularName: "event", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"ev"}},
+	}
+}
+
+func coordinationV1() []Resource {
+	return []Resource{
+		{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", SingularName: "lease", Namespaced: true,
+			Verbs: crudVerbs},
+	}
+}
+
+func certificatesV1() []Resource {
+	return []Resource{
+		{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests", Kind: "CertificateSigningRequest",
+			SingularName: "certificatesigningrequest", Verbs: crudVerbs, ShortNames: []string{"csr"},
+			Subresources: []Subresource{
+				{Name: "approval", Kind: "CertificateSigningRequest", Verbs: statusVerbs},
+				{Name: "status", Kind: "CertificateSigningRequest", Verbs: statusVerbs},
+			}},
+	}
+}
+
+// RBAC is rbac.authorization.k8s.io/v1, served once access control lands.
+func RBAC() []Resource {
+	rbac := func(resource, kind string, namespaced bool) Resource {
+		return Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: resource, Kind: kind,
+			SingularName: singular(resource), Namespaced: namespaced, Verbs: crudVerbs}
+	}
+	return []Resource{
+		rbac("clusterrolebindings", "ClusterRoleBinding", false),
+		rbac("clusterroles", "ClusterRole", false),
+		rbac("rolebindings", "RoleBinding", true),
+		rbac("roles", "Role", true),
+	}
+}
+
+// Authorization is authorization.k8s.io/v1's review resources, which are
+// create-only and never stored.
+func Authorization() []Resource {
+	review := func(resource, kind string, namespaced bool) Resource {
+		return Resource{Group: "authorization.k8s.io", Version: "v1", Resource: resource, Kind: kind,
+			SingularName: singular(resource), Namespaced: namespaced, Verbs: []string{"create"}}
+	}
+	return []Resource{
+		review("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
+		review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+		review("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
+		review("subjectaccessreviews", "SubjectAccessReview", false),
+	}
+}
+
+// singular is the singular name of a plural resource whose plural only adds
+// an "s", which holds for every resource in these lists.
+func singular(plural string) string { return plural[:len(plural)-1] }

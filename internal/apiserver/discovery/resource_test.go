@@ -1,0 +1,68 @@
+package discovery
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDefaultListsAreValid(t *testing.T) {
+	all := append(append(Default(), RBAC()...), Authorization()...)
+	if err := Validate(all); err != nil {
+		t.Fatalf("Default+RBAC+Authorization: %v", err)
+	}
+}
+
+func TestDefaultServesTheIssueResources(t *testing.T) {
+	want := map[string]bool{ // group/resource -> namespaced
+		"/namespaces": false, "/pods": true, "/nodes": false, "/events": true, "/configmaps": true,
+		"/secrets": true, "/serviceaccounts": true, "/bindings": true, "events.k8s.io/events": true,
+		"coordination.k8s.io/leases": true, "certificates.k8s.io/certificatesigningrequests": false,
+	}
+	got := map[string]Resource{}
+	for _, r := range Default() {
+		got[r.Group+"/"+r.Resource] = r
+	}
+	for name, namespaced := range want {
+		r, ok := got[name]
+		if !ok {
+			t.Errorf("%s missing from Default()", name)
+			continue
+		}
+		if r.Namespaced != namespaced {
+			t.Errorf("%s: namespaced=%v, want %v", name, r.Namespaced, namespaced)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("Default() has %d resources, want %d: %v", len(got), len(want), got)
+	}
+	pods := got["/pods"]
+	if ev, ok := pods.Subresource("eviction"); !ok || ev.GroupVersionKind(pods).String() != "policy/v1, Kind=Eviction" {
+		t.Errorf("pods/eviction = %+v, want a policy/v1 Eviction", ev)
+	}
+	if st, ok := pods.Subresource("status"); !ok || st.GroupVersionKind(pods).String() != "/v1, Kind=Pod" {
+		t.Errorf("pods/status = %+v, want a v1 Pod", st)
+	}
+}
+
+func TestValidateRejectsBadLists(t *testing.T) {
+	pod := Resource{Version: "v1", Resource: "pods", Kind: "Pod", SingularName: "pod", Verbs: []string{"get"}, ShortNames: []string{"po"}}
+	cases := map[string]struct {
+		list []Resource
+		want string
+	}{
+		"duplicate":       {[]Resource{pod, pod}, "listed twice"},
+		"no kind":         {[]Resource{{Version: "v1", Resource: "pods", SingularName: "pod", Verbs: []string{"get"}}}, "required"},
+		"no verbs":        {[]Resource{{Version: "v1", Resource: "pods", Kind: "Pod", SingularName: "pod"}}, "no verbs"},
+		"shortname clash": {[]Resource{pod, {Version: "v1", Resource: "podtemplates", Kind: "PodTemplate", SingularName: "podtemplate", Verbs: []string{"get"}, ShortNames: []string{"po"}}}, `short name "po"`},
+		"bad subresource": {[]Resource{{Version: "v1", Resource: "pods", Kind: "Pod", SingularName: "pod", Verbs: []string{"get"},
+			Subresources: []Subresource{{Name: "eviction", Group: "policy", Kind: "Eviction", Verbs: []string{"create"}}}}}, "group but no version"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := Validate(tc.list)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
