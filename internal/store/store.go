@@ -91,6 +91,19 @@ type Interface interface {
 type WatchResult struct {
 	Events []Event
 	Err    error
+	// Revision is the store revision this result brings the watcher up to:
+	// the last event's, or for a progress notification (no events) the
+	// store's revision at that moment, so an idle watcher still learns that
+	// it is current.
+	Revision int64
+}
+
+// ProgressRequester is implemented by stores that can make their watches
+// report progress on demand. The watch cache uses it to serve consistent
+// reads: it learns the store's current revision, then asks for progress so
+// that its watch catches up even when nothing under its prefix changed.
+type ProgressRequester interface {
+	RequestProgress(ctx context.Context) error
 }
 
 // Sentinel errors; wrap them with %w, test them with errors.Is.

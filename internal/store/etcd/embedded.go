@@ -1,0 +1,90 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap/zapcore"
+)
+
+// Embedded-member settings. Durability is etcd's default (fsync on every
+// commit); berth never sets UnsafeNoFsync.
+const (
+	embeddedQuotaBytes    = 2 << 30 // etcd's own default, stated so it is visible
+	embeddedSnapshotCount = 10000   // raft entries between snapshots
+	embeddedStartTimeout  = time.Minute
+)
+
+// Embedded starts (or reopens) a single etcd member whose data lives in
+// dataDir/etcd and returns a store reached in-process through v3client. The
+// member listens on no socket at all: no client URL, no peer URL, no metrics
+// URL, so nothing else on the machine can reach it. Close stops the member.
+func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dir := filepath.Join(dataDir, "etcd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded etcd: create data dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded etcd: restrict data dir: %w", err)
+	}
+	cfg := embeddedConfig(dir, logger)
+	member, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd in %s: start: %w", dir, err)
+	}
+	select {
+	case <-member.Server.ReadyNotify():
+	case err := <-member.Err():
+		member.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
+	case <-time.After(embeddedStartTimeout):
+		member.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: not ready after %s", dir, embeddedStartTimeout)
+	case <-ctx.Done():
+		member.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, ctx.Err())
+	}
+	client := v3client.New(member.Server)
+	closeFn := func() error {
+		err := client.Close()
+		member.Close()
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		return err
+	}
+	return newStore(client, logger, closeFn), nil
+}
+
+// embeddedConfig is a single-member configuration with no listeners.
+func embeddedConfig(dir string, logger *slog.Logger) *embed.Config {
+	cfg := embed.NewConfig()
+	cfg.Name = "berth"
+	cfg.Dir = dir
+	// No listeners. The member still needs an advertised peer URL to name
+	// itself in its one-member cluster; nothing ever dials it.
+	cfg.ListenClientUrls = nil
+	cfg.ListenClientHttpUrls = nil
+	cfg.ListenPeerUrls = nil
+	cfg.ListenMetricsUrls = nil
+	cfg.AdvertiseClientUrls = nil
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.QuotaBackendBytes = embeddedQuotaBytes
+	cfg.SnapshotCount = embeddedSnapshotCount
+	// berth compacts with its own compactor (RunCompactor), as kube-apiserver does.
+	cfg.AutoCompactionMode = embed.CompactorModeRevision
+	cfg.AutoCompactionRetention = "0"
+	cfg.Logger = "zap"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapToSlog(logger.With("component", "etcd"), zapcore.WarnLevel))
+	return cfg
+}

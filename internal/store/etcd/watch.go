@@ -1,0 +1,91 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth/berth/internal/store"
+)
+
+// Watch streams the changes under prefix after fromRevision. The goroutine it
+// starts ends, closing the channel, when ctx ends or the etcd watch fails.
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-chan store.WatchResult {
+	out := make(chan store.WatchResult)
+	// WithPrevKV gives deletes and updates their previous value;
+	// WithProgressNotify lets idle watchers learn that the revision moved on.
+	wch := s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1),
+		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	go func() {
+		defer close(out)
+		for resp := range wch {
+			res, final := convertWatchResponse(resp)
+			if res.Err != nil {
+				res.Err = fmt.Errorf("store watch %q from %d: %w", prefix, fromRevision, res.Err)
+			}
+			select {
+			case out <- res:
+			case <-ctx.Done():
+				return
+			}
+			if final {
+				return
+			}
+		}
+		if ctx.Err() == nil {
+			// The client closed the watch without an error response (client shut down).
+			select {
+			case out <- store.WatchResult{Err: fmt.Errorf("store watch %q: watch channel closed", prefix)}:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return out
+}
+
+// convertWatchResponse maps one etcd response; final reports a terminal error.
+func convertWatchResponse(resp clientv3.WatchResponse) (store.WatchResult, bool) {
+	if resp.CompactRevision != 0 {
+		return store.WatchResult{Err: fmt.Errorf("%w: compacted at %d", store.ErrCompacted, resp.CompactRevision)}, true
+	}
+	if err := resp.Err(); err != nil {
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			err = fmt.Errorf("%w: %w", store.ErrCompacted, err)
+		}
+		return store.WatchResult{Err: err}, true
+	}
+	if resp.IsProgressNotify() {
+		return store.WatchResult{Revision: resp.Header.Revision}, false
+	}
+	res := store.WatchResult{Events: make([]store.Event, 0, len(resp.Events))}
+	for _, ev := range resp.Events {
+		res.Events = append(res.Events, convertEvent(ev))
+		res.Revision = ev.Kv.ModRevision
+	}
+	return res, false
+}
+
+func convertEvent(ev *clientv3.Event) store.Event {
+	out := store.Event{KV: store.KV{Key: string(ev.Kv.Key), Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision}}
+	if ev.PrevKv != nil {
+		out.PrevValue = ev.PrevKv.Value
+	}
+	if ev.Type == mvccpb.DELETE {
+		out.Type = store.EventDelete
+		out.KV.Value = out.PrevValue
+	}
+	return out
+}
+
+// RequestProgress asks etcd to send a progress notification on this client's
+// watches, so a watcher that saw no events learns the current revision.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	if err := s.client.RequestProgress(ctx); err != nil {
+		return fmt.Errorf("store request progress: %w", err)
+	}
+	return nil
+}

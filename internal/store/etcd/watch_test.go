@@ -1,0 +1,180 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/berth/berth/internal/store"
+	"github.com/berth/berth/internal/testkit/etcdtest"
+)
+
+// nextEvents reads results until n events arrived, failing on an error result.
+func nextEvents(t *testing.T, ch <-chan store.WatchResult, n int) []store.Event {
+	t.Helper()
+	var out []store.Event
+	for len(out) < n {
+		res, ok := <-ch
+		if !ok {
+			t.Fatalf("watch closed after %d of %d events", len(out), n)
+		}
+		if res.Err != nil {
+			t.Fatalf("watch error after %d events: %v", len(out), res.Err)
+		}
+		out = append(out, res.Events...)
+	}
+	return out
+}
+
+func TestWatchOrderPrevValuesAndResume(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := etcdtest.New(t)
+	start, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := s.Watch(ctx, "/registry/pods/", start)
+
+	r1, _ := s.Create(ctx, "/registry/pods/ns/a", []byte("a1"))
+	if _, err := s.Create(ctx, "/registry/nodes/n", []byte("other prefix")); err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := s.Update(ctx, "/registry/pods/ns/a", r1, []byte("a2"))
+	r3, _ := s.Create(ctx, "/registry/pods/ns/b", []byte("b1"))
+	r4, err := s.Delete(ctx, "/registry/pods/ns/a", r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	want := []store.Event{
+		{Type: store.EventPut, KV: store.KV{Key: "/registry/pods/ns/a", Value: []byte("a1"), ModRevision: r1}},
+		{Type: store.EventPut, KV: store.KV{Key: "/registry/pods/ns/a", Value: []byte("a2"), ModRevision: r2}, PrevValue: []byte("a1")},
+		{Type: store.EventPut, KV: store.KV{Key: "/registry/pods/ns/b", Value: []byte("b1"), ModRevision: r3}},
+		{Type: store.EventDelete, KV: store.KV{Key: "/registry/pods/ns/a", Value: []byte("a2"), ModRevision: r4}, PrevValue: []byte("a2")},
+	}
+	got := nextEvents(t, ch, len(want))
+	assertEvents(t, got, want)
+
+	// Resuming from any revision yields exactly the events after it.
+	for i, from := range []int64{start, r1, r2, r3} {
+		rctx, rcancel := context.WithCancel(ctx)
+		got := nextEvents(t, s.Watch(rctx, "/registry/pods/", from), len(want)-i)
+		rcancel()
+		assertEvents(t, got, want[i:])
+	}
+}
+
+func assertEvents(t *testing.T, got, want []store.Event) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("event %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestWatchCompactedRevision(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := etcdtest.New(t)
+	r1, _ := s.Create(ctx, "/registry/pods/ns/a", []byte("1"))
+	r2, _ := s.Update(ctx, "/registry/pods/ns/a", r1, []byte("2"))
+	if _, err := s.Update(ctx, "/registry/pods/ns/a", r2, []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, r2); err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+	res, ok := <-s.Watch(ctx, "/registry/pods/", r1-1)
+	if !ok || !errors.Is(res.Err, store.ErrCompacted) {
+		t.Fatalf("watch from compacted revision: got %+v (open %v), want ErrCompacted", res, ok)
+	}
+	if _, err := s.List(ctx, "/registry/pods/", store.ListOptions{Revision: r1}); !errors.Is(err, store.ErrCompacted) {
+		t.Fatalf("list at compacted revision: got %v, want ErrCompacted", err)
+	}
+	// From the compaction revision on, history is still there.
+	got := nextEvents(t, s.Watch(ctx, "/registry/pods/", r2), 1)
+	if string(got[0].KV.Value) != "3" {
+		t.Fatalf("watch after compaction point: %+v", got)
+	}
+}
+
+func TestRequestProgressReportsCurrentRevision(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := etcdtest.New(t)
+	start, _ := s.CurrentRevision(ctx)
+	ch := s.Watch(ctx, "/registry/pods/", start)
+	// A write under another prefix moves the revision without an event here.
+	other, err := s.Create(ctx, "/registry/nodes/n", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if err := s.RequestProgress(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res := <-ch
+		if res.Err != nil || len(res.Events) != 0 {
+			t.Fatalf("unexpected watch result %+v", res)
+		}
+		if res.Revision >= other {
+			return
+		}
+		// A notification may predate the write reaching the watcher; ask again.
+	}
+}
+
+func TestListPagesAtOneRevision(t *testing.T) {
+	ctx := context.Background()
+	s := etcdtest.New(t)
+	for i := 0; i < 5; i++ {
+		if _, err := s.Create(ctx, fmt.Sprintf("/registry/pods/ns/p%d", i), []byte{byte('0' + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Create(ctx, "/registry/podsecurity/x", []byte("not a pod")); err != nil {
+		t.Fatal(err)
+	}
+	page1, err := s.List(ctx, "/registry/pods/", store.ListOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page1.KVs) != 2 || !page1.More {
+		t.Fatalf("page 1: %d keys, more=%v", len(page1.KVs), page1.More)
+	}
+	// A write after page 1 must not show up in later pages read at page 1's revision.
+	if _, err := s.Create(ctx, "/registry/pods/ns/p9", []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range page1.KVs {
+		keys = append(keys, kv.Key)
+	}
+	next := page1.KVs[1].Key + "\x00"
+	for {
+		page, err := s.List(ctx, "/registry/pods/", store.ListOptions{Limit: 2, StartKey: next, Revision: page1.Revision})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range page.KVs {
+			keys = append(keys, kv.Key)
+		}
+		if !page.More {
+			break
+		}
+		next = page.KVs[len(page.KVs)-1].Key + "\x00"
+	}
+	want := "[/registry/pods/ns/p0 /registry/pods/ns/p1 /registry/pods/ns/p2 /registry/pods/ns/p3 /registry/pods/ns/p4]"
+	if fmt.Sprint(keys) != want {
+		t.Fatalf("paged keys %v, want %s", keys, want)
+	}
+	if _, err := s.List(ctx, "/registry/pods/", store.ListOptions{StartKey: "/registry/nodes/a"}); err == nil {
+		t.Fatal("start key outside the prefix was accepted")
+	}
+}
