@@ -24,14 +24,14 @@ const (
 
 // CreateOptions describes a container to create.
 type CreateOptions struct {
-	ID         string
-	SandboxID  string
-	BundleDir  string // holds config.json; rootfs is at Spec.Root.Path
-	Spec       *specs.Spec
-	LogPath    string // CRI-format log file the monitor writes ("" = discard)
-	Terminal   bool
-	Stdin      bool // keep stdin open for attach
-	StdinOnce  bool
+	ID        string
+	SandboxID string
+	BundleDir string // holds config.json; rootfs is at Spec.Root.Path
+	Spec      *specs.Spec
+	LogPath   string // CRI-format log file the monitor writes ("" = discard)
+	Terminal  bool
+	Stdin     bool // keep stdin open for attach
+	StdinOnce bool
 }
 
 // State is what the runtime knows about one container.
@@ -43,6 +43,11 @@ type State struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	OOMKilled  bool
+	// Broken is non-empty when the container can no longer be managed
+	// (its monitor is gone while the OCI runtime still has it, or it was
+	// only half created); it says why. The CRI layer should report it as
+	// exited and clean it up with Delete.
+	Broken string
 }
 
 // ExecOptions runs an extra process in a running container.
