@@ -1,0 +1,128 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	goruntime "runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// pullPlatform is the platform chosen from a multi-platform index.
+var pullPlatform = v1.Platform{OS: "linux", Architecture: goruntime.GOARCH}
+
+// Pull fetches the image ref (normalised as containerd does) unless an
+// identical pull is already running, in which case it waits for that one.
+// It returns the image ID. Errors are gRPC status errors.
+func (s *Service) Pull(ctx context.Context, ref string, auth *runtimeapi.AuthConfig) (string, error) {
+	parsed, err := parseRef(ref)
+	if err != nil {
+		return "", err
+	}
+	ch := s.pulls.DoChan(parsed.String(), func() (any, error) {
+		return s.pullOnce(ctx, parsed, auth)
+	})
+	select {
+	case <-ctx.Done():
+		return "", status.FromContextError(ctx.Err()).Err()
+	case res := <-ch:
+		if res.Err != nil {
+			return "", res.Err
+		}
+		return res.Val.(string), nil
+	}
+}
+
+// pullOnce tries each endpoint for the image's registry (mirrors first) in turn.
+func (s *Service) pullOnce(ctx context.Context, ref parsedRef, auth *runtimeapi.AuthConfig) (string, error) {
+	start := time.Now()
+	var errs []error
+	for _, ep := range s.mirrors.endpoints(ref.Host()) {
+		id, err := s.pullFrom(ctx, ref, ep, auth)
+		if err == nil {
+			s.metrics.duration.WithLabelValues("success").Observe(time.Since(start).Seconds())
+			return id, nil
+		}
+		if ctx.Err() != nil {
+			s.metrics.duration.WithLabelValues("canceled").Observe(time.Since(start).Seconds())
+			return "", status.FromContextError(ctx.Err()).Err()
+		}
+		s.log.WarnContext(ctx, "pull from endpoint failed", "image", ref.String(), "endpoint", ep.host, "mirror", ep.mirror, "err", err)
+		errs = append(errs, fmt.Errorf("%s: %w", ep.host, err))
+	}
+	s.metrics.duration.WithLabelValues("error").Observe(time.Since(start).Seconds())
+	err := errors.Join(errs...)
+	return "", status.Errorf(pullErrorCode(err), "pull %s: %v", ref.String(), err)
+}
+
+// pullErrorCode maps a registry failure to a gRPC code.
+func pullErrorCode(err error) codes.Code {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		switch terr.StatusCode {
+		case http.StatusNotFound:
+			return codes.NotFound
+		case http.StatusUnauthorized:
+			return codes.Unauthenticated
+		case http.StatusForbidden:
+			return codes.PermissionDenied
+		}
+	}
+	return codes.Unavailable
+}
+
+func (s *Service) pullFrom(ctx context.Context, ref parsedRef, ep endpoint, criAuth *runtimeapi.AuthConfig) (string, error) {
+	var nameOpts []name.Option
+	if ep.insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	remoteRef, err := name.ParseReference(ep.host+"/"+ref.Path()+ref.Suffix(), nameOpts...)
+	if err != nil {
+		return "", fmt.Errorf("reference on %s: %w", ep.host, err)
+	}
+	a, err := s.authenticator(criAuth, ep, ref.Host())
+	if err != nil {
+		return "", err
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(a), remote.WithPlatform(pullPlatform)}
+	if s.cfg.Transport != nil {
+		opts = append(opts, remote.WithTransport(s.cfg.Transport))
+	}
+	s.log.InfoContext(ctx, "pulling image", "image", ref.String(), "endpoint", ep.host)
+	desc, err := remote.Get(remoteRef, opts...)
+	if err != nil {
+		return "", err
+	}
+	img, err := desc.Image() // resolves an index to pullPlatform's manifest
+	if err != nil {
+		return "", fmt.Errorf("image for %s: %w", pullPlatform.String(), err)
+	}
+	var extra []namedBlob
+	if desc.MediaType.IsIndex() {
+		extra = append(extra, namedBlob{digest: desc.Digest, data: desc.Manifest})
+	}
+	return s.store(ctx, img, storeNames{ref: ref, repoDigest: repoDigest(ref.Repository(), desc.Digest.String())}, extra)
+}
+
+// countingReader counts bytes read into a shared counter.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}

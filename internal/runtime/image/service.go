@@ -1,0 +1,126 @@
+// Package image is berth runtime's image service: a content-addressed store on
+// disk, pulls from OCI registries (auth, mirrors, plain-HTTP hosts), layers
+// unpacked once into shared snapshot directories laid out for overlayfs,
+// per-container overlay root filesystems, and the CRI v1 ImageService.
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Root is the directory that holds the store, e.g. <root>/images.
+	Root string
+	// Mirrors maps a registry host (as written in image names, e.g.
+	// "registry.k8s.io" or "docker.io") to the endpoints tried in order
+	// instead of it, e.g. "http://127.0.0.1:5000". The repository path is
+	// kept; the image keeps its upstream name in repo tags and digests.
+	Mirrors map[string][]string
+	// Insecure lists registry hosts (host or host:port) reached over plain HTTP.
+	Insecure []string
+	// DockerConfig is the path of a docker config.json whose "auths" are used
+	// when a pull request carries no AuthConfig. Empty means none.
+	DockerConfig string
+	// Transport is the HTTP transport for registry traffic; nil means
+	// http.DefaultTransport. Tests use it to count requests.
+	Transport http.RoundTripper
+	// Metrics receives the pull metrics; nil means they are not registered.
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
+}
+
+// Service is the image store and the CRI ImageService. Safe for concurrent use.
+type Service struct {
+	runtimeapi.UnimplementedImageServiceServer
+
+	cfg     Config
+	log     *slog.Logger
+	blobs   *blobStore
+	meta    *metadataStore
+	layers  *snapshotter
+	rootfs  *rootfsManager
+	pulls   singleflight.Group
+	pins    pinSet
+	metrics *pullMetrics
+	mirrors *mirrorResolver
+
+	// mu serialises changes to the metadata (pull commit, remove, use/release)
+	// so that RemoveImage can never race a container taking the image.
+	mu sync.Mutex
+}
+
+var _ runtimeapi.ImageServiceServer = (*Service)(nil)
+
+// New opens (creating if needed) the store under cfg.Root.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("image: Config.Root is required")
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("image: resolve root %q: %w", cfg.Root, err)
+	}
+	cfg.Root = root
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("image: create root: %w", err)
+	}
+	mirrors, err := newMirrorResolver(cfg.Mirrors, cfg.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := newPullMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := newBlobStore(filepath.Join(root, "blobs"))
+	if err != nil {
+		return nil, err
+	}
+	meta, err := openMetadataStore(filepath.Join(root, "metadata.json"))
+	if err != nil {
+		return nil, err
+	}
+	layers, err := newSnapshotter(filepath.Join(root, "snapshots"))
+	if err != nil {
+		return nil, err
+	}
+	rootfs, err := newRootfsManager(filepath.Join(root, "containers"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg:     cfg,
+		log:     log,
+		blobs:   blobs,
+		meta:    meta,
+		layers:  layers,
+		rootfs:  rootfs,
+		metrics: metrics,
+		mirrors: mirrors,
+	}
+	// Content left by a crash between recording a removal and deleting its
+	// files, or by a pull that never completed, is garbage now.
+	s.mu.Lock()
+	err = s.collectGarbageLocked()
+	s.mu.Unlock()
+	if err != nil {
+		log.WarnContext(ctx, "image store garbage collection incomplete", "err", err)
+	}
+	return s, nil
+}
