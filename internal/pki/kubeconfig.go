@@ -2,6 +2,7 @@ package pki
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -39,4 +40,26 @@ func (c *Cluster) ClientKubeconfig(server string, id Identity) ([]byte, error) {
 		return nil, err
 	}
 	return Kubeconfig(KubeconfigData{Server: server, CAPEM: c.ServerCA.CertPEM, CertPEM: certPEM, KeyPEM: keyPEM, UserName: id.CommonName})
+}
+
+// KubeconfigMatches reports whether an existing kubeconfig still points at
+// server with a client certificate from clientCA that is not about to expire,
+// so restarts keep handing out the same file.
+func KubeconfigMatches(data []byte, server string, clientCA *CA) bool {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return false
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok || cfg.Clusters[ctx.Cluster] == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
+		return false
+	}
+	if cfg.Clusters[ctx.Cluster].Server != server {
+		return false
+	}
+	certs, err := ParseCertificates(cfg.AuthInfos[ctx.AuthInfo].ClientCertificateData)
+	if err != nil {
+		return false
+	}
+	return certs[0].CheckSignatureFrom(clientCA.Cert) == nil && time.Until(certs[0].NotAfter) > renewBefore
 }

@@ -127,3 +127,31 @@ func TestPublicKeyHashIsStable(t *testing.T) {
 		t.Errorf("hash %q", h)
 	}
 }
+
+func TestKubeconfigMatches(t *testing.T) {
+	c, err := LoadOrCreateCluster(t.TempDir(), ServingNames{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := c.ClientKubeconfig("https://127.0.0.1:6443", AdminIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := LoadOrCreateCluster(t.TempDir(), ServingNames{})
+	for name, tc := range map[string]struct {
+		server string
+		ca     *CA
+		want   bool
+	}{
+		"same":          {"https://127.0.0.1:6443", c.ClientCA, true},
+		"server moved":  {"https://127.0.0.1:7443", c.ClientCA, false},
+		"other cluster": {"https://127.0.0.1:6443", other.ClientCA, false},
+	} {
+		if got := KubeconfigMatches(kc, tc.server, tc.ca); got != tc.want {
+			t.Errorf("%s: KubeconfigMatches = %v, want %v", name, got, tc.want)
+		}
+	}
+	if KubeconfigMatches([]byte("not yaml: ["), "https://127.0.0.1:6443", c.ClientCA) {
+		t.Error("garbage matched")
+	}
+}

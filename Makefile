@@ -1,0 +1,15 @@
+# The README's two commands: `make run` (a single-node cluster) and `make test` (the whole suite).
+# The steps themselves live in hack/, shared by the README, CI and developers.
+.PHONY: run test setup build
+
+run:
+	hack/run.sh
+
+test:
+	hack/test.sh
+
+setup:
+	hack/setup.sh
+
+build:
+	go build -o _output/berth ./cmd/berth

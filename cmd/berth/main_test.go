@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildBerth builds the real binary, so build information (module versions,
+// VCS revision) is what a user's build carries.
+func buildBerth(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "berth")
+	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	return bin
+}
+
+func TestBinary(t *testing.T) {
+	bin := buildBerth(t)
+
+	t.Run("version names the API versions it speaks", func(t *testing.T) {
+		out, err := exec.Command(bin, "version").CombinedOutput()
+		if err != nil {
+			t.Fatalf("berth version: %v\n%s", err, out)
+		}
+		for _, want := range []string{"kubernetes api: v1.37.2", "cri api:        v1", "git commit:"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(string(out), "git commit:     unknown") {
+			t.Errorf("no VCS revision in a build from a git checkout:\n%s", out)
+		}
+	})
+
+	t.Run("a bad flag exits non-zero with one line", func(t *testing.T) {
+		out, err := exec.Command(bin, "version", "--bogus").CombinedOutput()
+		if err == nil {
+			t.Fatal("exit status 0")
+		}
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "berth: ") {
+			t.Errorf("want one line starting with \"berth: \", got:\n%s", out)
+		}
+	})
+
+	t.Run("kubectl is embedded", func(t *testing.T) {
+		out, err := exec.Command(bin, "kubectl", "version", "--client").CombinedOutput()
+		if err != nil {
+			t.Fatalf("berth kubectl version --client: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "Client Version:") {
+			t.Errorf("unexpected output:\n%s", out)
+		}
+	})
+}

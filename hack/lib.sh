@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# Shared by every hack/ script: where things live and how to install what is missing.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT_DIR="$REPO_ROOT/_output"
+TOOLS_DIR="$OUT_DIR/tools"
+BERTH_BIN="$OUT_DIR/berth"
+export BERTH_TOOLS_DIR="$TOOLS_DIR"
+
+# Pinned tool versions; bump deliberately.
+STATICCHECK_VERSION=v0.8.2
+CRI_TOOLS_VERSION=v1.37.0
+
+# Debian packages the tests and the cluster need (binary -> package).
+APT_PACKAGES=(
+  runc:runc
+  /usr/lib/cni/bridge:containernetworking-plugins
+  /bin/busybox:busybox-static
+  iptables:iptables
+  ip:iproute2
+  containerd:containerd
+  gcc:gcc
+)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+have() { [[ "$1" == /* ]] && [[ -e "$1" ]] || command -v "$1" >/dev/null 2>&1; }
+
+install_apt_packages() {
+  local missing=() entry bin pkg
+  for entry in "${APT_PACKAGES[@]}"; do
+    bin=${entry%%:*} pkg=${entry#*:}
+    have "$bin" || missing+=("$pkg")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# go_tool NAME MODULE@VERSION: install a Go tool into TOOLS_DIR unless that version is there.
+go_tool() {
+  local name=$1 spec=$2 stamp="$TOOLS_DIR/.$1.version"
+  if [[ -x "$TOOLS_DIR/$name" && "$(cat "$stamp" 2>/dev/null)" == "$spec" ]]; then return 0; fi
+  log "installing $spec"
+  mkdir -p "$TOOLS_DIR"
+  GOBIN="$TOOLS_DIR" go install "$spec"
+  echo "$spec" >"$stamp"
+}
+
+# critest has only test files, so it is built with `go test -c` inside its module.
+install_critest() {
+  local stamp="$TOOLS_DIR/.critest.version"
+  if [[ -x "$TOOLS_DIR/critest" && "$(cat "$stamp" 2>/dev/null)" == "$CRI_TOOLS_VERSION" ]]; then return 0; fi
+  log "building critest $CRI_TOOLS_VERSION"
+  local dir
+  dir=$(cd "$REPO_ROOT" && go mod download -json "sigs.k8s.io/cri-tools@$CRI_TOOLS_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  (cd "$dir" && GOFLAGS=-mod=mod go test -c -o "$TOOLS_DIR/critest" ./cmd/critest)
+  echo "$CRI_TOOLS_VERSION" >"$stamp"
+}
+
+install_tools() {
+  go_tool staticcheck "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+  go_tool crictl "sigs.k8s.io/cri-tools/cmd/crictl@$CRI_TOOLS_VERSION"
+  install_critest
+}
+
+build_berth() {
+  log "building berth"
+  mkdir -p "$OUT_DIR"
+  (cd "$REPO_ROOT" && go build -buildvcs=true -o "$BERTH_BIN" ./cmd/berth)
+}
