@@ -1,0 +1,247 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func TestPullByTagAndByDigest(t *testing.T) {
+	reg := startRegistry(t, nil)
+	img := simpleImage(t, "by-tag")
+	reg.push(t, "test/app:1", img)
+	wantID := mustDigest(t, img.ConfigName)
+	manifestDigest := mustDigest(t, img.Digest)
+	s := newTestService(t, t.TempDir(), nil)
+
+	tagRef := reg.host + "/test/app:1"
+	if id := pull(t, s, tagRef); id != wantID {
+		t.Fatalf("PullImage by tag returned %s, want config digest %s", id, wantID)
+	}
+	st := imageStatus(t, s, tagRef)
+	if st == nil {
+		t.Fatal("ImageStatus by tag: image not found after pull")
+	}
+	wantDigest := reg.host + "/test/app@" + manifestDigest
+	if !slices.Equal(st.RepoTags, []string{tagRef}) || !slices.Equal(st.RepoDigests, []string{wantDigest}) {
+		t.Fatalf("tags %v digests %v, want [%s] [%s]", st.RepoTags, st.RepoDigests, tagRef, wantDigest)
+	}
+	if st.Size == 0 {
+		t.Fatal("image size is 0")
+	}
+	for _, ref := range []string{wantID, wantID[len("sha256:"):], wantID[len("sha256:") : len("sha256:")+12], wantDigest} {
+		if got := imageStatus(t, s, ref); got == nil || got.Id != wantID {
+			t.Fatalf("ImageStatus(%q) = %v, want image %s", ref, got, wantID)
+		}
+	}
+
+	// A fresh store pulling by digest gets no tag, only the digest.
+	s2 := newTestService(t, t.TempDir(), nil)
+	if id := pull(t, s2, wantDigest); id != wantID {
+		t.Fatalf("PullImage by digest returned %s, want %s", id, wantID)
+	}
+	st = imageStatus(t, s2, wantDigest)
+	if st == nil || len(st.RepoTags) != 0 || !slices.Equal(st.RepoDigests, []string{wantDigest}) {
+		t.Fatalf("after pull by digest: %v", st)
+	}
+}
+
+func TestPullMissingImageIsNotFound(t *testing.T) {
+	reg := startRegistry(t, nil)
+	s := newTestService(t, t.TempDir(), nil)
+	_, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: reg.host + "/no/such:1"}})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("pull of a missing image: %v, want NotFound", err)
+	}
+	if resp, _ := s.ListImages(context.Background(), &runtimeapi.ListImagesRequest{}); len(resp.Images) != 0 {
+		t.Fatalf("failed pull left images: %v", resp.Images)
+	}
+}
+
+func TestPullThroughMirrorKeepsUpstreamName(t *testing.T) {
+	reg := startRegistry(t, nil)
+	img := simpleImage(t, "mirrored")
+	reg.push(t, "e2e-test-images/busybox:1.29-2", img)
+	s := newTestService(t, t.TempDir(), func(c *Config) {
+		c.Mirrors = map[string][]string{"registry.k8s.io": {"http://" + reg.host}}
+	})
+	ref := "registry.k8s.io/e2e-test-images/busybox:1.29-2"
+	id := pull(t, s, ref)
+	st := imageStatus(t, s, ref)
+	if st == nil || st.Id != id || !slices.Equal(st.RepoTags, []string{ref}) {
+		t.Fatalf("status after mirrored pull: %v", st)
+	}
+	want := "registry.k8s.io/e2e-test-images/busybox@" + mustDigest(t, img.Digest)
+	if !slices.Equal(st.RepoDigests, []string{want}) {
+		t.Fatalf("repo digests %v, want [%s]", st.RepoDigests, want)
+	}
+	if reg.count("GET", "/v2/e2e-test-images/busybox/manifests/1.29-2") == 0 {
+		t.Fatal("the mirror was not asked for the manifest")
+	}
+}
+
+func TestShortNamesNormaliseToDockerHub(t *testing.T) {
+	reg := startRegistry(t, nil)
+	reg.push(t, "library/busybox:latest", simpleImage(t, "hub"))
+	s := newTestService(t, t.TempDir(), func(c *Config) {
+		c.Mirrors = map[string][]string{"docker.io": {"http://" + reg.host}}
+	})
+	id := pull(t, s, "busybox")
+	st := imageStatus(t, s, "docker.io/library/busybox:latest")
+	if st == nil || st.Id != id || !slices.Equal(st.RepoTags, []string{"docker.io/library/busybox:latest"}) {
+		t.Fatalf("short name pull: %v", st)
+	}
+	if got := imageStatus(t, s, "busybox:latest"); got == nil || got.Id != id {
+		t.Fatalf("status by short name: %v", got)
+	}
+}
+
+func TestInsecureRegistryUsesPlainHTTPOnlyWhenListed(t *testing.T) {
+	reg := startRegistry(t, nil)
+	reg.push(t, "app:1", simpleImage(t, "insecure"))
+	// A name that is not an IP literal: go-containerregistry would reach
+	// 127.0.0.1 over plain HTTP by itself; registry.test must be listed.
+	ref := "registry.test:5000/app:1"
+	tr := loopbackTransport(reg.host)
+
+	secure := newTestService(t, t.TempDir(), func(c *Config) { c.Transport = tr })
+	_, err := secure.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err == nil {
+		t.Fatal("pull over HTTPS from a plain-HTTP registry succeeded")
+	}
+
+	insecure := newTestService(t, t.TempDir(), func(c *Config) {
+		c.Transport = tr
+		c.Insecure = []string{"registry.test:5000"}
+	})
+	id := pull(t, insecure, ref)
+	if st := imageStatus(t, insecure, ref); st == nil || st.Id != id {
+		t.Fatalf("status after insecure pull: %v", st)
+	}
+}
+
+func basicAuth(user, pass string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, p, ok := r.BasicAuth()
+			if !ok || u != user || p != pass {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func TestPullWithAuth(t *testing.T) {
+	reg := startRegistry(t, basicAuth("alice", "s3cret"))
+	reg.push(t, "private/app:1", simpleImage(t, "auth"), remote.WithAuth(&authn.Basic{Username: "alice", Password: "s3cret"}))
+	ref := reg.host + "/private/app:1"
+	ctx := context.Background()
+
+	anon := newTestService(t, t.TempDir(), nil)
+	_, err := anon.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("anonymous pull: %v, want Unauthenticated", err)
+	}
+	_, err = anon.PullImage(ctx, &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: ref},
+		Auth:  &runtimeapi.AuthConfig{Username: "alice", Password: "wrong"},
+	})
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("pull with a wrong password: %v, want Unauthenticated", err)
+	}
+	if _, err := anon.PullImage(ctx, &runtimeapi.PullImageRequest{
+		Image: &runtimeapi.ImageSpec{Image: ref},
+		Auth:  &runtimeapi.AuthConfig{Username: "alice", Password: "s3cret"},
+	}); err != nil {
+		t.Fatalf("pull with CRI AuthConfig: %v", err)
+	}
+
+	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	raw, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.host: map[string]string{"username": "alice", "password": "s3cret"}}})
+	if err := os.WriteFile(dockerConfig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := newTestService(t, t.TempDir(), func(c *Config) { c.DockerConfig = dockerConfig })
+	pull(t, fromFile, ref)
+}
+
+func TestConcurrentPullsFetchEachBlobOnce(t *testing.T) {
+	reg := startRegistry(t, nil)
+	base := layer(t, dir("bin"), file("bin/sh", "shell"))
+	top := layer(t, dir("etc"), file("etc/os", "concurrent"))
+	img := testImage(t, "", base, top)
+	reg.push(t, "test/conc:1", img)
+	reg.reset()
+	metrics := prometheus.NewRegistry()
+	s := newTestService(t, t.TempDir(), func(c *Config) { c.Metrics = metrics })
+
+	const pullers = 8
+	ids := make([]string, pullers)
+	errs := make([]error, pullers)
+	var wg sync.WaitGroup
+	for i := range pullers {
+		wg.Go(func() {
+			resp, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: reg.host + "/test/conc:1"}})
+			errs[i] = err
+			if err == nil {
+				ids[i] = resp.ImageRef
+			}
+		})
+	}
+	wg.Wait()
+	for i := range pullers {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("puller %d: id %q err %v (first id %q)", i, ids[i], errs[i], ids[0])
+		}
+	}
+	var layerBytes int64
+	for _, l := range mustLayers(t, img) {
+		d, _ := l.Digest()
+		size, _ := l.Size()
+		layerBytes += size
+		if n := reg.count("GET", "/v2/test/conc/blobs/"+d.String()); n != 1 {
+			t.Fatalf("layer %s fetched %d times, want 1", d, n)
+		}
+	}
+	families := gather(t, metrics)
+	if got := families["berth_image_pull_bytes_total"].GetMetric()[0].GetCounter().GetValue(); got != float64(layerBytes) {
+		t.Fatalf("pull bytes metric %v, want %d", got, layerBytes)
+	}
+	if got := families["berth_image_pull_layers_total"].GetMetric()[0].GetCounter().GetValue(); got != 2 {
+		t.Fatalf("pull layers metric %v, want 2", got)
+	}
+	// Eight callers, one pull: one observation.
+	if got := families["berth_image_pull_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleCount(); got != 1 {
+		t.Fatalf("pull duration observations %d, want 1", got)
+	}
+}
+
+func gather(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		out[f.GetName()] = f
+	}
+	return out
+}
