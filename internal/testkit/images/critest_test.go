@@ -1,0 +1,323 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
+)
+
+var (
+	critestOnce sync.Once
+	critestBB   string
+	critestSet  Set
+	critestErr  error
+)
+
+// critestCatalogue builds the critest set once; Debian's dynamic busybox
+// is fetched with apt-get into the tools dir on first use and reused after.
+func critestCatalogue(t *testing.T) (Set, string) {
+	t.Helper()
+	hostcheck.Require(t, hostcheck.Gcc)
+	critestOnce.Do(func() {
+		tools, err := hostcheck.ToolsDir()
+		if err != nil {
+			critestErr = err
+			return
+		}
+		critestBB, critestErr = FetchDebianBusybox(context.Background(), filepath.Join(tools, "debian-busybox"))
+		if critestErr != nil {
+			return
+		}
+		critestSet, critestErr = CritestCatalogue(context.Background(), CritestOptions{DebianBusybox: critestBB})
+	})
+	if critestErr != nil {
+		t.Fatal(critestErr)
+	}
+	return critestSet, critestBB
+}
+
+func digestOf(t *testing.T, s Set, ref string) v1.Hash {
+	t.Helper()
+	a, ok := s[ref]
+	if !ok || a.Image == nil {
+		t.Fatalf("critest catalogue lacks %s", ref)
+	}
+	d, err := a.Image.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestCritestCatalogueNamesAndIdentities(t *testing.T) {
+	set, _ := critestCatalogue(t)
+	const s = "gcr.io/k8s-staging-cri-tools/"
+	for _, ref := range []string{CritestDefaultImage, "registry.k8s.io/e2e-test-images/nginx:1.14-2",
+		s + "hostnet-nginx-amd64:latest", "registry.k8s.io/e2e-test-images/httpd:2.4.39-4",
+		"registry.k8s.io/e2e-test-images/nonewprivs:1.3", s + "test-image-user-uid:latest",
+		s + "test-image-user-username:latest", s + "test-image-user-uid-group:latest",
+		s + "test-image-user-username-group:latest", s + "test-image-predefined-group:latest"} {
+		digestOf(t, set, ref)
+	}
+	if a, b := digestOf(t, set, "registry.k8s.io/pause:3.9"), digestOf(t, set, "k8s.gcr.io/pause:3.9"); a != b {
+		t.Errorf("pause under two registries: %s vs %s, want one image", a, b)
+	}
+	tags := digestOf(t, set, s+"test-image-tags:1")
+	for _, tag := range []string{"2", "3"} {
+		if d := digestOf(t, set, s+"test-image-tags:"+tag); d != tags {
+			t.Errorf("test-image-tags:%s = %s, want %s", tag, d, tags)
+		}
+	}
+	distinct := map[v1.Hash]string{}
+	for _, ref := range []string{s + "test-image-latest:latest", s + "test-image-tag:test", s + "test-image-tag:all",
+		s + "test-image-1:latest", s + "test-image-2:latest", s + "test-image-3:latest", s + "test-image-tags:1",
+		"public.ecr.aws/docker/library/busybox:1.35.0-glibc", "public.ecr.aws/docker/library/busybox:1-uclibc",
+		"public.ecr.aws/docker/library/busybox:1", "public.ecr.aws/docker/library/busybox:1-glibc",
+		"public.ecr.aws/docker/library/busybox:1-musl", CritestDefaultImage} {
+		d := digestOf(t, set, ref)
+		if other, dup := distinct[d]; dup {
+			t.Errorf("%s and %s share image %s, want distinct IDs", ref, other, d)
+		}
+		distinct[d] = ref
+	}
+	for ref, user := range map[string]string{
+		s + "test-image-user-uid:latest": "1002", s + "test-image-user-username:latest": "www-data",
+		s + "test-image-user-uid-group:latest": "1003:1004", s + "test-image-user-username-group:latest": "www-data:1004",
+		s + "test-image-predefined-group:latest": "1000", "registry.k8s.io/pause:3.9": "65535:65535",
+	} {
+		cf, err := set[ref].Image.ConfigFile()
+		if err != nil || cf.Config.User != user {
+			t.Errorf("%s: USER %q (%v), want %q", ref, cf.Config.User, err, user)
+		}
+	}
+}
+
+func TestCritestBaseLayout(t *testing.T) {
+	set, _ := critestCatalogue(t)
+	merged := flattenHeaders(t, set[CritestDefaultImage].Image)
+	for _, applet := range []string{"sh", "ls", "echo", "sleep", "top", "cat", "id", "hostname", "netstat", "brctl", "pidof", "dd", "grep", "httpd"} {
+		h := merged["bin/"+applet]
+		if h == nil || h.Typeflag != tar.TypeLink || h.Linkname != "bin/busybox" || h.Mode != 0o755 {
+			t.Errorf("bin/%s: want a 0755 hard link to bin/busybox, got %+v", applet, h)
+		}
+	}
+	for _, p := range []string{"bin/pgrep", "bin/ipcs", "lib64/ld-linux-x86-64.so.2", "lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libresolv.so.2"} {
+		if h := merged[p]; h == nil || h.Typeflag != tar.TypeReg {
+			t.Errorf("%s missing or not a regular file: %+v", p, h)
+		}
+	}
+	nnp := flattenHeaders(t, set["registry.k8s.io/e2e-test-images/nonewprivs:1.3"].Image)["usr/local/bin/nonewprivs"]
+	if nnp == nil || nnp.Mode&0o4000 == 0 || nnp.Uid != 0 {
+		t.Errorf("nonewprivs: want setuid root, got %+v", nnp)
+	}
+	files := flatten(t, set["gcr.io/k8s-staging-cri-tools/test-image-predefined-group:latest"].Image)
+	if !strings.Contains(files["etc/group"], "group-defined-in-image:x:50000:default-user") ||
+		!strings.Contains(files["etc/passwd"], "default-user:x:1000:1000:") {
+		t.Errorf("predefined-group /etc files:\n%s\n%s", files["etc/passwd"], files["etc/group"])
+	}
+}
+
+func flattenHeaders(t *testing.T, img v1.Image) map[string]*tar.Header {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	out := map[string]*tar.Header{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(h.Name, "/")] = h
+	}
+}
+
+// TestCritestIpcsSeesHostSegment runs the image's static ipcs on the host:
+// a segment made with ipcmk must be listed by its id.
+func TestCritestIpcsSeesHostSegment(t *testing.T) {
+	set, _ := critestCatalogue(t)
+	dir := extract(t, set[CritestDefaultImage].Image)
+	out, err := exec.Command("ipcmk", "-M", "4096").Output()
+	if err != nil {
+		t.Fatalf("ipcmk (util-linux): %v", err)
+	}
+	id := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "Shared memory id:"))
+	t.Cleanup(func() { _ = exec.Command("ipcrm", "-m", id).Run() })
+	listing, err := exec.Command(filepath.Join(dir, "bin/ipcs"), "-m").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(string(listing), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == id {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("ipcs -m does not list segment %s:\n%s", id, listing)
+	}
+}
+
+// TestCritestNginxStandIn runs the nginx image's entrypoint chrooted into
+// its extracted root: it must write its PID file, be found by `pidof nginx`
+// under that PID with "master process" in its command line, answer HTTP 200,
+// and exit when sent SIGTERM.
+func TestCritestNginxStandIn(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	set, debianBusybox := critestCatalogue(t)
+	dir := extract(t, set["registry.k8s.io/e2e-test-images/nginx:1.14-2"].Image)
+	addr := freeLoopbackAddr(t)
+	cmd := exec.Command("chroot", dir, "/usr/sbin/nginx", addr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	pid := waitFor(t, "nginx.pid", func() (string, bool) {
+		b, err := os.ReadFile(filepath.Join(dir, "var/run/nginx.pid"))
+		return strings.TrimSpace(string(b)), err == nil && len(b) > 0
+	})
+	if pid != strconv.Itoa(cmd.Process.Pid) {
+		t.Fatalf("nginx.pid %q, but the master we started is %d", pid, cmd.Process.Pid)
+	}
+	cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	if err != nil || !strings.Contains(string(cmdline), "master process") {
+		t.Fatalf("/proc/%s/cmdline = %q (%v), want \"master process\"", pid, cmdline, err)
+	}
+	pids, _ := exec.Command(debianBusybox, "pidof", "nginx").Output()
+	if !strings.Contains(" "+strings.TrimSpace(string(pids))+" ", " "+pid+" ") {
+		t.Fatalf("pidof nginx = %q, want it to include %s", pids, pid)
+	}
+	body := waitFor(t, "HTTP 200", func() (string, bool) {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			return "", false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), resp.StatusCode == http.StatusOK
+	})
+	if !strings.Contains(body, "nginx") {
+		t.Errorf("GET / body %q", body)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("nginx after SIGTERM: %v", err)
+	}
+	if exit != nil && exit.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("nginx master was killed by the signal instead of handling it (stderr %q)", stderr.String())
+	}
+}
+
+// waitFor polls cond (bounded number of tries, never asserting a duration).
+func waitFor(t *testing.T, what string, cond func() (string, bool)) string {
+	t.Helper()
+	for range 300 {
+		if v, ok := cond(); ok {
+			return v
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("gave up waiting for %s", what)
+	return ""
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// extract writes img's merged root into a temporary directory, keeping
+// modes (setuid too), hard links and symlinks.
+func extract(t *testing.T, img v1.Image) string {
+	t.Helper()
+	dir := t.TempDir()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return dir
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := extractEntry(dir, h, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func extractEntry(dir string, h *tar.Header, r io.Reader) error {
+	p := filepath.Join(dir, filepath.Clean("/"+h.Name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	mode := os.FileMode(h.Mode & 0o777)
+	if h.Mode&0o4000 != 0 {
+		mode |= os.ModeSetuid
+	}
+	if h.Mode&0o1000 != 0 {
+		mode |= os.ModeSticky
+	}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+		return os.Chmod(p, mode)
+	case tar.TypeReg:
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, r); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		return os.Chmod(p, mode)
+	case tar.TypeLink:
+		return os.Link(filepath.Join(dir, filepath.Clean("/"+h.Linkname)), p)
+	case tar.TypeSymlink:
+		return os.Symlink(h.Linkname, p)
+	default:
+		return fmt.Errorf("unexpected tar entry type %c for %s", h.Typeflag, h.Name)
+	}
+}
