@@ -101,9 +101,13 @@ type entry struct {
 	minor    int64
 }
 
-func dir(name string) entry             { return entry{name: name, typ: tar.TypeDir, mode: 0o755} }
-func file(name, body string) entry      { return entry{name: name, typ: tar.TypeReg, mode: 0o644, body: body} }
-func symlink(name, target string) entry { return entry{name: name, typ: tar.TypeSymlink, linkname: target, mode: 0o777} }
+func dir(name string) entry { return entry{name: name, typ: tar.TypeDir, mode: 0o755} }
+func file(name, body string) entry {
+	return entry{name: name, typ: tar.TypeReg, mode: 0o644, body: body}
+}
+func symlink(name, target string) entry {
+	return entry{name: name, typ: tar.TypeSymlink, linkname: target, mode: 0o777}
+}
 func hardlink(name, target string) entry {
 	return entry{name: name, typ: tar.TypeLink, linkname: target}
 }
@@ -223,7 +227,6 @@ func mustDigest(t testing.TB, f func() (v1.Hash, error)) string {
 	}
 	return h.String()
 }
-
 
 func mustLayers(t testing.TB, img v1.Image) []v1.Layer {
 	t.Helper()
