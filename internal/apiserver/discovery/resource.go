@@ -37,6 +37,10 @@ type Subresource struct {
 	Version string
 	Kind    string
 	Verbs   []string
+	// Connect marks a subresource that streams bytes (log, exec, attach,
+	// portforward) instead of reading or writing an object of Kind; Kind is
+	// then only what discovery advertises, as kube-apiserver does.
+	Connect bool
 }
 
 // GroupVersion is the group-version the resource is served under.
