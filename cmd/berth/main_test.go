@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,17 +9,30 @@ import (
 	"testing"
 )
 
-// buildBerth builds the real binary, so build information (module versions,
-// VCS revision) is what a user's build carries.
+// berthBin is the real binary, built once by TestMain so that build
+// information (module versions, VCS revision) is what a user's build carries.
+var berthBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-bin")
+	if err != nil {
+		panic(err)
+	}
+	berthBin = filepath.Join(dir, "berth")
+	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", berthBin, ".")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func buildBerth(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "berth")
-	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
-	}
-	return bin
+	return berthBin
 }
 
 func TestBinary(t *testing.T) {
