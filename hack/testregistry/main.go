@@ -1,0 +1,170 @@
+// Command testregistry serves berth's test images from an in-memory OCI
+// registry on a loopback address, for clients outside the Go tests (crictl,
+// critest, a berth runtime started by hand):
+//
+//	go run ./hack/testregistry --listen 127.0.0.1:5000 [--critest] [--ready-file F]
+//
+// Images are built offline by internal/testkit/images and served under their
+// repository path with any registry host dropped, so
+// registry.k8s.io/e2e-test-images/busybox:1.29-2 is
+// 127.0.0.1:5000/e2e-test-images/busybox:1.29-2 and a runtime started with
+// --registry-mirror registry.k8s.io=http://127.0.0.1:5000 resolves it.
+// Once every image is pushed, the address is written to --ready-file. It
+// stops cleanly on SIGTERM or SIGINT.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/registry"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(ctx, logger, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "testregistry: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+type config struct {
+	listen        string
+	critest       bool
+	readyFile     string
+	busybox       string
+	debianBusybox string
+}
+
+func parseFlags(args []string, output io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("testregistry", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:5000", "loopback host:port to serve on (port 0 picks one; see --ready-file)")
+	fs.BoolVar(&c.critest, "critest", false, "also serve the images critest v1.37.0 pulls, under their upstream repository paths")
+	fs.StringVar(&c.readyFile, "ready-file", "", "write the serving address here once every image is pushed")
+	fs.StringVar(&c.busybox, "busybox", "/bin/busybox", "static busybox for berth's own test images")
+	fs.StringVar(&c.debianBusybox, "debian-busybox", "", "Debian's dynamic busybox for the critest images (default: fetched with apt-get into <tools dir>/debian-busybox)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	host, _, err := net.SplitHostPort(c.listen)
+	if err != nil {
+		return c, fmt.Errorf("--listen %q: %w", c.listen, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return c, fmt.Errorf("--listen %q: only loopback addresses are served", c.listen)
+	}
+	return c, nil
+}
+
+// run builds the images, serves them until ctx ends and then shuts down.
+func run(ctx context.Context, logger *slog.Logger, args []string, flagOutput io.Writer) error {
+	c, err := parseFlags(args, flagOutput)
+	if err != nil {
+		return err
+	}
+	set, err := buildImages(ctx, logger, c)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	addr := ln.Addr().String()
+	srv := &http.Server{
+		Handler:           ggcrregistry.New(ggcrregistry.Logger(slog.NewLogLogger(logger.Handler(), slog.LevelDebug))),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("serving test registry", "address", addr)
+
+	if err := registry.PushContext(ctx, addr, set); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	logger.Info("images pushed", "count", len(set), "critest", c.critest)
+	if c.readyFile != "" {
+		if err := writeAtomically(c.readyFile, []byte(addr+"\n")); err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("ready file: %w", err)
+		}
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+func buildImages(ctx context.Context, logger *slog.Logger, c config) (images.Set, error) {
+	set, err := images.Catalogue(ctx, images.Options{Busybox: c.busybox})
+	if err != nil {
+		return nil, err
+	}
+	if !c.critest {
+		return set, nil
+	}
+	bb := c.debianBusybox
+	if bb == "" {
+		tools, err := hostcheck.ToolsDir()
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("fetching Debian's dynamic busybox", "dir", filepath.Join(tools, "debian-busybox"))
+		if bb, err = images.FetchDebianBusybox(ctx, filepath.Join(tools, "debian-busybox")); err != nil {
+			return nil, err
+		}
+	}
+	critest, err := images.CritestCatalogue(ctx, images.CritestOptions{DebianBusybox: bb})
+	if err != nil {
+		return nil, err
+	}
+	for ref, a := range critest {
+		set[ref] = a
+	}
+	return set, nil
+}
+
+// writeAtomically makes path appear complete or not at all, so a waiter
+// polling for it never reads a partial address.
+func writeAtomically(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
