@@ -236,3 +236,12 @@ func mustLayers(t testing.TB, img v1.Image) []v1.Layer {
 	}
 	return ls
 }
+
+func mustHash(t testing.TB, s string) v1.Hash {
+	t.Helper()
+	h, err := v1.NewHash(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

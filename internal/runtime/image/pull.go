@@ -50,6 +50,9 @@ func (s *Service) pullOnce(ctx context.Context, ref parsedRef, auth *runtimeapi.
 	var errs []error
 	for _, ep := range s.mirrors.endpoints(ref.Host()) {
 		id, err := s.pullFrom(ctx, ref, ep, auth)
+		if status.Code(err) == codes.InvalidArgument {
+			return "", err
+		}
 		if err == nil {
 			s.metrics.duration.WithLabelValues("success").Observe(time.Since(start).Seconds())
 			return id, nil
@@ -89,7 +92,7 @@ func (s *Service) pullFrom(ctx context.Context, ref parsedRef, ep endpoint, criA
 	}
 	remoteRef, err := name.ParseReference(ep.host+"/"+ref.Path()+ref.Suffix(), nameOpts...)
 	if err != nil {
-		return "", fmt.Errorf("reference on %s: %w", ep.host, err)
+		return "", status.Errorf(codes.InvalidArgument, "reference %q on %s: %v", ref.String(), ep.host, err)
 	}
 	a, err := s.authenticator(criAuth, ep, ref.Host())
 	if err != nil {
