@@ -1,0 +1,210 @@
+// Package fit decides whether a pod fits a node given what is already bound
+// there. It is the one definition of a node's constraints, shared by the
+// scheduler's filters and by the API server's bind transaction, so the two
+// can never disagree about what "fits" means.
+package fit
+
+import (
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Resources is an amount of the scheduled resources.
+type Resources struct {
+	MilliCPU         int64 `json:"milliCPU,omitempty"`
+	Memory           int64 `json:"memory,omitempty"`
+	EphemeralStorage int64 `json:"ephemeralStorage,omitempty"`
+	Pods             int64 `json:"pods,omitempty"`
+}
+
+// HostPort is one host port claimed by a pod.
+type HostPort struct {
+	Protocol string `json:"protocol"`
+	IP       string `json:"ip,omitempty"` // "" and 0.0.0.0 both mean every address
+	Port     int32  `json:"port"`
+}
+
+// Usage is what the pods bound to a node hold: the per-node accounting record.
+type Usage struct {
+	Requested Resources  `json:"requested"`
+	HostPorts []HostPort `json:"hostPorts,omitempty"`
+}
+
+// Failure is one reason a pod does not fit a node.
+type Failure struct {
+	// Reason is phrased as kube-scheduler phrases it ("Insufficient cpu",
+	// "node(s) didn't match Pod's node affinity/selector", ...), so the
+	// scheduler's aggregated message reads as users expect.
+	Reason string
+	// Unresolvable means no amount of waiting lets the pod fit this node
+	// (affinity, taints, a request larger than allocatable): 422 rather than 409.
+	Unresolvable bool
+}
+
+// PodRequests sums a pod's effective requests (init containers, sidecars and
+// pod overhead counted as upstream does), with the pod itself as one Pods unit.
+func PodRequests(pod *v1.Pod) Resources {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return Resources{
+		MilliCPU:         quantity(reqs, v1.ResourceCPU).MilliValue(),
+		Memory:           quantity(reqs, v1.ResourceMemory).Value(),
+		EphemeralStorage: quantity(reqs, v1.ResourceEphemeralStorage).Value(),
+		Pods:             1,
+	}
+}
+
+// Allocatable reads a node's allocatable resources.
+func Allocatable(node *v1.Node) Resources {
+	a := node.Status.Allocatable
+	return Resources{
+		MilliCPU:         quantity(a, v1.ResourceCPU).MilliValue(),
+		Memory:           quantity(a, v1.ResourceMemory).Value(),
+		EphemeralStorage: quantity(a, v1.ResourceEphemeralStorage).Value(),
+		Pods:             quantity(a, v1.ResourcePods).Value(),
+	}
+}
+
+func quantity(list v1.ResourceList, name v1.ResourceName) *resource.Quantity {
+	if q, ok := list[name]; ok {
+		return &q
+	}
+	return resource.NewQuantity(0, resource.DecimalSI)
+}
+
+// PodHostPorts lists the host ports a pod's containers claim.
+func PodHostPorts(pod *v1.Pod) []HostPort {
+	var ports []HostPort
+	add := func(cs []v1.Container) {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				if p.HostPort <= 0 {
+					continue
+				}
+				proto := string(p.Protocol)
+				if proto == "" {
+					proto = string(v1.ProtocolTCP)
+				}
+				ports = append(ports, HostPort{Protocol: proto, IP: p.HostIP, Port: p.HostPort})
+			}
+		}
+	}
+	add(pod.Spec.InitContainers)
+	add(pod.Spec.Containers)
+	return ports
+}
+
+// Add returns u with pod's share added.
+func (u Usage) Add(pod *v1.Pod) Usage {
+	out := Usage{Requested: u.Requested.plus(PodRequests(pod), 1)}
+	out.HostPorts = append(slices.Clone(u.HostPorts), PodHostPorts(pod)...)
+	return out
+}
+
+// Remove returns u with pod's share released (never below zero).
+func (u Usage) Remove(pod *v1.Pod) Usage {
+	out := Usage{Requested: u.Requested.plus(PodRequests(pod), -1)}
+	out.HostPorts = slices.Clone(u.HostPorts)
+	for _, p := range PodHostPorts(pod) {
+		if i := slices.Index(out.HostPorts, p); i >= 0 {
+			out.HostPorts = slices.Delete(out.HostPorts, i, i+1)
+		}
+	}
+	return out
+}
+
+// plus returns r + sign*o, floored at zero so a double release cannot go negative.
+func (r Resources) plus(o Resources, sign int64) Resources {
+	return Resources{
+		MilliCPU:         max(0, r.MilliCPU+sign*o.MilliCPU),
+		Memory:           max(0, r.Memory+sign*o.Memory),
+		EphemeralStorage: max(0, r.EphemeralStorage+sign*o.EphemeralStorage),
+		Pods:             max(0, r.Pods+sign*o.Pods),
+	}
+}
+
+// Check returns every reason pod does not fit node given used; none means it fits.
+func Check(pod *v1.Pod, node *v1.Node, used Usage) []Failure {
+	var fails []Failure
+	fails = append(fails, checkNode(node)...)
+	fails = append(fails, checkAffinity(pod, node)...)
+	fails = append(fails, checkTaints(pod, node)...)
+	fails = append(fails, checkResources(pod, node, used)...)
+	fails = append(fails, checkHostPorts(pod, used)...)
+	return fails
+}
+
+func checkNode(node *v1.Node) []Failure {
+	if node.DeletionTimestamp != nil {
+		return []Failure{{Reason: "node(s) were being deleted", Unresolvable: true}}
+	}
+	return nil
+}
+
+func checkAffinity(pod *v1.Pod, node *v1.Node) []Failure {
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+		return []Failure{{Reason: "node(s) didn't match Pod's node affinity/selector", Unresolvable: true}}
+	}
+	return nil
+}
+
+func checkTaints(pod *v1.Pod, node *v1.Node) []Failure {
+	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
+		func(t *v1.Taint) bool {
+			return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+		}, false)
+	if untolerated {
+		return []Failure{{Reason: fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value), Unresolvable: true}}
+	}
+	return nil
+}
+
+func checkResources(pod *v1.Pod, node *v1.Node, used Usage) []Failure {
+	want, alloc := PodRequests(pod), Allocatable(node)
+	var fails []Failure
+	for _, r := range []struct {
+		name             string
+		want, used, have int64
+	}{
+		{"pods", want.Pods, used.Requested.Pods, alloc.Pods},
+		{"cpu", want.MilliCPU, used.Requested.MilliCPU, alloc.MilliCPU},
+		{"memory", want.Memory, used.Requested.Memory, alloc.Memory},
+		{"ephemeral-storage", want.EphemeralStorage, used.Requested.EphemeralStorage, alloc.EphemeralStorage},
+	} {
+		if r.want == 0 || r.used+r.want <= r.have {
+			continue
+		}
+		reason := "Insufficient " + r.name
+		if r.name == "pods" {
+			reason = "Too many pods"
+		}
+		fails = append(fails, Failure{Reason: reason, Unresolvable: r.want > r.have})
+	}
+	return fails
+}
+
+func checkHostPorts(pod *v1.Pod, used Usage) []Failure {
+	for _, want := range PodHostPorts(pod) {
+		for _, have := range used.HostPorts {
+			if portsConflict(want, have) {
+				return []Failure{{Reason: "node(s) didn't have free ports for the requested pod ports"}}
+			}
+		}
+	}
+	return nil
+}
+
+func portsConflict(a, b HostPort) bool {
+	if a.Port != b.Port || a.Protocol != b.Protocol {
+		return false
+	}
+	return wildcard(a.IP) || wildcard(b.IP) || a.IP == b.IP
+}
+
+func wildcard(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
