@@ -1,0 +1,233 @@
+// Package containerdtest starts a private containerd 1.6 (Debian's
+// /usr/bin/containerd) with its CRI plugin for the agent's tests: its own
+// root, state and socket, runc, the host's CNI plugins with a loopback-only
+// bridge network, and images served from the in-process test registry
+// through a registry mirror. The agent is thereby tested against a real,
+// upstream CRI runtime, as the design requires.
+package containerdtest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/registry"
+)
+
+// RegistryHost is the registry name the test images are pulled under; the
+// containerd config mirrors it to the in-process registry on 127.0.0.1.
+const RegistryHost = "registry.berth.test"
+
+// Image returns the pullable name of a testkit image (images.Busybox, ...).
+func Image(ref string) string { return RegistryHost + "/" + ref }
+
+// Requirements are the host prerequisites of Start.
+var Requirements = []hostcheck.Requirement{
+	hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.Containerd,
+	hostcheck.BusyboxStatic, hostcheck.Gcc, hostcheck.Overlayfs,
+}
+
+// Containerd is one running containerd.
+type Containerd struct {
+	Endpoint string // unix:///.../containerd.sock
+	Client   *cri.Client
+	Version  *runtimeapi.VersionResponse
+	dir      string
+}
+
+// Start runs a containerd for the life of t and connects to it. At cleanup
+// every pod sandbox is stopped and removed (so CNI releases its addresses and
+// the shims exit) before containerd is stopped.
+func Start(t testing.TB) *Containerd {
+	t.Helper()
+	hostcheck.Require(t, Requirements...)
+	set, err := images.Catalogue(t.Context(), images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	regHost := registry.Start(t)
+	registry.Push(t, regHost, set)
+
+	// A short directory of our own: unix socket paths are limited to 108
+	// bytes and t.TempDir() names can be long.
+	dir, err := os.MkdirTemp("", "berth-ctd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Containerd{Endpoint: "unix://" + filepath.Join(dir, "containerd.sock"), dir: dir}
+	cfg, err := writeConfig(dir, regHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("containerd", "--config", cfg)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group, so a ^C of the test does not reach it before cleanup.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start containerd: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		c.removeAllSandboxes(t)
+		if c.Client != nil {
+			c.Client.Close()
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logFile.Close()
+		if t.Failed() {
+			if data, err := os.ReadFile(logFile.Name()); err == nil {
+				t.Logf("containerd log (tail):\n%s", tail(string(data), 40))
+			}
+		}
+		unmountUnder(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Logf("remove %s: %v", dir, err)
+		}
+	})
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		client, v, err := cri.Dial(ctx, c.Endpoint)
+		cancel()
+		if err == nil {
+			c.Client, c.Version = client, v
+			break
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("containerd exited: %v (log %s)", err, logFile.Name())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd did not answer CRI Version: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return c
+}
+
+func (c *Containerd) removeAllSandboxes(t testing.TB) {
+	if c.Client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := c.Client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Logf("cleanup: list sandboxes: %v", err)
+		return
+	}
+	for _, s := range list.Items {
+		if _, err := c.Client.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			t.Logf("cleanup: stop sandbox %s: %v", s.Id, err)
+		}
+		if _, err := c.Client.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			t.Logf("cleanup: remove sandbox %s: %v", s.Id, err)
+		}
+	}
+}
+
+// unmountUnder lazily unmounts whatever containerd left mounted below dir
+// (deepest first), so the directory can be removed.
+func unmountUnder(dir string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			points = append(points, fields[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// cniSubnet is the bridge network's address range: private, only on this
+// host (no masquerading, so nothing leaves it).
+const cniSubnet = "10.231.0.0/24"
+
+func writeConfig(dir, regHost string) (string, error) {
+	confDir := filepath.Join(dir, "cni-conf")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		return "", err
+	}
+	conflist := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "berth-agent-test",
+  "plugins": [
+    {"type": "bridge", "bridge": "berthagt0", "isGateway": true, "ipMasq": false,
+     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, filepath.Join(dir, "cni-ipam"), cniSubnet)
+	if err := os.WriteFile(filepath.Join(confDir, "10-berth-agent-test.conflist"), []byte(conflist), 0o644); err != nil {
+		return "", err
+	}
+	cfg := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
+
+[grpc]
+  address = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%q]
+    endpoint = ["http://%s"]
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
+		Image(images.Pause), confDir, RegistryHost, regHost)
+	path := filepath.Join(dir, "config.toml")
+	return path, os.WriteFile(path, []byte(cfg), 0o644)
+}
