@@ -1,0 +1,239 @@
+package openapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/berth/berth/internal/apiserver/discovery"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/openapi3"
+	"k8s.io/client-go/rest"
+	kubectlcmd "k8s.io/kubectl/pkg/cmd"
+)
+
+// The kubectl tests run the real upstream kubectl, as a child process of
+// this test binary (so its os.Exit and global flags stay out of the tests),
+// against discovery and OpenAPI served by these packages.
+const runKubectlEnv = "BERTH_OPENAPI_TEST_RUN_KUBECTL"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runKubectlEnv) == "1" {
+		cmd := kubectlcmd.NewDefaultKubectlCommand()
+		cmd.SetArgs(os.Args[1:])
+		if err := cmd.Execute(); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// apiServer serves discovery and OpenAPI for real and stands in for the REST
+// core (another package) with the little kubectl needs: a GET answers 404,
+// a POST echoes the object back as created. It records every write.
+type apiServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	writes []*http.Request
+}
+
+func newAPIServer(t *testing.T, opts Options) *apiServer {
+	t.Helper()
+	oa, err := Handler(discovery.Default(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &apiServer{}
+	mux := http.NewServeMux()
+	disc := discovery.Handler(discovery.Default())
+	for _, p := range []string{"/api", "/api/", "/apis", "/apis/"} {
+		mux.Handle(p, disc)
+	}
+	mux.Handle("/openapi/", oa)
+	s.Server = httptest.NewServer(s.stubREST(mux))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *apiServer) stubREST(served *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/namespaces/") {
+			s.rest(w, r)
+			return
+		}
+		served.ServeHTTP(w, r)
+	})
+}
+
+func (s *apiServer) rest(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	switch r.Method {
+	case http.MethodPost:
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.writes = append(s.writes, r)
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "not found"})
+	}
+}
+
+func (s *apiServer) recordedWrites() []*http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*http.Request(nil), s.writes...)
+}
+
+// kubectl runs kubectl with default flags against srv and returns its
+// combined output and whether it succeeded.
+func kubectl(t *testing.T, srv *apiServer, stdin string, args ...string) (string, bool) {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	config := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: default}}]
+current-context: c
+`, srv.URL)
+	if err := os.WriteFile(kubeconfig, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
+	cmd.Env = append(os.Environ(), runKubectlEnv+"=1", "HOME="+dir, "KUBECONFIG=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Fatalf("running kubectl: %v", err)
+	}
+	return out.String(), err == nil
+}
+
+func TestKubectlExplainPodSpec(t *testing.T) {
+	srv := newAPIServer(t, Options{})
+	out, ok := kubectl(t, srv, "", "explain", "pod.spec")
+	if !ok {
+		t.Fatalf("kubectl explain pod.spec failed:\n%s", out)
+	}
+	for _, want := range []string{"KIND:       Pod", "VERSION:    v1", "FIELD: spec <PodSpec>", "containers\t<[]Container> -required-", "nodeName\t<string>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+	out, ok = kubectl(t, srv, "", "explain", "leases.spec.holderIdentity")
+	if !ok || !strings.Contains(out, "GROUP:      coordination.k8s.io") {
+		t.Errorf("kubectl explain leases.spec.holderIdentity:\n%s", out)
+	}
+}
+
+const podWithTypo = `apiVersion: v1
+kind: Pod
+metadata: {name: demo}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolcy: Always
+`
+
+const goodPod = `apiVersion: v1
+kind: Pod
+metadata: {name: demo}
+spec:
+  containers:
+  - name: c
+    image: busybox
+`
+
+// Without server-side field validation advertised, kubectl validates
+// against /openapi/v2 (protobuf) itself and sends nothing invalid.
+func TestKubectlValidatesClientSideAgainstOurSchema(t *testing.T) {
+	srv := newAPIServer(t, Options{})
+	out, ok := kubectl(t, srv, podWithTypo, "apply", "--dry-run=client", "-f", "-")
+	if ok || !strings.Contains(out, `unknown field "imagePullPolcy" in io.k8s.api.core.v1.Container`) {
+		t.Errorf("apply of a pod with a misspelt field: ok=%v\n%s", ok, out)
+	}
+	out, ok = kubectl(t, srv, goodPod, "apply", "--dry-run=client", "-f", "-")
+	if !ok || !strings.Contains(out, "pod/demo created (dry run)") {
+		t.Errorf("apply of a valid pod: ok=%v\n%s", ok, out)
+	}
+	out, ok = kubectl(t, srv, podWithTypo, "create", "-f", "-")
+	if ok || !strings.Contains(out, "imagePullPolcy") {
+		t.Errorf("create of a pod with a misspelt field: ok=%v\n%s", ok, out)
+	}
+	if w := srv.recordedWrites(); len(w) != 0 {
+		t.Errorf("kubectl sent %d writes although validation failed or dry-run was asked", len(w))
+	}
+}
+
+// With it advertised (v3), kubectl leaves validation to the server and says
+// so with fieldValidation=Strict.
+func TestKubectlDefersToServerSideFieldValidation(t *testing.T) {
+	srv := newAPIServer(t, Options{ServerSideFieldValidation: true})
+	out, ok := kubectl(t, srv, podWithTypo, "create", "-f", "-")
+	if !ok || !strings.Contains(out, "pod/demo created") {
+		t.Fatalf("kubectl create: ok=%v\n%s", ok, out)
+	}
+	writes := srv.recordedWrites()
+	if len(writes) != 1 || writes[0].URL.Query().Get("fieldValidation") != "Strict" {
+		var queries []string
+		for _, w := range writes {
+			queries = append(queries, w.URL.String())
+		}
+		t.Errorf("writes %v, want one POST with fieldValidation=Strict", queries)
+	}
+}
+
+func TestClientGoReadsBothDocuments(t *testing.T) {
+	srv := newAPIServer(t, Options{})
+	client, err := clientdiscovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// OpenAPISchema asks for the protobuf form of /openapi/v2.
+	doc, err := client.OpenAPISchema()
+	if err != nil {
+		t.Fatalf("OpenAPISchema: %v", err)
+	}
+	found := false
+	for _, def := range doc.GetDefinitions().GetAdditionalProperties() {
+		found = found || def.GetName() == "io.k8s.api.core.v1.PodSpec"
+	}
+	if !found {
+		t.Errorf("protobuf v2 document has no io.k8s.api.core.v1.PodSpec")
+	}
+	root := openapi3.NewRoot(client.OpenAPIV3())
+	gvs, err := root.GroupVersions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gvs) != 4 {
+		t.Errorf("v3 group-versions %v, want 4", gvs)
+	}
+	s, err := root.GVSpec(schema.GroupVersion{Group: "certificates.k8s.io", Version: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Components.Schemas["io.k8s.api.certificates.v1.CertificateSigningRequestSpec"] == nil {
+		t.Errorf("v3 certificates.k8s.io/v1 lacks CertificateSigningRequestSpec")
+	}
+}
