@@ -1,0 +1,128 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// endpointKey addresses one resource or subresource.
+type endpointKey struct {
+	group, version, resource, subresource string
+}
+
+// endpoint maps request verbs (as RequestInfo names them) to handlers.
+type endpoint struct {
+	namespaced bool
+	groupRes   schema.GroupResource
+	verbs      map[string]http.Handler
+}
+
+// scopeFactory builds k8s.io/apiserver RequestScopes: everything the
+// upstream handlers need to decode, default, convert, patch and encode.
+type scopeFactory struct {
+	codecs            codecs
+	authorizer        authorizer.Authorizer
+	admit             admission.Interface
+	maxBody           int64
+	minRequestTimeout time.Duration
+	equivalent        runtime.EquivalentResourceRegistry
+}
+
+func (f *scopeFactory) scope(res *resource, kind schema.GroupVersionKind, subresource string, table rest.TableConvertor) (*handlers.RequestScope, error) {
+	s := f.codecs.scheme
+	fieldManager, err := managedfields.NewDefaultFieldManager(managedfields.NewDeducedTypeConverter(), s, s, s,
+		kind, kind.GroupVersion(), subresource, nil)
+	if err != nil {
+		return nil, fmt.Errorf("field manager for %s: %w", kind, err)
+	}
+	return &handlers.RequestScope{
+		Namer:                    handlers.ContextBasedNaming{Namer: meta.NewAccessor(), ClusterScoped: !res.namespaced},
+		Serializer:               f.codecs.negotiated,
+		ParameterCodec:           runtime.NewParameterCodec(s),
+		Creater:                  s,
+		Convertor:                s,
+		Defaulter:                s,
+		Typer:                    s,
+		UnsafeConvertor:          runtime.UnsafeObjectConvertor(s),
+		Authorizer:               f.authorizer,
+		EquivalentResourceMapper: f.equivalent,
+		TableConvertor:           table,
+		FieldManager:             fieldManager,
+		Resource:                 res.gvr,
+		Kind:                     kind,
+		Subresource:              subresource,
+		MetaGroupVersion:         metav1.SchemeGroupVersion,
+		HubGroupVersion:          kind.GroupVersion(),
+		MaxRequestBodyBytes:      f.maxBody,
+	}, nil
+}
+
+// patchTypes are the patch content types every resource accepts.
+var patchTypes = []string{
+	string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType),
+	string(types.ApplyYAMLPatchType), string(types.ApplyCBORPatchType),
+}
+
+// mainEndpoint serves the resource itself.
+// deleter is r itself, or a resource-specific delete (namespaces).
+func (f *scopeFactory) mainEndpoint(res *resource, r *resourceREST, deleter rest.GracefulDeleter) (*endpoint, error) {
+	scope, err := f.scope(res, res.gvk(), "", r)
+	if err != nil {
+		return nil, err
+	}
+	list := handlers.ListResource(r, r, scope, false, f.minRequestTimeout)
+	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
+		"get":              handlers.GetResource(r, scope),
+		"list":             list,
+		"watch":            list,
+		"create":           handlers.CreateResource(r, scope, f.admit),
+		"update":           handlers.UpdateResource(r, scope, f.admit),
+		"patch":            handlers.PatchResource(r, scope, f.admit, patchTypes),
+		"delete":           handlers.DeleteResource(deleter, true, scope, f.admit),
+		"deletecollection": handlers.DeleteCollection(r, true, scope, f.admit),
+	}}, nil
+}
+
+// statusEndpoint serves a subresource that reads the whole object and
+// writes only part of it (status, approval).
+func (f *scopeFactory) statusEndpoint(res *resource, subresource string, r *resourceREST) (*endpoint, error) {
+	scope, err := f.scope(res, res.gvk(), subresource, r)
+	if err != nil {
+		return nil, err
+	}
+	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
+		"get":    handlers.GetResource(r, scope),
+		"update": handlers.UpdateResource(r, scope, f.admit),
+		"patch":  handlers.PatchResource(r, scope, f.admit, patchTypes),
+	}}, nil
+}
+
+// createEndpoint serves a POST-only subresource (binding, eviction).
+func (f *scopeFactory) createEndpoint(res *resource, subresource string, kind schema.GroupVersionKind, r rest.NamedCreater, table rest.TableConvertor) (*endpoint, error) {
+	return f.postEndpoint(res, subresource, kind, table, func(scope *handlers.RequestScope) http.Handler {
+		return handlers.CreateNamedResource(r, scope, f.admit)
+	})
+}
+
+// postEndpoint serves only POST, with the handler build makes.
+func (f *scopeFactory) postEndpoint(res *resource, subresource string, kind schema.GroupVersionKind, table rest.TableConvertor, build func(*handlers.RequestScope) http.Handler) (*endpoint, error) {
+	scope, err := f.scope(res, kind, subresource, table)
+	if err != nil {
+		return nil, err
+	}
+	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
+		"create": build(scope),
+	}}, nil
+}

@@ -1,0 +1,88 @@
+package apiserver
+
+import (
+	"fmt"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// finalizerKubernetes is the namespace finalizer the namespace controller removes.
+const finalizerKubernetes corev1.FinalizerName = "kubernetes"
+
+func namespaceRules() kindRules {
+	return kindRules{
+		name:      apivalidation.NameIsDNSLabel,
+		hasStatus: true,
+		prepareForCreate: func(obj runtime.Object) {
+			ns := obj.(*corev1.Namespace)
+			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+			if !hasNamespaceFinalizer(ns.Spec.Finalizers) {
+				ns.Spec.Finalizers = append(ns.Spec.Finalizers, finalizerKubernetes)
+			}
+		},
+		validateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return apivalidation.ValidateImmutableField(obj.(*corev1.Namespace).Spec, old.(*corev1.Namespace).Spec, field.NewPath("spec"))
+		},
+		fields: func(obj runtime.Object) fields.Set {
+			ns := obj.(*corev1.Namespace)
+			return fields.Set{"metadata.name": ns.Name, "status.phase": string(ns.Status.Phase)}
+		},
+	}
+}
+
+func hasNamespaceFinalizer(finalizers []corev1.FinalizerName) bool {
+	for _, f := range finalizers {
+		if f == finalizerKubernetes {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeRules() kindRules {
+	return kindRules{
+		hasStatus:          true,
+		keepStatusOnCreate: true,
+		validate: func(obj runtime.Object) field.ErrorList {
+			node := obj.(*corev1.Node)
+			path := field.NewPath("status")
+			errs := validateQuantities(node.Status.Capacity, path.Child("capacity"))
+			return append(errs, validateQuantities(node.Status.Allocatable, path.Child("allocatable"))...)
+		},
+		fields: func(obj runtime.Object) fields.Set {
+			node := obj.(*corev1.Node)
+			return fields.Set{"metadata.name": node.Name, "spec.unschedulable": fmt.Sprint(node.Spec.Unschedulable)}
+		},
+	}
+}
+
+func csrRules() kindRules {
+	return kindRules{
+		hasStatus: true,
+		validate: func(obj runtime.Object) field.ErrorList {
+			csr := obj.(*certificatesv1.CertificateSigningRequest)
+			path := field.NewPath("spec")
+			var errs field.ErrorList
+			if len(csr.Spec.Request) == 0 {
+				errs = append(errs, field.Required(path.Child("request"), ""))
+			}
+			if csr.Spec.SignerName == "" {
+				errs = append(errs, field.Required(path.Child("signerName"), ""))
+			}
+			return errs
+		},
+		validateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return apivalidation.ValidateImmutableField(obj.(*certificatesv1.CertificateSigningRequest).Spec,
+				old.(*certificatesv1.CertificateSigningRequest).Spec, field.NewPath("spec"))
+		},
+		fields: func(obj runtime.Object) fields.Set {
+			csr := obj.(*certificatesv1.CertificateSigningRequest)
+			return fields.Set{"metadata.name": csr.Name, "spec.signerName": csr.Spec.SignerName}
+		},
+	}
+}

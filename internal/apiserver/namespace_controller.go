@@ -1,0 +1,109 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// namespaceController finishes namespace deletion: it deletes everything in
+// a Terminating namespace (pods gracefully, as any delete), and once nothing
+// is left, drops the "kubernetes" finalizer and removes the namespace.
+type namespaceController struct {
+	namespaces *namespaceREST
+	contents   []*resourceREST // every namespaced resource
+	wakeCh     chan struct{}
+	resync     time.Duration
+	logger     *slog.Logger
+}
+
+func newNamespaceController(logger *slog.Logger) *namespaceController {
+	return &namespaceController{wakeCh: make(chan struct{}, 1), resync: 5 * time.Second, logger: logger}
+}
+
+func (c *namespaceController) wake() {
+	select {
+	case c.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// run works until ctx ends; it is owned by the server's context.
+func (c *namespaceController) run(ctx context.Context) {
+	ticker := time.NewTicker(c.resync)
+	defer ticker.Stop()
+	for {
+		if err := c.sweep(ctx); err != nil && ctx.Err() == nil {
+			c.logger.Warn("namespace sweep", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wakeCh:
+		case <-ticker.C:
+		}
+	}
+}
+
+func (c *namespaceController) sweep(ctx context.Context) error {
+	ctx = withObjectNamespace(ctx, "")
+	list, err := c.namespaces.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range list.(*corev1.NamespaceList).Items {
+		ns := &list.(*corev1.NamespaceList).Items[i]
+		if ns.Status.Phase != corev1.NamespaceTerminating {
+			continue
+		}
+		if err := c.finish(ctx, ns.Name); err != nil {
+			c.logger.Warn("finishing namespace deletion", "namespace", ns.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+// finish deletes the namespace's contents; when none remain it removes the
+// namespace itself.
+func (c *namespaceController) finish(ctx context.Context, name string) error {
+	nsCtx := withObjectNamespace(ctx, name)
+	remaining := 0
+	for _, r := range c.contents {
+		_, err := r.DeleteCollection(nsCtx, nil, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("deleting %s: %w", r.res.gvr.Resource, err)
+		}
+		left, err := r.List(nsCtx, &metainternalversion.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", r.res.gvr.Resource, err)
+		}
+		if n := meta.LenList(left); n > 0 {
+			remaining += n
+		}
+	}
+	if remaining > 0 {
+		return nil // graceful deletions and finalizers still pending: next sweep
+	}
+	obj, rev, err := c.namespaces.get(ctx, name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ns := obj.(*corev1.Namespace); len(ns.Finalizers) > 0 {
+		return nil // someone else's metadata finalizer still holds it
+	}
+	if _, err := c.namespaces.store.Delete(ctx, c.namespaces.keyFor(ctx, name), rev); err != nil {
+		return c.namespaces.storeError(err, name)
+	}
+	c.logger.Info("namespace deleted", "namespace", name)
+	return nil
+}

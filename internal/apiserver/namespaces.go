@@ -1,0 +1,104 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// systemNamespaces exist from the first start; the first three may never be deleted.
+var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+func isUndeletableNamespace(name string) bool {
+	return name == metav1.NamespaceDefault || name == metav1.NamespaceSystem || name == metav1.NamespacePublic
+}
+
+// namespaceREST is the namespaces resource: deleting one marks it
+// Terminating; the namespace controller empties it and then removes it.
+type namespaceREST struct {
+	*resourceREST
+	// wake nudges the namespace controller; never blocks.
+	wake func()
+}
+
+func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	if isUndeletableNamespace(name) {
+		return nil, false, apierrors.NewForbidden(n.groupResource(), name, fmt.Errorf("this namespace may not be deleted"))
+	}
+	if options == nil {
+		options = &metav1.DeleteOptions{}
+	}
+	for attempt := 0; attempt < maxConflictRetries; attempt++ {
+		obj, err := n.markTerminating(ctx, name, deleteValidation, options.DeepCopy())
+		if err != errRetryUpdate {
+			if err == nil {
+				n.wake()
+			}
+			return obj, false, err
+		}
+	}
+	return nil, false, n.storeError(errRetryUpdate, name)
+}
+
+func (n *namespaceREST) markTerminating(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, error) {
+	obj, rev, err := n.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := rest.BeforeDelete(n.strategy, ctx, obj, options); err != nil {
+		return nil, err
+	}
+	if deleteValidation != nil {
+		if err := deleteValidation(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	ns := obj.(*corev1.Namespace)
+	if ns.DeletionTimestamp != nil || isDryRun(options.DryRun) {
+		return ns, nil
+	}
+	now := metav1.Now()
+	ns.DeletionTimestamp = &now
+	ns.DeletionGracePeriodSeconds = new(int64)
+	ns.Status.Phase = corev1.NamespaceTerminating
+	data, err := n.encode(ns)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	newRev, err := n.store.Update(ctx, n.keyFor(ctx, name), rev, data)
+	if err != nil {
+		return nil, n.retryOrError(err, name)
+	}
+	return ns, setResourceVersion(ns, newRev)
+}
+
+// namespaceLive is upstream's NamespaceLifecycle admission for creates: no
+// new content in a namespace that does not exist or is terminating.
+func (n *namespaceREST) namespaceLive(ctx context.Context, namespace string) error {
+	obj, _, err := n.get(withObjectNamespace(ctx, ""), namespace)
+	if err != nil {
+		return err
+	}
+	if obj.(*corev1.Namespace).Status.Phase == corev1.NamespaceTerminating {
+		return apierrors.NewForbidden(n.groupResource(), namespace,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+	}
+	return nil
+}
+
+// ensureSystemNamespaces creates the namespaces every cluster has.
+func (n *namespaceREST) ensureSystemNamespaces(ctx context.Context) error {
+	ctx = withObjectNamespace(ctx, "")
+	for _, name := range systemNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := n.Create(ctx, ns, nil, &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package apiserver
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/berth/berth/internal/store"
+)
+
+// collectionReader serves LIST and WATCH of one resource. In production it
+// is the watch cache (internal/watchcache); the query types mirror that
+// package's ListOptions and WatchOptions field for field.
+type collectionReader interface {
+	List(ctx context.Context, q listQuery) (objs []runtime.Object, listRV int64, continueToken string, err error)
+	Watch(ctx context.Context, q watchQuery) (watch.Interface, error)
+}
+
+type listQuery struct {
+	Namespace            string
+	Label                labels.Selector
+	Field                fields.Selector
+	ResourceVersion      string
+	ResourceVersionMatch string
+	Limit                int64
+	Continue             string
+}
+
+type watchQuery struct {
+	Namespace         string
+	Label             labels.Selector
+	Field             fields.Selector
+	ResourceVersion   string
+	SendInitialEvents *bool
+	AllowBookmarks    bool
+}
+
+// readerFactory builds the reader of one resource; the server calls it once
+// per resource at start-up.
+type readerFactory func(ctx context.Context, spec readerSpec) (collectionReader, error)
+
+// readerSpec is what a reader needs to know about the resource it reads.
+type readerSpec struct {
+	Store  store.Interface
+	Prefix string // "/registry/pods/" (trailing slash)
+	Decode func(kv store.KV) (runtime.Object, error)
+	Attrs  func(obj runtime.Object) (labels.Set, fields.Set, error)
+	// NewObj makes an empty object of the kind (for bookmark events).
+	NewObj func() runtime.Object
+}

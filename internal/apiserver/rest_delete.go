@@ -1,0 +1,121 @@
+package apiserver
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// Delete implements rest.GracefulDeleter. It returns deleted=false when the
+// object only got marked (graceful deletion, or finalizers still pending).
+// Owner-reference propagation policies are accepted and validated; berth has
+// no garbage collector yet, so dependents are neither deleted nor orphaned.
+func (r *resourceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	if options == nil {
+		options = &metav1.DeleteOptions{}
+	}
+	for attempt := 0; ; attempt++ {
+		obj, deleted, err := r.tryDelete(ctx, name, deleteValidation, options.DeepCopy())
+		if err != errRetryUpdate || attempt >= maxConflictRetries {
+			if err == errRetryUpdate {
+				err = apierrors.NewConflict(r.groupResource(), name, err)
+			}
+			return obj, deleted, err
+		}
+	}
+}
+
+func (r *resourceREST) tryDelete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	obj, rev, err := r.get(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	graceful, pending, err := rest.BeforeDelete(r.strategy, ctx, obj, options)
+	if err != nil {
+		return nil, false, err
+	}
+	if deleteValidation != nil {
+		if err := deleteValidation(ctx, obj); err != nil {
+			return nil, false, err
+		}
+	}
+	if pending {
+		return obj, false, nil
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false, apierrors.NewInternalError(err)
+	}
+	if !graceful && len(accessor.GetFinalizers()) > 0 && accessor.GetDeletionTimestamp() == nil {
+		// Finalizers hold the object: mark it, as upstream, with grace 0.
+		now := metav1.Now()
+		accessor.SetDeletionTimestamp(&now)
+		accessor.SetDeletionGracePeriodSeconds(new(int64))
+		graceful = true
+	}
+	if isDryRun(options.DryRun) {
+		return obj, !graceful, nil
+	}
+	switch {
+	case graceful && (len(accessor.GetFinalizers()) > 0 || !deletionFinished(accessor)):
+		return r.markDeleting(ctx, name, obj, rev)
+	case len(accessor.GetFinalizers()) > 0:
+		return obj, false, nil // already marked; the finalizers' owners finish it
+	}
+	if _, err := r.store.Delete(ctx, r.keyFor(ctx, name), rev); err != nil {
+		return nil, false, r.retryOrError(err, name)
+	}
+	return obj, true, nil
+}
+
+// markDeleting stores the deletionTimestamp and grace period BeforeDelete set.
+func (r *resourceREST) markDeleting(ctx context.Context, name string, obj runtime.Object, rev int64) (runtime.Object, bool, error) {
+	data, err := r.encode(obj)
+	if err != nil {
+		return nil, false, apierrors.NewInternalError(err)
+	}
+	newRev, err := r.store.Update(ctx, r.keyFor(ctx, name), rev, data)
+	if err != nil {
+		return nil, false, r.retryOrError(err, name)
+	}
+	return obj, false, setResourceVersion(obj, newRev)
+}
+
+// DeleteCollection implements rest.CollectionDeleter: it deletes each
+// object the selectors match, one compare-and-swap at a time.
+func (r *resourceREST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	listOptions = listOptions.DeepCopy()
+	listOptions.ResourceVersion, listOptions.ResourceVersionMatch, listOptions.Limit, listOptions.Continue = "", "", 0, ""
+	listObj, err := r.List(ctx, listOptions)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(listObj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	deleted := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		accessor, err := meta.Accessor(item)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		obj, _, err := r.Delete(withObjectNamespace(ctx, accessor.GetNamespace()), accessor.GetName(), deleteValidation, options)
+		if apierrors.IsNotFound(err) {
+			continue // deleted concurrently: that is what was asked
+		}
+		if err != nil {
+			return nil, err
+		}
+		deleted = append(deleted, obj)
+	}
+	if err := meta.SetList(listObj, deleted); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return listObj, nil
+}

@@ -1,0 +1,73 @@
+package apiserver
+
+import (
+	"context"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// NewList implements rest.Lister.
+func (r *resourceREST) NewList() runtime.Object { return r.res.newList() }
+
+// List implements rest.Lister from the collection reader.
+func (r *resourceREST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	if options == nil {
+		options = &metainternalversion.ListOptions{}
+	}
+	objs, rev, cont, err := r.reader.List(ctx, listQuery{
+		Namespace:            genericapirequest.NamespaceValue(ctx),
+		Label:                options.LabelSelector,
+		Field:                options.FieldSelector,
+		ResourceVersion:      options.ResourceVersion,
+		ResourceVersionMatch: string(options.ResourceVersionMatch),
+		Limit:                options.Limit,
+		Continue:             options.Continue,
+	})
+	if err != nil {
+		return nil, err
+	}
+	list := r.res.newList()
+	if err := meta.SetList(list, objs); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	listMeta, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	listMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
+	listMeta.SetContinue(cont)
+	return list, nil
+}
+
+// Watch implements rest.Watcher from the collection reader.
+func (r *resourceREST) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
+	if options == nil {
+		options = &metainternalversion.ListOptions{}
+	}
+	return r.reader.Watch(ctx, watchQuery{
+		Namespace:         genericapirequest.NamespaceValue(ctx),
+		Label:             options.LabelSelector,
+		Field:             options.FieldSelector,
+		ResourceVersion:   options.ResourceVersion,
+		SendInitialEvents: options.SendInitialEvents,
+		AllowBookmarks:    options.AllowWatchBookmarks,
+	})
+}
+
+// ConvertToTable implements rest.TableConvertor.
+func (r *resourceREST) ConvertToTable(ctx context.Context, object, tableOptions runtime.Object) (*metav1.Table, error) {
+	return r.table.ConvertToTable(ctx, object, tableOptions)
+}
+
+// withObjectNamespace scopes ctx to one object's namespace (collection
+// operations across namespaces act object by object).
+func withObjectNamespace(ctx context.Context, namespace string) context.Context {
+	return genericapirequest.WithNamespace(ctx, namespace)
+}

@@ -1,0 +1,188 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/berth/berth/internal/store"
+)
+
+// resourceREST serves one resource (or one of its status-like subresources,
+// when its strategy says forStatus) through k8s.io/apiserver's handlers.
+type resourceREST struct {
+	*objectStore
+	strategy strategy
+	table    rest.TableConvertor
+	// namespaceLive rejects writes into a missing or terminating namespace
+	// (upstream's NamespaceLifecycle admission); nil for cluster-scoped kinds.
+	namespaceLive func(ctx context.Context, namespace string) error
+}
+
+var (
+	_ rest.Creater           = (*resourceREST)(nil)
+	_ rest.Updater           = (*resourceREST)(nil)
+	_ rest.Patcher           = (*resourceREST)(nil)
+	_ rest.GracefulDeleter   = (*resourceREST)(nil)
+	_ rest.CollectionDeleter = (*resourceREST)(nil)
+	_ rest.Lister            = (*resourceREST)(nil)
+	_ rest.Watcher           = (*resourceREST)(nil)
+)
+
+// maxConflictRetries bounds the re-read-and-retry loop of unconditional updates.
+const maxConflictRetries = 16
+
+func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
+
+// Create implements rest.Creater.
+func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	rest.FillObjectMetaSystemFields(accessor)
+	if accessor.GetName() == "" && accessor.GetGenerateName() != "" {
+		accessor.SetName(r.strategy.GenerateName(accessor.GetGenerateName()))
+	}
+	if r.res.namespaced && accessor.GetNamespace() == "" {
+		accessor.SetNamespace(genericapirequest.NamespaceValue(ctx))
+	}
+	if err := rest.BeforeCreate(r.strategy, ctx, obj); err != nil {
+		return nil, err
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, obj.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.checkNamespace(ctx, accessor.GetNamespace()); err != nil {
+		return nil, err
+	}
+	data, err := r.encode(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if isDryRun(options.DryRun) {
+		return obj, nil
+	}
+	rev, err := r.store.Create(ctx, r.res.key(accessor.GetNamespace(), accessor.GetName()), data)
+	if err != nil {
+		return nil, rest.CheckGeneratedNameError(ctx, r.strategy, r.storeError(err, accessor.GetName()), obj)
+	}
+	return obj, setResourceVersion(obj, rev)
+}
+
+func (r *resourceREST) checkNamespace(ctx context.Context, namespace string) error {
+	if r.namespaceLive == nil || !r.res.namespaced {
+		return nil
+	}
+	return r.namespaceLive(ctx, namespace)
+}
+
+// Update implements rest.Updater: read, apply the caller's change, check,
+// then compare-and-swap on the read revision, retrying on a fresh read when
+// the store moved in between. A caller whose resourceVersion is stale gets 409.
+func (r *resourceREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	for attempt := 0; ; attempt++ {
+		obj, created, err := r.tryUpdate(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
+		if !errors.Is(err, errRetryUpdate) || attempt >= maxConflictRetries {
+			if errors.Is(err, errRetryUpdate) {
+				err = r.storeError(store.ErrConflict, name)
+			}
+			return obj, created, err
+		}
+	}
+}
+
+// errRetryUpdate says the store moved between the read and the write.
+var errRetryUpdate = errors.New("retry update")
+
+func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	old, rev, err := r.get(ctx, name)
+	if apierrors.IsNotFound(err) && (r.strategy.AllowCreateOnUpdate(ctx) || forceAllowCreate) {
+		return r.createOnUpdate(ctx, name, objInfo, createValidation, options)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err := objInfo.UpdatedObject(ctx, old)
+	if err != nil {
+		return nil, false, err
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false, apierrors.NewBadRequest(err.Error())
+	}
+	oldAccessor, _ := meta.Accessor(old)
+	if accessor.GetResourceVersion() != "" && accessor.GetResourceVersion() != oldAccessor.GetResourceVersion() {
+		return nil, false, r.storeError(store.ErrConflict, name)
+	}
+	accessor.SetResourceVersion(oldAccessor.GetResourceVersion())
+	if err := rest.BeforeUpdate(r.strategy, ctx, obj, old); err != nil {
+		return nil, false, err
+	}
+	if updateValidation != nil {
+		if err := updateValidation(ctx, obj.DeepCopyObject(), old.DeepCopyObject()); err != nil {
+			return nil, false, err
+		}
+	}
+	if isDryRun(options.DryRun) {
+		return obj, false, nil
+	}
+	if deletionFinished(accessor) {
+		// The last finalizer went away on an object already being deleted.
+		_, err := r.store.Delete(ctx, r.keyFor(ctx, name), rev)
+		return obj, false, r.retryOrError(err, name)
+	}
+	data, err := r.encode(obj)
+	if err != nil {
+		return nil, false, apierrors.NewInternalError(err)
+	}
+	newRev, err := r.store.Update(ctx, r.keyFor(ctx, name), rev, data)
+	if err != nil {
+		return nil, false, r.retryOrError(err, name)
+	}
+	return obj, false, setResourceVersion(obj, newRev)
+}
+
+// retryOrError turns a lost compare-and-swap into a retry: the next attempt
+// re-reads, and answers 409 only if the caller's resourceVersion is stale.
+func (r *resourceREST) retryOrError(err error, name string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrConflict) {
+		return errRetryUpdate
+	}
+	return r.storeError(err, name)
+}
+
+// deletionFinished says a deleting object has nothing left holding it.
+func deletionFinished(accessor metav1.Object) bool {
+	grace := accessor.GetDeletionGracePeriodSeconds()
+	return accessor.GetDeletionTimestamp() != nil && len(accessor.GetFinalizers()) == 0 && (grace == nil || *grace == 0)
+}
+
+func (r *resourceREST) createOnUpdate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	obj, err := objInfo.UpdatedObject(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false, apierrors.NewBadRequest(err.Error())
+	}
+	if accessor.GetName() != name {
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), name))
+	}
+	accessor.SetResourceVersion("")
+	created, err := r.Create(ctx, obj, createValidation, &metav1.CreateOptions{DryRun: options.DryRun, FieldManager: options.FieldManager})
+	return created, err == nil, err
+}

@@ -1,0 +1,134 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/berth/berth/internal/apiserver/discovery"
+)
+
+// addEndpoints registers r's resource and its subresources.
+func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*resourceREST) error {
+	res := r.res
+	key := func(sub string) endpointKey {
+		return endpointKey{res.gvr.Group, res.gvr.Version, res.gvr.Resource, sub}
+	}
+	var deleter rest.GracefulDeleter = r
+	isNamespaces := res.gvr.Group == "" && res.gvr.Resource == "namespaces"
+	if isNamespaces {
+		deleter = a.namespaces
+	}
+	ep, err := f.mainEndpoint(res, r, deleter)
+	if err != nil {
+		return err
+	}
+	if isNamespaces {
+		delete(ep.verbs, "deletecollection") // as upstream
+	}
+	a.endpoints[key("")] = ep
+	for _, sub := range res.subresources {
+		switch sub {
+		case "status", "approval":
+			ep, err = f.statusEndpoint(res, sub, r.forStatus())
+		case "binding":
+			b := &bindingREST{pods: r.objectStore, nodes: all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore}
+			ep, err = f.createEndpoint(res, sub, corev1.SchemeGroupVersion.WithKind("Binding"), b, r)
+			if err == nil {
+				a.endpoints[endpointKey{"", "v1", "bindings", ""}], err = f.postEndpoint(res, "", corev1.SchemeGroupVersion.WithKind("Binding"), r,
+					func(scope *handlers.RequestScope) http.Handler { return handlers.CreateResource(bindingCollection{b}, scope, f.admit) })
+			}
+		case "eviction":
+			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r}, r)
+		default:
+			return fmt.Errorf("resource %s: no handler for subresource %q", res.gvr, sub)
+		}
+		if err != nil {
+			return err
+		}
+		a.endpoints[key(sub)] = ep
+	}
+	return nil
+}
+
+// ServeHTTP routes /api and /apis: resource requests to their endpoint,
+// everything else to discovery.
+func (a *apiSet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	info, ok := request.RequestInfoFrom(req.Context())
+	if !ok || !info.IsResourceRequest {
+		a.discovery.ServeHTTP(w, req)
+		return
+	}
+	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
+	ep, ok := a.endpoints[endpointKey{info.APIGroup, info.APIVersion, info.Resource, info.Subresource}]
+	if !ok || !ep.scopeMatches(info) {
+		a.writeError(apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Name), gv, w, req)
+		return
+	}
+	h, ok := ep.verbs[info.Verb]
+	if !ok {
+		a.writeError(apierrors.NewMethodNotSupported(ep.groupRes, info.Verb), gv, w, req)
+		return
+	}
+	h.ServeHTTP(w, req)
+}
+
+// scopeMatches rejects a namespace on a cluster-scoped resource and a
+// missing one on a namespaced resource (except for listing across all).
+func (ep *endpoint) scopeMatches(info *request.RequestInfo) bool {
+	if !ep.namespaced {
+		return info.Namespace == ""
+	}
+	return info.Namespace != "" || info.Verb == "list" || info.Verb == "watch"
+}
+
+func (a *apiSet) writeError(err error, gv schema.GroupVersion, w http.ResponseWriter, req *http.Request) {
+	responsewriters.ErrorNegotiated(err, a.codecs.negotiated, gv, w, req)
+}
+
+func notFoundHandler(c codecs) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		responsewriters.ErrorNegotiated(apierrors.NewNotFound(schema.GroupResource{}, req.URL.Path), c.negotiated, schema.GroupVersion{Version: "v1"}, w, req)
+	})
+}
+
+// discoveryHandler serves /api, /apis and their group-versions from the
+// resource list berth serves.
+func discoveryHandler() (http.Handler, error) {
+	resources := discovery.Default()
+	if err := discovery.Validate(resources); err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	return discovery.Handler(resources), nil
+}
+
+// attrsFunc returns a resource's labels and selectable fields; kinds
+// without their own field set select on metadata.name and namespace.
+func attrsFunc(res *resource) func(runtime.Object) (labels.Set, fields.Set, error) {
+	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		if res.rules.fields != nil {
+			return accessor.GetLabels(), res.rules.fields(obj), nil
+		}
+		fs := fields.Set{"metadata.name": accessor.GetName()}
+		if res.namespaced {
+			fs["metadata.namespace"] = accessor.GetNamespace()
+		}
+		return accessor.GetLabels(), fs, nil
+	}
+}

@@ -1,0 +1,197 @@
+// Package apiserver is berth's Kubernetes REST core: the served resources,
+// their strategies (defaulting, validation, the spec/status split, graceful
+// deletion), and the HTTP handlers that serve them in JSON, YAML, protobuf and
+// Table, with Kubernetes Status errors. The request handlers themselves are
+// k8s.io/apiserver's (create, get, list/watch, update, patch incl. apply,
+// delete): berth supplies the storage behind them, over internal/store, and
+// authentication, authorization and admission plug in through Config.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/berth/berth/internal/store"
+)
+
+// Config is what the API server needs. Store, Authenticator and Authorizer
+// are required: there is no anonymous, unauthorized mode.
+type Config struct {
+	Store         store.Interface
+	Authenticator authenticator.Request
+	Authorizer    authorizer.Authorizer
+	// Admission runs on every write after validation (NodeRestriction, later);
+	// nil admits everything.
+	Admission admission.Interface
+	Logger    *slog.Logger
+	// MaxRequestBodyBytes caps request bodies (413 beyond); default 3 MiB, as upstream.
+	MaxRequestBodyBytes int64
+	// MinRequestTimeout is the shortest server-chosen watch duration (a
+	// random one up to twice this is picked when the client sets no
+	// timeoutSeconds); default 30 minutes, as upstream.
+	MinRequestTimeout time.Duration
+
+	// newReader overrides how collections are read (tests).
+	newReader readerFactory
+}
+
+const (
+	defaultMaxRequestBodyBytes = 3 << 20
+	defaultMinRequestTimeout   = 30 * time.Minute
+)
+
+func (c *Config) complete() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("apiserver: Config.Store is required")
+	case c.Authenticator == nil:
+		return errors.New("apiserver: Config.Authenticator is required")
+	case c.Authorizer == nil:
+		return errors.New("apiserver: Config.Authorizer is required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Admission == nil {
+		c.Admission = admission.NewChainHandler()
+	}
+	if c.MaxRequestBodyBytes <= 0 {
+		c.MaxRequestBodyBytes = defaultMaxRequestBodyBytes
+	}
+	if c.MinRequestTimeout <= 0 {
+		c.MinRequestTimeout = defaultMinRequestTimeout
+	}
+	if c.newReader == nil {
+		c.newReader = newStoreReader
+	}
+	return nil
+}
+
+// New builds the API server's HTTP handler. Background work (the namespace
+// controller, collection readers) runs until ctx ends; the handler must not
+// be used after that. The system namespaces are created before New returns.
+func New(ctx context.Context, cfg Config) (http.Handler, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	c := newCodecs(scheme)
+	api, err := buildAPI(ctx, &cfg, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := api.namespaces.ensureSystemNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	go api.nsController.run(ctx)
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", api)
+	mux.Handle("/apis/", api)
+	mux.Handle("/api", api)
+	mux.Handle("/apis", api)
+	mux.Handle("/version", versionHandler())
+	health := healthHandler(cfg.Store)
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		mux.Handle(path, health)
+		mux.Handle(path+"/", health)
+	}
+	mux.Handle("/", notFoundHandler(c))
+
+	var handler http.Handler = mux
+	handler = filters.WithAuthorization(handler, cfg.Authorizer, c.negotiated)
+	handler = filters.WithAuthentication(handler, cfg.Authenticator, filters.Unauthorized(c.negotiated), nil, nil)
+	handler = filters.WithRequestInfo(handler, &request.RequestInfoFactory{
+		APIPrefixes:          sets.NewString("api", "apis"),
+		GrouplessAPIPrefixes: sets.NewString("api"),
+	})
+	return handler, nil
+}
+
+// apiSet is every served endpoint, plus the pieces with a life of their own.
+type apiSet struct {
+	codecs       codecs
+	endpoints    map[endpointKey]*endpoint
+	discovery    http.Handler
+	namespaces   *namespaceREST
+	nsController *namespaceController
+}
+
+func buildAPI(ctx context.Context, cfg *Config, c codecs) (*apiSet, error) {
+	factory := &scopeFactory{
+		codecs: c, authorizer: cfg.Authorizer, admit: cfg.Admission,
+		maxBody: cfg.MaxRequestBodyBytes, minRequestTimeout: cfg.MinRequestTimeout,
+		equivalent: runtime.NewEquivalentResourceRegistry(),
+	}
+	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger)}
+	stores := map[string]*resourceREST{}
+	for _, res := range servedResources() {
+		r, err := newResourceREST(ctx, cfg, c, res)
+		if err != nil {
+			return nil, err
+		}
+		stores[res.gvr.String()] = r
+		if res.gvr.Resource == "namespaces" && res.gvr.Group == "" {
+			api.namespaces = &namespaceREST{resourceREST: r, wake: api.nsController.wake}
+		}
+	}
+	api.nsController.namespaces = api.namespaces
+	for _, r := range stores {
+		if r.res.namespaced {
+			r.namespaceLive = api.namespaces.namespaceLive
+			api.nsController.contents = append(api.nsController.contents, r)
+		}
+		if err := api.addEndpoints(factory, r, stores); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if api.discovery, err = discoveryHandler(); err != nil {
+		return nil, err
+	}
+	return api, nil
+}
+
+func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource) (*resourceREST, error) {
+	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String())}
+	reader, err := cfg.newReader(ctx, readerSpec{
+		Store:  cfg.Store,
+		Prefix: res.keyPrefix() + "/",
+		Decode: objects.decode,
+		Attrs:  attrsFunc(res),
+		NewObj: res.newObj,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reader for %s: %w", res.gvr, err)
+	}
+	objects.reader = reader
+	return &resourceREST{
+		objectStore: objects,
+		strategy:    strategy{ObjectTyper: c.scheme, NameGenerator: names.SimpleNameGenerator, rules: res.rules, namespaced: res.namespaced},
+		table:       rest.NewDefaultTableConvertor(res.gvr.GroupResource()),
+	}, nil
+}
+
+// forStatus returns a view of r that updates only status.
+func (r *resourceREST) forStatus() *resourceREST {
+	status := *r
+	status.strategy.forStatus = true
+	return &status
+}
