@@ -204,4 +204,3 @@ func podQOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 		return corev1.PodQOSBurstable
 	}
 }
-

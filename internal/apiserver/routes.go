@@ -48,7 +48,9 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 			ep, err = f.createEndpoint(res, sub, corev1.SchemeGroupVersion.WithKind("Binding"), b, r)
 			if err == nil {
 				a.endpoints[endpointKey{"", "v1", "bindings", ""}], err = f.postEndpoint(res, "", corev1.SchemeGroupVersion.WithKind("Binding"), r,
-					func(scope *handlers.RequestScope) http.Handler { return handlers.CreateResource(bindingCollection{b}, scope, f.admit) })
+					func(scope *handlers.RequestScope) http.Handler {
+						return handlers.CreateResource(bindingCollection{b}, scope, f.admit)
+					})
 			}
 		case "eviction":
 			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r}, r)

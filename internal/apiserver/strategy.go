@@ -94,7 +94,7 @@ func (s strategy) validateMeta(obj runtime.Object) field.ErrorList {
 }
 
 func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-func (strategy) Canonicalize(runtime.Object)                             {}
+func (strategy) Canonicalize(runtime.Object)                               {}
 
 func (s strategy) AllowCreateOnUpdate(context.Context) bool {
 	return s.rules.allowCreateOnUpdate && !s.forStatus
