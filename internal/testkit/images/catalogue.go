@@ -115,7 +115,7 @@ func Catalogue(ctx context.Context, opts Options) (Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}
-	base := layerSpec{createdBy: "busybox-static " + bbPath, entries: busyboxRoot(bb, applets, nil)}
+	base := sharedLayer("busybox-static "+bbPath, busyboxRoot(bb, applets, nil))
 	shell := v1.Config{Cmd: []string{"sh"}}
 
 	set := Set{}

@@ -154,7 +154,7 @@ func critestBase(ctx context.Context, opts CritestOptions, progs *programs) (lay
 		}
 		extra = append(extra, hostFile{path: "/bin/" + name, data: b})
 	}
-	return layerSpec{createdBy: "Debian busybox (dynamic) with glibc, pgrep, ipcs", entries: busyboxRoot(bb, applets, extra)}, nil
+	return sharedLayer("Debian busybox (dynamic) with glibc, pgrep, ipcs", busyboxRoot(bb, applets, extra)), nil
 }
 
 // nginxSpec is the nginx stand-in: the C master at /usr/sbin/nginx (see

@@ -321,3 +321,97 @@ func extractEntry(dir string, h *tar.Header, r io.Reader) error {
 		return fmt.Errorf("unexpected tar entry type %c for %s", h.Typeflag, h.Name)
 	}
 }
+
+func TestCritestCatalogueIsReproducible(t *testing.T) {
+	first, bb := critestCatalogue(t)
+	again, err := CritestCatalogue(t.Context(), CritestOptions{DebianBusybox: bb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := digests(t, first), digests(t, again)
+	if len(a) != len(b) || len(a) < 25 {
+		t.Fatalf("critest catalogue sizes %d then %d, want equal and at least 25", len(a), len(b))
+	}
+	for ref, d := range a {
+		if b[ref] != d {
+			t.Errorf("%s: digest %s then %s", ref, d, b[ref])
+		}
+	}
+}
+
+func TestCritestCatalogueNeedsDynamicBusybox(t *testing.T) {
+	hostcheck.Require(t, hostcheck.BusyboxStatic)
+	if _, err := CritestCatalogue(t.Context(), CritestOptions{}); err == nil {
+		t.Error("no busybox given: accepted")
+	}
+	_, err := CritestCatalogue(t.Context(), CritestOptions{DebianBusybox: hostcheck.BusyboxPath})
+	if err == nil || !strings.Contains(err.Error(), "statically linked") {
+		t.Errorf("busybox-static given: got %v, want a statically-linked error", err)
+	}
+}
+
+// chrootOutput runs argv chrooted into dir as uid:gid and returns its output.
+func chrootOutput(t *testing.T, dir, userspec string, argv ...string) string {
+	t.Helper()
+	out, err := exec.Command("chroot", append([]string{"--userspec=" + userspec, dir}, argv...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chroot %s %v: %v\n%s", userspec, argv, err, out)
+	}
+	return string(out)
+}
+
+// TestCritestBaseRunsChrooted proves the dynamic busybox finds its glibc in
+// the image, applets exec as separate programs, and the users critest
+// relies on resolve.
+func TestCritestBaseRunsChrooted(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	set, _ := critestCatalogue(t)
+	dir := extract(t, set[CritestDefaultImage].Image)
+	out := chrootOutput(t, dir, "0:0", "/bin/sh", "-c", "id -u www-data; id -u nobody; ls -ld /tmp; echo hello | grep -c hello")
+	if fields := strings.Fields(out); len(fields) < 4 || fields[0] != "33" || fields[1] != "65534" || !strings.HasPrefix(fields[2], "drwxrwxrwt") || fields[len(fields)-1] != "1" {
+		t.Errorf("base image commands printed %q", out)
+	}
+	// In a private PID and mount namespace with /proc mounted in the root,
+	// a background sleep must be a process the image's own pgrep finds.
+	// The shell opens /dev/null for a background job; a runtime provides it.
+	if err := syscall.Mknod(filepath.Join(dir, "dev/null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc="+filepath.Join(dir, "proc"),
+		"chroot", dir, "/bin/sh", "-c", "sleep 30 & p=$!; pgrep '^sleep$' | grep -qx $p && echo found; kill $p")
+	out2, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out2)) != "found" {
+		t.Errorf("the image's pgrep did not find its sleep as a process: %v %q", err, out2)
+	}
+}
+
+// TestCritestNonewprivsIsSetuidRoot runs the entrypoint as uid 1000: with no
+// no_new_privs, the setuid bit must raise its effective uid to 0.
+func TestCritestNonewprivsIsSetuidRoot(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	set, _ := critestCatalogue(t)
+	dir := extract(t, set["registry.k8s.io/e2e-test-images/nonewprivs:1.3"].Image)
+	if out := chrootOutput(t, dir, "1000:1000", "/usr/local/bin/nonewprivs"); strings.TrimSpace(out) != "Effective uid: 0" {
+		t.Errorf("nonewprivs as uid 1000 printed %q", out)
+	}
+}
+
+// TestCritestBaseExecsMaskedApplets is critest's MaskedPaths trap: with
+// /dev/null bind-mounted over /bin/ls (as a runtime masks a path), `sh -c ls`
+// must fail, because Debian's dynamic busybox execs /bin/ls (busybox-static
+// would run ls in-process and succeed), while other applets, hard links to
+// the same inode, keep working.
+func TestCritestBaseExecsMaskedApplets(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	set, _ := critestCatalogue(t)
+	dir := extract(t, set[CritestDefaultImage].Image)
+	script := "mount --bind /dev/null " + filepath.Join(dir, "bin/ls") + " && chroot " + dir +
+		" /bin/sh -c 'ls / >/tmp/ls.out 2>&1; echo ls=$?; cat /etc/group >/tmp/cat.out; echo cat=$?'"
+	out, err := exec.Command("unshare", "--mount", "--fork", "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("masked run: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); len(got) != 2 || got[0] == "ls=0" || got[1] != "cat=0" {
+		t.Fatalf("with /bin/ls masked: got %q, want ls to fail and cat to succeed", out)
+	}
+}

@@ -59,6 +59,30 @@ type spec struct {
 type layerSpec struct {
 	createdBy string // recorded in the image history
 	entries   []Entry
+	// built memoizes the layer per format when set (see sharedLayer): a base
+	// layer shared by many images is then compressed once, not per image.
+	// Not safe for concurrent builds; each catalogue builds sequentially.
+	built map[Format]v1.Layer
+}
+
+// sharedLayer is a layerSpec whose built layer is reused by every image
+// that includes it.
+func sharedLayer(createdBy string, entries []Entry) layerSpec {
+	return layerSpec{createdBy: createdBy, entries: entries, built: map[Format]v1.Layer{}}
+}
+
+func (ls layerSpec) layer(f Format) (v1.Layer, error) {
+	if l, ok := ls.built[f]; ok {
+		return l, nil
+	}
+	l, err := newLayer(ls.entries, f.layer())
+	if err != nil {
+		return nil, err
+	}
+	if ls.built != nil {
+		ls.built[f] = l
+	}
+	return l, nil
 }
 
 // build assembles s into an image with fixed timestamps.
@@ -85,7 +109,7 @@ func build(s spec) (v1.Image, error) {
 	}
 	adds := make([]mutate.Addendum, 0, len(s.layers))
 	for _, ls := range s.layers {
-		l, err := newLayer(ls.entries, s.format.layer())
+		l, err := ls.layer(s.format)
 		if err != nil {
 			return nil, fmt.Errorf("layer %q: %w", ls.createdBy, err)
 		}
