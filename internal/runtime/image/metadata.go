@@ -163,8 +163,8 @@ func (md *metadata) byIDPrefix(prefix string) *imageRecord {
 // had it (that image stays, reachable by ID and digest, as in containerd),
 // and rec's tags and digests merge with an existing record of the same ID.
 func (md *metadata) addImage(rec *imageRecord, ref parsedRef) {
-	name := ref.String()
 	if ref.tagged != nil {
+		name := ref.String()
 		for id, other := range md.Images {
 			if id != rec.ID {
 				other.RepoTags = slices.DeleteFunc(other.RepoTags, func(t string) bool { return t == name })

@@ -46,7 +46,13 @@ func parseRef(ref string) (parsedRef, error) {
 }
 
 // String is the normalised reference, e.g. "docker.io/library/busybox:latest".
-func (r parsedRef) String() string { return r.named.String() }
+// It is empty for the zero parsedRef (an image imported without a name).
+func (r parsedRef) String() string {
+	if r.named == nil {
+		return ""
+	}
+	return r.named.String()
+}
 
 // Host is the registry host as written in the name, e.g. "docker.io".
 func (r parsedRef) Host() string { return reference.Domain(r.named) }
