@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/oci"
+)
+
+// CreateContainer builds a container in a ready sandbox: image resolved,
+// rootfs mounted, spec generated, process created (not started) under its
+// monitor. On failure every step is undone.
+func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (_ *runtimeapi.CreateContainerResponse, retErr error) {
+	if err := requireID("sandbox", req.GetPodSandboxId()); err != nil {
+		return nil, err
+	}
+	cfg := req.GetConfig()
+	if err := validateContainerConfig(cfg); err != nil {
+		return nil, err
+	}
+	sb, err := s.sandboxes.get(req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", sb.ID)
+	}
+	img, err := s.cfg.Images.Resolve(ctx, cfg.GetImage().GetImage())
+	if err != nil {
+		return nil, err
+	}
+	c := &container{
+		ID: newID(), SandboxID: sb.ID, Config: cfg, State: runtimeapi.ContainerState_CONTAINER_CREATED,
+		ImageID: img.ID, ImageRef: imageRef(img), CreatedAt: time.Now().UnixNano(),
+		Resources: initialResources(cfg), BundleDir: "",
+	}
+	c.BundleDir = s.bundleDir(c.ID)
+	if cfg.GetLogPath() != "" && sb.Config.GetLogDirectory() != "" {
+		c.LogPath = filepath.Join(sb.Config.GetLogDirectory(), cfg.GetLogPath())
+	}
+	if err := s.containers.reserveName(c.nameKey(), c.ID); err != nil {
+		return nil, err
+	}
+	var undo undoStack
+	defer func() {
+		if retErr != nil {
+			undo.run(ctx, s.log)
+		}
+	}()
+	undo.add("release name", func(context.Context) error { s.containers.releaseName(c.nameKey()); return nil })
+	if err := s.createTask(ctx, sb, c, img, &undo); err != nil {
+		return nil, err
+	}
+	if err := s.containers.put(c.ID, c); err != nil {
+		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	s.publish(c.ID, sb.ID, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
+	return &runtimeapi.CreateContainerResponse{ContainerId: c.ID}, nil
+}
+
+// createTask mounts the rootfs, generates the spec and creates the
+// container under its monitor.
+func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img Image, undo *undoStack) error {
+	if c.LogPath != "" {
+		if err := os.MkdirAll(filepath.Dir(c.LogPath), 0o755); err != nil {
+			return status.Errorf(codes.Internal, "create log dir: %v", err)
+		}
+	}
+	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, c.ID, c.Config.GetLinux().GetSecurityContext().GetReadonlyRootfs())
+	if err != nil {
+		return fmt.Errorf("prepare rootfs: %w", err)
+	}
+	undo.add("remove rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, c.ID) })
+	files := sandboxFilesOf(sb)
+	spec, err := s.cfg.Specs.Container(ctx, SpecInput{
+		Sandbox: sb.Config, Container: c.Config, Image: img.Config, RootfsPath: rootfs,
+		SandboxPid: sb.Pid, NetNSPath: sb.NetNS, ResolvConfPath: files.ResolvConf,
+		HostnamePath: files.Hostname, HostsPath: files.Hosts, ShmPath: files.Shm,
+		CgroupParent: sb.Config.GetLinux().GetCgroupParent(),
+	})
+	if err != nil {
+		return err
+	}
+	err = s.cfg.OCI.Create(ctx, oci.CreateOptions{
+		ID: c.ID, SandboxID: sb.ID, BundleDir: c.BundleDir, Spec: spec, LogPath: c.LogPath,
+		Terminal: c.Config.GetTty(), Stdin: c.Config.GetStdin(), StdinOnce: c.Config.GetStdinOnce(),
+	})
+	undo.add("remove bundle", func(context.Context) error { return os.RemoveAll(c.BundleDir) })
+	if err != nil {
+		return status.Errorf(codes.Internal, "create container: %v", err)
+	}
+	undo.add("delete container", func(ctx context.Context) error { return s.deleteTask(ctx, c.ID) })
+	return nil
+}
+
+// sandboxFilesOf names the per-pod files written by RunPodSandbox.
+func sandboxFilesOf(sb sandbox) sandboxFiles {
+	f := sandboxFiles{
+		Hostname:   filepath.Join(sb.Dir, "hostname"),
+		Hosts:      filepath.Join(sb.Dir, "hosts"),
+		ResolvConf: filepath.Join(sb.Dir, "resolv.conf"),
+	}
+	if sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetIpc() != runtimeapi.NamespaceMode_NODE {
+		f.Shm = filepath.Join(sb.Dir, "shm")
+	}
+	return f
+}
+
+// imageRef is what ContainerStatus reports as the image reference: a repo
+// digest when the image has one (as containerd does), else its ID.
+func imageRef(img Image) string {
+	if len(img.RepoDigests) > 0 {
+		return img.RepoDigests[0]
+	}
+	return img.ID
+}
+
+func initialResources(cfg *ContainerConfig) *runtimeapi.ContainerResources {
+	if cfg.GetLinux().GetResources() == nil {
+		return nil
+	}
+	return &runtimeapi.ContainerResources{Linux: cfg.GetLinux().GetResources()}
+}

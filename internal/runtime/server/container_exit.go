@@ -1,0 +1,81 @@
+package server
+
+import (
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/oci"
+)
+
+// watchExit starts the goroutine that records a running container's exit.
+// The server owns it and stops it on Close; a container exiting while no
+// server runs is found by the next server's recovery instead.
+func (s *Server) watchExit(id string) {
+	s.exitGroup.Add(1)
+	go func() {
+		defer s.exitGroup.Done()
+		st, err := s.cfg.OCI.Wait(s.exitCtx, id)
+		if err != nil {
+			if s.exitCtx.Err() == nil && !isNotFound(err) {
+				s.log.Warn("waiting for container exit", "id", id, "err", err)
+			}
+			return
+		}
+		s.recordExit(id, st)
+	}()
+}
+
+// recordExit stores a container's exit once, with the reason kubelet shows.
+func (s *Server) recordExit(id string, st oci.State) {
+	var already bool
+	c, err := s.containers.update(id, func(v *container) {
+		if v.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			already = true
+			return
+		}
+		v.State = runtimeapi.ContainerState_CONTAINER_EXITED
+		v.ExitCode = st.ExitCode
+		v.FinishedAt = st.FinishedAt.UnixNano()
+		if st.FinishedAt.IsZero() {
+			v.FinishedAt = time.Now().UnixNano()
+		}
+		v.Reason = exitReason(st)
+	})
+	if err != nil || already {
+		return
+	}
+	s.log.Info("container exited", "id", id, "code", st.ExitCode, "reason", c.Reason)
+	s.publish(id, c.SandboxID, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+}
+
+func exitReason(st oci.State) string {
+	switch {
+	case st.OOMKilled:
+		return "OOMKilled"
+	case st.ExitCode == 0:
+		return "Completed"
+	default:
+		return "Error"
+	}
+}
+
+// publish tells GetContainerEvents subscribers about a lifecycle change.
+func (s *Server) publish(containerID, sandboxID string, typ runtimeapi.ContainerEventType) {
+	ev := &runtimeapi.ContainerEventResponse{
+		ContainerId: containerID, ContainerEventType: typ, CreatedAt: time.Now().UnixNano(),
+	}
+	if sb, err := s.sandboxes.get(sandboxID); err == nil {
+		ev.PodSandboxStatus = sandboxStatus(sb)
+	}
+	if c, err := s.containers.get(containerID); err == nil {
+		ev.ContainersStatuses = []*runtimeapi.ContainerStatus{containerStatus(c)}
+	}
+	s.events.publish(ev)
+}
+
+// exitedNow is the state recorded for a container whose real exit status
+// could not be observed.
+func exitedNow(code int32) oci.State {
+	return oci.State{Status: oci.StatusStopped, ExitCode: code, FinishedAt: time.Now()}
+}

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth/berth/internal/runtime/network"
+)
+
+// The server consumes the image store, the spec generator and the network
+// through these narrow interfaces; internal/runtime wires the real packages
+// in, and unit tests substitute small fakes.
+
+// Image is a resolved local image.
+type Image struct {
+	ID          string // config digest, "sha256:..."
+	RepoTags    []string
+	RepoDigests []string
+	Config      *v1.ConfigFile
+}
+
+// Images is what the CRI layer needs from the image store.
+type Images interface {
+	// Resolve finds a local image by name, ID or digest reference; a gRPC
+	// NotFound error when it is absent.
+	Resolve(ctx context.Context, ref string) (Image, error)
+	// Ensure resolves ref, pulling it first if it is not present (the pause image).
+	Ensure(ctx context.Context, ref string) (Image, error)
+	// PrepareRootfs mounts a container's root filesystem and records that
+	// the container uses the image; RemoveRootfs undoes both, idempotently.
+	PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error)
+	RemoveRootfs(ctx context.Context, containerID string) error
+}
+
+// SpecInput is everything the spec generator needs for one container.
+type SpecInput struct {
+	Sandbox        *PodSandboxConfig
+	Container      *ContainerConfig // nil for the sandbox's pause container
+	Image          *v1.ConfigFile
+	RootfsPath     string
+	SandboxPid     int    // the pause process, whose namespaces containers join
+	NetNSPath      string // "" with host networking
+	ResolvConfPath string // "" when the pod has no DNS config
+	HostnamePath   string
+	HostsPath      string
+	ShmPath        string // "" with host IPC
+	CgroupParent   string
+}
+
+// Specs turns CRI configs into OCI specs; errors for bad configs are gRPC
+// InvalidArgument statuses.
+type Specs interface {
+	Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error)
+	Container(ctx context.Context, in SpecInput) (*specs.Spec, error)
+}
+
+// Network attaches sandboxes to the pod network.
+type Network interface {
+	Setup(ctx context.Context, pod network.Pod) (network.Result, error)
+	Teardown(ctx context.Context, pod network.Pod) error
+	Ready(ctx context.Context) error
+	SetPodCIDR(cidr string) error
+}

@@ -1,0 +1,268 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/oci"
+)
+
+// fakeOCI is an in-memory oci.Runtime whose containers exit when killed or
+// when the test says so.
+type fakeOCI struct {
+	mu         sync.Mutex
+	containers map[string]*fakeTask
+	nextPid    int
+	failCreate error
+}
+
+type fakeTask struct {
+	state oci.State
+	done  chan struct{}
+}
+
+func newFakeOCI() *fakeOCI { return &fakeOCI{containers: map[string]*fakeTask{}, nextPid: 1000} }
+
+func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failCreate != nil {
+		return f.failCreate
+	}
+	if _, ok := f.containers[o.ID]; ok {
+		return fmt.Errorf("container %s exists", o.ID)
+	}
+	if err := os.MkdirAll(o.BundleDir, 0o700); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(o.Spec)
+	if err := os.WriteFile(filepath.Join(o.BundleDir, "config.json"), data, 0o600); err != nil {
+		return err
+	}
+	f.containers[o.ID] = &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusCreated}, done: make(chan struct{})}
+	return nil
+}
+
+func (f *fakeOCI) task(id string) (*fakeTask, error) {
+	t, ok := f.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, fs.ErrNotExist)
+	}
+	return t, nil
+}
+
+func (f *fakeOCI) Start(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.task(id)
+	if err != nil {
+		return err
+	}
+	if t.state.Status != oci.StatusCreated {
+		return fmt.Errorf("container %s is %s", id, t.state.Status)
+	}
+	f.nextPid++
+	t.state.Status, t.state.Pid, t.state.StartedAt = oci.StatusRunning, f.nextPid, time.Now()
+	return nil
+}
+
+// exit ends a container's process with code, as if it returned.
+func (f *fakeOCI) exit(id string, code int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.containers[id]; ok && t.state.Status != oci.StatusStopped {
+		t.state.Status, t.state.ExitCode, t.state.FinishedAt = oci.StatusStopped, code, time.Now()
+		close(t.done)
+	}
+}
+
+func (f *fakeOCI) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
+	f.mu.Lock()
+	_, err := f.task(id)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	f.exit(id, 128+int32(sig))
+	return nil
+}
+
+func (f *fakeOCI) Wait(ctx context.Context, id string) (oci.State, error) {
+	f.mu.Lock()
+	t, err := f.task(id)
+	f.mu.Unlock()
+	if err != nil {
+		return oci.State{}, err
+	}
+	select {
+	case <-t.done:
+		return f.State(ctx, id)
+	case <-ctx.Done():
+		return oci.State{}, ctx.Err()
+	}
+}
+
+func (f *fakeOCI) Delete(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.task(id); err != nil {
+		return err
+	}
+	delete(f.containers, id)
+	return nil
+}
+
+func (f *fakeOCI) State(ctx context.Context, id string) (oci.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.task(id)
+	if err != nil {
+		return oci.State{}, err
+	}
+	return t.state, nil
+}
+
+func (f *fakeOCI) Exec(ctx context.Context, id string, o oci.ExecOptions) (int32, error) {
+	if len(o.Process.Args) > 0 && o.Process.Args[0] == "sleep" {
+		<-ctx.Done()
+		return -1, ctx.Err()
+	}
+	fmt.Fprintf(o.Stdout, "ran %v", o.Process.Args)
+	fmt.Fprint(o.Stderr, "err")
+	return 3, nil
+}
+
+func (f *fakeOCI) Attach(ctx context.Context, id string, o oci.AttachOptions) error { return nil }
+func (f *fakeOCI) UpdateResources(ctx context.Context, id string, r *specs.LinuxResources) error {
+	return nil
+}
+func (f *fakeOCI) Stats(ctx context.Context, id string) (oci.Stats, error) {
+	return oci.Stats{Timestamp: time.Now(), CPUUsageNanos: 10, MemoryWorkingSet: 20}, nil
+}
+func (f *fakeOCI) ReopenLog(ctx context.Context, id string) error { return nil }
+
+func (f *fakeOCI) Recover(ctx context.Context) ([]oci.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []oci.State
+	for _, t := range f.containers {
+		out = append(out, t.state)
+	}
+	return out, nil
+}
+
+// fakeImages knows a fixed set of images and records prepared rootfses.
+type fakeImages struct {
+	mu     sync.Mutex
+	dir    string
+	known  map[string]Image
+	rootfs map[string]string // container ID -> image ID
+}
+
+func newFakeImages(dir string, refs ...string) *fakeImages {
+	f := &fakeImages{dir: dir, known: map[string]Image{}, rootfs: map[string]string{}}
+	for i, ref := range refs {
+		f.known[ref] = Image{ID: fmt.Sprintf("sha256:%064d", i), RepoTags: []string{ref}}
+	}
+	return f
+}
+
+func (f *fakeImages) Resolve(ctx context.Context, ref string) (Image, error) {
+	img, ok := f.known[ref]
+	if !ok {
+		return Image{}, status.Errorf(codes.NotFound, "image %q not found", ref)
+	}
+	return img, nil
+}
+
+func (f *fakeImages) Ensure(ctx context.Context, ref string) (Image, error) {
+	return f.Resolve(ctx, ref)
+}
+
+func (f *fakeImages) PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dir := filepath.Join(f.dir, containerID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	f.rootfs[containerID] = imageID
+	return dir, nil
+}
+
+func (f *fakeImages) RemoveRootfs(ctx context.Context, containerID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.rootfs, containerID)
+	return os.RemoveAll(filepath.Join(f.dir, containerID))
+}
+
+func (f *fakeImages) inUse() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.rootfs)
+}
+
+// fakeSpecs makes a minimal spec and rejects containers annotated "invalid".
+type fakeSpecs struct{}
+
+func (fakeSpecs) Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error) {
+	return &specs.Spec{Process: &specs.Process{Args: []string{"/pause"}, Cwd: "/"}, Root: &specs.Root{Path: in.RootfsPath}}, nil
+}
+
+func (fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, error) {
+	if _, bad := in.Container.GetAnnotations()["invalid"]; bad {
+		return nil, status.Error(codes.InvalidArgument, "invalid container config")
+	}
+	args := append(in.Container.GetCommand(), in.Container.GetArgs()...)
+	return &specs.Spec{Process: &specs.Process{Args: args, Cwd: "/", Env: []string{"PATH=/bin"}}, Root: &specs.Root{Path: in.RootfsPath}}, nil
+}
+
+// fakeNetwork hands out addresses and counts attachments.
+type fakeNetwork struct {
+	mu       sync.Mutex
+	attached map[string]bool
+	n        int
+	fail     error
+}
+
+func newFakeNetwork() *fakeNetwork { return &fakeNetwork{attached: map[string]bool{}} }
+
+func (f *fakeNetwork) Setup(ctx context.Context, pod network.Pod) (network.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return network.Result{}, f.fail
+	}
+	f.n++
+	f.attached[pod.ID] = true
+	return network.Result{IP: fmt.Sprintf("10.0.0.%d", f.n)}, nil
+}
+
+func (f *fakeNetwork) Teardown(ctx context.Context, pod network.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.attached, pod.ID)
+	return nil
+}
+
+func (f *fakeNetwork) Ready(ctx context.Context) error { return nil }
+func (f *fakeNetwork) SetPodCIDR(string) error         { return nil }
+
+func (f *fakeNetwork) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.attached)
+}

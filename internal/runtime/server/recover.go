@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/oci"
+)
+
+// recover rebuilds the in-memory state from the state dir and the OCI
+// runtime's view of surviving monitors, after containerd's restart.go: a
+// broken object is logged and marked (NOTREADY, or EXITED with reason
+// Unknown) or cleaned, and never fails the start.
+func (s *Server) recover(ctx context.Context) error {
+	states, err := s.cfg.OCI.Recover(ctx)
+	if err != nil {
+		// Without the OCI view every container would look dead; that is a
+		// service-level failure, not one object's.
+		return fmt.Errorf("recover OCI containers: %w", err)
+	}
+	live := make(map[string]oci.State, len(states))
+	for _, st := range states {
+		live[st.ID] = st
+	}
+	sandboxes, err := s.sandboxes.load(s.quarantine)
+	if err != nil {
+		return err
+	}
+	containers, err := s.containers.load(s.quarantine)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, sb := range sandboxes {
+		known[sb.ID] = true
+		s.recoverSandbox(ctx, sb, live)
+	}
+	for _, c := range containers {
+		if !known[c.SandboxID] {
+			s.log.Warn("recovery: container of an unknown sandbox removed", "id", c.ID, "sandbox", c.SandboxID)
+			s.cleanOrphan(ctx, c.ID)
+			_ = os.Remove(filepath.Join(s.containers.dir, c.ID+".json"))
+			continue
+		}
+		known[c.ID] = true
+		s.recoverContainer(c, live)
+	}
+	for id := range live {
+		if !known[id] {
+			// Created under a monitor but never recorded: the runtime died
+			// in the middle of a create.
+			s.log.Warn("recovery: half-created container cleaned", "id", id)
+			s.cleanOrphan(ctx, id)
+		}
+	}
+	s.log.Info("state recovered", "sandboxes", len(sandboxes), "containers", len(containers), "monitors", len(states))
+	return nil
+}
+
+func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[string]oci.State) {
+	st, running := live[sb.ID]
+	running = running && st.Status == oci.StatusRunning
+	netnsOK := sb.NetNS == "" || network.IsNetNS(sb.NetNS)
+	switch {
+	case sb.State != runtimeapi.PodSandboxState_SANDBOX_READY:
+		if !running {
+			s.releaseHalfCreatedSandbox(ctx, sb)
+		}
+	case !running:
+		s.log.Warn("recovery: sandbox's pause container is gone; marked not ready", "id", sb.ID)
+		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	case !netnsOK:
+		s.log.Warn("recovery: sandbox's network namespace is gone; marked not ready", "id", sb.ID, "netns", sb.NetNS)
+		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}
+	if err := s.sandboxes.persist(sb.ID, sb); err != nil {
+		s.log.Error("recovery: persist sandbox", "id", sb.ID, "err", err)
+	}
+	s.sandboxes.restore(sb.ID, sandboxName(sb.Config.GetMetadata()), sb)
+}
+
+// releaseHalfCreatedSandbox gives back the network of a sandbox whose
+// RunPodSandbox never finished; the record stays, NOTREADY, for the
+// kubelet to remove.
+func (s *Server) releaseHalfCreatedSandbox(ctx context.Context, sb *sandbox) {
+	nsPath := filepath.Join(s.netnsDir(), sb.ID)
+	if _, err := os.Stat(nsPath); errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	sb.NetNS = nsPath
+	if err := s.cfg.Network.Teardown(ctx, podNetwork(sb)); err != nil {
+		s.log.Warn("recovery: network teardown of half-created sandbox", "id", sb.ID, "err", err)
+	}
+	if err := network.RemoveNetNS(nsPath); err != nil {
+		s.log.Warn("recovery: netns removal", "id", sb.ID, "err", err)
+	}
+}
+
+func (s *Server) recoverContainer(c *container, live map[string]oci.State) {
+	st, ok := live[c.ID]
+	switch c.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		switch {
+		case ok && st.Status == oci.StatusRunning:
+			defer s.watchExit(c.ID)
+		case ok && st.Status == oci.StatusStopped:
+			markExited(c, st) // exited while the runtime was down
+		default:
+			s.log.Warn("recovery: running container's monitor is gone", "id", c.ID)
+			markUnknownExit(c, "the container's monitor is gone")
+		}
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		if !ok || st.Status != oci.StatusCreated {
+			s.log.Warn("recovery: created container is not in the OCI runtime", "id", c.ID)
+			markUnknownExit(c, "the container was lost before it started")
+		}
+	}
+	if err := s.containers.persist(c.ID, c); err != nil {
+		s.log.Error("recovery: persist container", "id", c.ID, "err", err)
+	}
+	s.containers.restore(c.ID, c.nameKey(), c)
+}
+
+func markExited(c *container, st oci.State) {
+	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.ExitCode = st.ExitCode
+	c.FinishedAt = st.FinishedAt.UnixNano()
+	c.Reason = exitReason(st)
+}
+
+func markUnknownExit(c *container, why string) {
+	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.ExitCode = 255
+	c.Reason = "Unknown"
+	c.Message = why
+	if c.FinishedAt == 0 {
+		c.FinishedAt = c.StartedAt
+	}
+}
+
+// cleanOrphan removes a container or pause task nothing refers to.
+func (s *Server) cleanOrphan(ctx context.Context, id string) {
+	if err := s.deleteTask(ctx, id); err != nil {
+		s.log.Warn("recovery: delete orphan", "id", id, "err", err)
+	}
+	if err := s.cfg.Images.RemoveRootfs(ctx, id); err != nil {
+		s.log.Warn("recovery: remove orphan rootfs", "id", id, "err", err)
+	}
+	_ = os.RemoveAll(s.bundleDir(id))
+}
+
+// quarantine renames an undecodable state file aside so it is kept for
+// inspection but never read again.
+func (s *Server) quarantine(file string, err error) {
+	s.log.Error("recovery: corrupt state file set aside", "file", file, "err", err)
+	if rerr := os.Rename(file, file+".corrupt"); rerr != nil {
+		s.log.Error("recovery: set aside", "file", file, "err", rerr)
+	}
+}

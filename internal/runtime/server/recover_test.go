@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/berth/berth/internal/runtime/oci"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestRestartRecoversState restarts the server over the same state dir
+// while the (fake) monitors live on, with containers in every situation
+// recovery must tell apart.
+func TestRestartRecoversState(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, sbCfg := h.runSandbox("pod")
+	running := h.createContainer(sb, sbCfg, "running")
+	h.startContainer(running)
+	exitsWhileDown := h.createContainer(sb, sbCfg, "exits")
+	h.startContainer(exitsWhileDown)
+	monitorGone := h.createContainer(sb, sbCfg, "gone")
+	h.startContainer(monitorGone)
+	created := h.createContainer(sb, sbCfg, "created")
+	logPath := h.containerStatus(running).LogPath
+
+	h.stop()
+	h.oci.exit(exitsWhileDown, 7)
+	_ = h.oci.Delete(ctx, monitorGone) // its monitor was killed
+	// A create that crashed before its record was written.
+	_ = h.oci.Create(ctx, oci.CreateOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated")})
+	// A corrupt state file must not stop the start.
+	if err := os.WriteFile(filepath.Join(h.stateDir, "containers", "junk.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+
+	sst, err := h.client.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	if err != nil || sst.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY || sst.Status.Network.Ip == "" {
+		t.Fatalf("sandbox after restart: %v %v", sst, err)
+	}
+	if st := h.containerStatus(running); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.LogPath != logPath {
+		t.Fatalf("running container after restart: %+v", st)
+	}
+	if st := h.containerStatus(exitsWhileDown); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 7 || st.Reason != "Error" {
+		t.Fatalf("container that exited while down: %+v", st)
+	}
+	if st := h.containerStatus(monitorGone); st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != "Unknown" {
+		t.Fatalf("container whose monitor vanished: %+v", st)
+	}
+	if st := h.containerStatus(created); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		t.Fatalf("created container: %+v", st)
+	}
+	if _, err := h.oci.State(ctx, "halfcreated"); err == nil {
+		t.Fatal("half-created container not cleaned")
+	}
+	if _, err := os.Stat(filepath.Join(h.stateDir, "containers", "junk.json.corrupt")); err != nil {
+		t.Fatalf("corrupt file not set aside: %v", err)
+	}
+
+	// The recovered running container is watched again: its exit is seen.
+	events, err := h.client.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.oci.exit(running, 0)
+	nextEvent(t, events, running, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	if st := h.containerStatus(running); st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Fatalf("exit after restart: %+v", st)
+	}
+	// Names were restored: a clash is still a clash.
+	_, err = h.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("created")})
+	if err == nil {
+		t.Fatal("name clash after restart accepted")
+	}
+	// The created one can still be started.
+	h.startContainer(created)
+}
+
+func TestRestartMarksSandboxWithDeadPauseNotReady(t *testing.T) {
+	h := newHarness(t)
+	sb, _ := h.runSandbox("pod")
+	h.stop()
+	h.oci.exit(sb, 137)
+	h.start()
+	sst, err := h.client.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	if err != nil || sst.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("sandbox with dead pause: %v %v", sst, err)
+	}
+}

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/oci"
+)
+
+// RunPodSandbox creates the pod's namespaces, network and pause container.
+// Any failure undoes every step taken, so nothing is half-created.
+func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (_ *runtimeapi.RunPodSandboxResponse, retErr error) {
+	cfg := req.GetConfig()
+	if err := validateSandboxConfig(cfg); err != nil {
+		return nil, err
+	}
+	if h := req.GetRuntimeHandler(); h != "" && h != "runc" {
+		return nil, status.Errorf(codes.InvalidArgument, "unknown runtime handler %q (berth has the default handler only)", h)
+	}
+	id := newID()
+	name := sandboxName(cfg.GetMetadata())
+	if err := s.sandboxes.reserveName(name, id); err != nil {
+		return nil, err
+	}
+	var undo undoStack
+	defer func() {
+		if retErr != nil {
+			undo.run(ctx, s.log)
+		}
+	}()
+	undo.add("release name", func(context.Context) error { s.sandboxes.releaseName(name); return nil })
+
+	pause, err := s.cfg.Images.Ensure(ctx, s.cfg.PauseImage)
+	if err != nil {
+		return nil, fmt.Errorf("pause image %s: %w", s.cfg.PauseImage, err)
+	}
+	sb := &sandbox{
+		ID: id, Config: cfg, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY,
+		CreatedAt: time.Now().UnixNano(), RuntimeHandler: req.GetRuntimeHandler(),
+		Dir: s.sandboxDir(id), ImageID: pause.ID,
+	}
+	// Persisted before anything exists on the host, so that a crash part-way
+	// leaves a NOTREADY record that recovery can clean up.
+	if err := s.sandboxes.persist(id, sb); err != nil {
+		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	undo.add("forget sandbox", func(context.Context) error { return s.sandboxes.remove(id, name) })
+
+	files, err := writeSandboxFiles(sb.Dir, cfg)
+	undo.add("remove sandbox files", func(context.Context) error { return removeSandboxFiles(sb.Dir) })
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	if err := s.setupSandboxNetwork(ctx, sb, &undo); err != nil {
+		return nil, err
+	}
+	if sb.IP != "" {
+		if err := addHostsEntry(files.Hosts, sb.IP, hostnameOf(cfg)); err != nil {
+			return nil, status.Errorf(codes.Internal, "%v", err)
+		}
+	}
+	pid, err := s.startPause(ctx, sb, pause, files, &undo)
+	if err != nil {
+		return nil, err
+	}
+	sb.Pid = pid
+	sb.State = runtimeapi.PodSandboxState_SANDBOX_READY
+	if err := s.sandboxes.put(id, sb); err != nil {
+		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	s.log.Info("sandbox running", "id", id, "name", name, "ip", sb.IP)
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
+}
+
+// setupSandboxNetwork gives the pod its own pinned network namespace wired
+// through CNI, unless it uses the host's network.
+func (s *Server) setupSandboxNetwork(ctx context.Context, sb *sandbox, undo *undoStack) error {
+	if sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
+		return nil
+	}
+	nsPath, err := network.NewNetNS(s.netnsDir(), sb.ID)
+	if err != nil {
+		return status.Errorf(codes.Internal, "create network namespace: %v", err)
+	}
+	sb.NetNS = nsPath
+	undo.add("remove netns", func(context.Context) error { return network.RemoveNetNS(nsPath) })
+	pod := podNetwork(sb)
+	start := time.Now()
+	res, err := s.cfg.Network.Setup(ctx, pod)
+	s.cfg.Metrics.cniSetup.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return status.Errorf(codes.Internal, "set up pod network: %v", err)
+	}
+	undo.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, pod) })
+	sb.IP, sb.AdditionalIPs = res.IP, res.AdditionalIPs
+	return nil
+}
+
+// startPause creates and starts the sandbox's pause container, whose
+// namespaces the pod's containers join.
+func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, files sandboxFiles, undo *undoStack) (int, error) {
+	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, pause.ID, sb.ID, true)
+	if err != nil {
+		return 0, fmt.Errorf("pause rootfs: %w", err)
+	}
+	undo.add("remove pause rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, sb.ID) })
+	spec, err := s.cfg.Specs.Sandbox(ctx, SpecInput{
+		Sandbox: sb.Config, Image: pause.Config, RootfsPath: rootfs, NetNSPath: sb.NetNS,
+		ResolvConfPath: files.ResolvConf, HostnamePath: files.Hostname, HostsPath: files.Hosts,
+		ShmPath: files.Shm, CgroupParent: sb.Config.GetLinux().GetCgroupParent(),
+	})
+	if err != nil {
+		return 0, err
+	}
+	bundle := s.bundleDir(sb.ID)
+	if err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec}); err != nil {
+		return 0, status.Errorf(codes.Internal, "create pause container: %v", err)
+	}
+	undo.add("delete pause container", func(ctx context.Context) error { return s.deleteTask(ctx, sb.ID) })
+	if err := s.cfg.OCI.Start(ctx, sb.ID); err != nil {
+		return 0, status.Errorf(codes.Internal, "start pause container: %v", err)
+	}
+	st, err := s.cfg.OCI.State(ctx, sb.ID)
+	if err != nil {
+		return 0, status.Errorf(codes.Internal, "pause container state: %v", err)
+	}
+	return st.Pid, nil
+}
+
+func podNetwork(sb *sandbox) network.Pod {
+	md := sb.Config.GetMetadata()
+	pod := network.Pod{ID: sb.ID, Name: md.GetName(), Namespace: md.GetNamespace(), UID: md.GetUid(), NetNS: sb.NetNS}
+	for _, pm := range sb.Config.GetPortMappings() {
+		if pm.GetHostPort() <= 0 {
+			continue
+		}
+		pod.Ports = append(pod.Ports, network.PortMapping{
+			HostPort: pm.GetHostPort(), ContainerPort: pm.GetContainerPort(),
+			Protocol: strings.ToLower(pm.GetProtocol().String()), HostIP: pm.GetHostIp(),
+		})
+	}
+	return pod
+}
+
+func hostnameOf(cfg *PodSandboxConfig) string {
+	if h := cfg.GetHostname(); h != "" {
+		return h
+	}
+	return cfg.GetMetadata().GetName()
+}

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/network"
+)
+
+// StopPodSandbox stops the pod's containers and pause container and gives
+// back its network. Stopping a sandbox that is gone or stopped is no error.
+func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+	if err := requireID("sandbox", req.GetPodSandboxId()); err != nil {
+		return nil, err
+	}
+	sb, err := s.sandboxes.get(req.GetPodSandboxId())
+	if status.Code(err) == codes.NotFound {
+		return &runtimeapi.StopPodSandboxResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.stopSandbox(ctx, sb); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
+	unlock := s.locks.lock(sb.ID)
+	defer unlock()
+	for _, c := range s.containersOf(sb.ID) {
+		if err := s.stopContainer(ctx, c.ID, 0); err != nil {
+			return err
+		}
+	}
+	if _, err := s.stopTask(ctx, sb.ID, 0); err != nil {
+		return status.Errorf(codes.Internal, "stop pause container: %v", err)
+	}
+	if sb.NetNS != "" {
+		if err := s.cfg.Network.Teardown(ctx, podNetwork(&sb)); err != nil {
+			return status.Errorf(codes.Internal, "tear down pod network: %v", err)
+		}
+		if err := network.RemoveNetNS(sb.NetNS); err != nil {
+			return status.Errorf(codes.Internal, "%v", err)
+		}
+	}
+	if _, err := s.sandboxes.update(sb.ID, func(v *sandbox) {
+		v.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}); err != nil {
+		return err
+	}
+	s.log.Info("sandbox stopped", "id", sb.ID)
+	return nil
+}
+
+// containersOf lists the containers that belong to a sandbox.
+func (s *Server) containersOf(sandboxID string) []container {
+	var out []container
+	for _, c := range s.containers.list() {
+		if c.SandboxID == sandboxID {
+			out = append(out, c)
+		}
+	}
+	return out
+}

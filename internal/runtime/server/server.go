@@ -1,0 +1,106 @@
+// Package server is berth's CRI v1 RuntimeService: pod sandboxes with their
+// network, containers run through the OCI runtime and its monitor, state
+// persisted so the service can restart under running containers. One RPC per
+// file, named <object>_<verb>.go.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/oci"
+)
+
+// DefaultPauseImage is the image of every sandbox's pause container.
+const DefaultPauseImage = "registry.k8s.io/pause:3.9"
+
+// Config assembles a Server from its parts.
+type Config struct {
+	StateDir   string // sandboxes/, containers/, netns/ live here
+	PauseImage string
+	OCI        oci.Runtime
+	Images     Images
+	Specs      Specs
+	Network    Network
+	Streaming  Streamer // nil: Exec/Attach/PortForward answer Unavailable
+	Metrics    *Metrics
+	Logger     *slog.Logger
+}
+
+// Server implements runtimeapi.RuntimeServiceServer.
+type Server struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+
+	cfg        Config
+	log        *slog.Logger
+	sandboxes  *table[sandbox]
+	containers *table[container]
+	events     *eventHub
+	locks      keyedMutex
+
+	// exits owns one goroutine per started container that waits for its exit.
+	exitCtx   context.Context
+	stopExits context.CancelFunc
+	exitGroup sync.WaitGroup
+}
+
+var _ runtimeapi.RuntimeServiceServer = (*Server)(nil)
+
+// New builds the server and recovers every sandbox and container persisted
+// in cfg.StateDir; a corrupt object is logged and marked, never fatal.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.StateDir == "" || cfg.OCI == nil || cfg.Images == nil || cfg.Specs == nil || cfg.Network == nil {
+		return nil, errors.New("server: StateDir, OCI, Images, Specs and Network are required")
+	}
+	if cfg.PauseImage == "" {
+		cfg.PauseImage = DefaultPauseImage
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	sandboxes, err := newTable[sandbox]("sandbox", filepath.Join(cfg.StateDir, "sandboxes"))
+	if err != nil {
+		return nil, err
+	}
+	containers, err := newTable[container]("container", filepath.Join(cfg.StateDir, "containers"))
+	if err != nil {
+		return nil, err
+	}
+	exitCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, sandboxes: sandboxes, containers: containers,
+		events: newEventHub(), exitCtx: exitCtx, stopExits: stop,
+	}
+	if err := s.recover(ctx); err != nil {
+		stop()
+		return nil, fmt.Errorf("server: recover state: %w", err)
+	}
+	return s, nil
+}
+
+// Close stops the server's background work. Containers keep running: they
+// belong to their monitors, and the next server recovers them.
+func (s *Server) Close() {
+	s.stopExits()
+	s.exitGroup.Wait()
+	s.events.close()
+}
+
+func (s *Server) netnsDir() string { return filepath.Join(s.cfg.StateDir, "netns") }
+
+func (s *Server) sandboxDir(id string) string {
+	return filepath.Join(s.cfg.StateDir, "sandboxes", id)
+}
+
+func (s *Server) bundleDir(id string) string {
+	return filepath.Join(s.cfg.StateDir, "bundles", id)
+}
