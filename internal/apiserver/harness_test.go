@@ -60,8 +60,8 @@ func newTestServerWith(t *testing.T, configure func(*Config)) *testServer {
 	t.Cleanup(srv.Close)
 	t.Cleanup(cancel) // runs first: stop watches before the listener closes
 
-	protoCfg := &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}, Timeout: 30 * time.Second}
-	jsonCfg := &rest.Config{Host: srv.URL, Timeout: 30 * time.Second}
+	protoCfg := &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}, Timeout: 30 * time.Second, QPS: 1000, Burst: 2000}
+	jsonCfg := &rest.Config{Host: srv.URL, Timeout: 30 * time.Second, QPS: 1000, Burst: 2000}
 	return &testServer{
 		store:   st,
 		url:     srv.URL,

@@ -91,7 +91,8 @@ func (a *apiSet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // missing one on a namespaced resource (except for listing across all).
 func (ep *endpoint) scopeMatches(info *request.RequestInfo) bool {
 	if !ep.namespaced {
-		return info.Namespace == ""
+		// RequestInfo names a namespace's own namespace after it.
+		return info.Namespace == "" || (info.Resource == "namespaces" && info.APIGroup == "" && info.Namespace == info.Name)
 	}
 	return info.Namespace != "" || info.Verb == "list" || info.Verb == "watch"
 }

@@ -118,10 +118,14 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	var handler http.Handler = mux
 	handler = filters.WithAuthorization(handler, cfg.Authorizer, c.negotiated)
 	handler = filters.WithAuthentication(handler, cfg.Authenticator, filters.Unauthorized(c.negotiated), nil, nil)
+	handler = filters.WithWarningRecorder(handler)
+	handler = filters.WithCacheControl(handler)
 	handler = filters.WithRequestInfo(handler, &request.RequestInfoFactory{
 		APIPrefixes:          sets.NewString("api", "apis"),
 		GrouplessAPIPrefixes: sets.NewString("api"),
 	})
+	handler = filters.WithRequestReceivedTimestamp(handler)
+	handler = filters.WithAuditInit(handler) // the upstream handlers record into it
 	return handler, nil
 }
 
