@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"github.com/berth/berth/internal/store"
@@ -25,10 +26,14 @@ import (
 
 // Config describes one resource's cache.
 type Config struct {
-	Store  store.Interface
-	Prefix string // e.g. "/registry/pods/"; keys are Prefix+"<ns>/<name>" or Prefix+"<name>"
+	Store store.Interface
+	// Resource names the resource in errors (404 and the like).
+	Resource schema.GroupResource
+	Prefix   string // e.g. "/registry/pods/"; keys are Prefix+"<ns>/<name>" or Prefix+"<name>"
 	// Decode turns stored bytes into a typed object whose resourceVersion is
-	// kv.ModRevision. Objects are shared read-only between all readers.
+	// kv.ModRevision. For a delete, kv.Value is the last value and
+	// kv.ModRevision the delete's revision. Decoded objects are shared between
+	// all readers: callers of List, Get and Watch must not modify them.
 	Decode func(kv store.KV) (runtime.Object, error)
 	// Attrs returns the label and field sets that selectors are matched against.
 	Attrs func(obj runtime.Object) (labels.Set, fields.Set, error)

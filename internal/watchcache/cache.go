@@ -3,41 +3,267 @@ package watchcache
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/store"
 )
 
-var errNotImplemented = errors.New("watchcache: not implemented yet")
+const (
+	defaultHistorySize      = 1000
+	defaultWatcherBuffer    = 100
+	defaultBookmarkInterval = time.Minute
+	defaultFreshnessTimeout = 3 * time.Second
+	listPageSize            = 500
+	relistBackoff           = time.Second
+)
 
-// Cache is one resource's watch cache.
+// Cache is one resource's watch cache. Run fills and maintains it; List, Get
+// and Watch may be called from any goroutine.
 type Cache struct {
-	cfg Config
+	cfg   Config
+	clock clock.WithTicker
+	log   *slog.Logger
+
+	ready     chan struct{} // closed once the first list is loaded
+	readyOnce sync.Once
+
+	mu       sync.RWMutex
+	live     *tree         // the current state; written only by Run
+	snap     *tree         // read-only clone of live at rv
+	rv       int64         // the revision the cache is current to
+	rvMoved  chan struct{} // closed and replaced whenever rv advances
+	history  history
+	watchers watcherIndex
+	stopped  bool // Run has returned; no new watchers
 }
 
 // New returns a cache; call Run to fill it.
-func New(cfg Config) *Cache { return &Cache{cfg: cfg} }
-
-// Run lists the prefix, then watches it, re-listing on compaction; it returns
-// when ctx ends.
-func (c *Cache) Run(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-
-// WaitReady blocks until the first list has been loaded.
-func (c *Cache) WaitReady(ctx context.Context) error { return errNotImplemented }
-
-// List returns the matching objects, the revision they were read at and a
-// continue token when Limit cut the page short.
-func (c *Cache) List(ctx context.Context, opts ListOptions) ([]runtime.Object, int64, string, error) {
-	return nil, 0, "", errNotImplemented
+func New(cfg Config) *Cache {
+	if cfg.HistorySize <= 0 {
+		cfg.HistorySize = defaultHistorySize
+	}
+	if cfg.WatcherBuffer <= 0 {
+		cfg.WatcherBuffer = defaultWatcherBuffer
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = defaultBookmarkInterval
+	}
+	if cfg.FreshnessTimeout <= 0 {
+		cfg.FreshnessTimeout = defaultFreshnessTimeout
+	}
+	c := &Cache{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, ready: make(chan struct{}), rvMoved: make(chan struct{})}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("prefix", cfg.Prefix)
+	c.live = newTree()
+	c.snap = c.live.Clone()
+	c.history = newHistory(cfg.HistorySize, 0, c.snap)
+	c.watchers = newWatcherIndex(cfg.IndexFields)
+	return c
 }
 
-// Get returns the object stored at key (the full store key) once the cache
-// has reached minRV, with the cache's revision.
-func (c *Cache) Get(ctx context.Context, key string, minRV int64) (runtime.Object, int64, error) {
-	return nil, 0, errNotImplemented
+// Run lists the prefix, then watches it from the list's revision, re-listing
+// when the watch fails (after compaction, for instance). It returns nil when
+// ctx ends, after cutting off every watcher.
+func (c *Cache) Run(ctx context.Context) error {
+	defer c.shutdown()
+	ticker := c.clock.NewTicker(c.cfg.BookmarkInterval)
+	defer ticker.Stop()
+	for ctx.Err() == nil {
+		rv, err := c.relist(ctx)
+		if err == nil {
+			err = c.follow(ctx, rv, ticker.C())
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		c.log.Warn("watch cache lost its store watch; re-listing", "err", err)
+		select {
+		case <-c.clock.After(relistBackoff):
+		case <-ctx.Done():
+		}
+	}
+	return nil
 }
 
-// Watch streams matching events; see WatchOptions for where it starts.
-func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, error) {
-	return nil, errNotImplemented
+// WaitReady blocks until the first list has been loaded or ctx ends.
+func (c *Cache) WaitReady(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("watch cache %s not ready: %w", c.cfg.Prefix, ctx.Err())
+	}
 }
+
+// relist loads the whole prefix at one revision and makes it the cache's
+// state, cutting off watchers (their clients re-list, as after a 410).
+func (c *Cache) relist(ctx context.Context) (int64, error) {
+	fresh := newTree()
+	opts := store.ListOptions{Limit: listPageSize}
+	for {
+		page, err := c.cfg.Store.List(ctx, c.cfg.Prefix, opts)
+		if err != nil {
+			return 0, fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
+		}
+		opts.Revision = page.Revision
+		for _, kv := range page.KVs {
+			if e, err := c.newEntry(kv); err != nil {
+				c.log.Error("skipping undecodable object", "key", kv.Key, "err", err)
+			} else {
+				fresh.ReplaceOrInsert(e)
+			}
+		}
+		if !page.More || len(page.KVs) == 0 {
+			break
+		}
+		opts.StartKey = page.KVs[len(page.KVs)-1].Key + "\x00"
+	}
+	c.mu.Lock()
+	c.live = fresh
+	c.snap = fresh.Clone()
+	c.history = newHistory(c.cfg.HistorySize, opts.Revision, c.snap)
+	c.watchers.cutOffAll()
+	c.advanceLocked(opts.Revision)
+	c.mu.Unlock()
+	c.readyOnce.Do(func() { close(c.ready) })
+	c.log.Debug("watch cache listed", "objects", fresh.Len(), "revision", opts.Revision)
+	return opts.Revision, nil
+}
+
+// follow applies the store's watch from rv until it fails or ctx ends, and
+// sends periodic bookmarks.
+func (c *Cache) follow(ctx context.Context, rv int64, bookmarkTick <-chan time.Time) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := c.cfg.Store.Watch(wctx, c.cfg.Prefix, rv)
+	for {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				return errors.New("store watch closed")
+			}
+			if res.Err != nil {
+				return res.Err
+			}
+			c.apply(res)
+		case <-bookmarkTick:
+			c.mu.Lock()
+			c.watchers.bookmarkAll(c.rv)
+			c.mu.Unlock()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// apply decodes a batch outside the lock, then updates state, history and
+// watchers under it.
+func (c *Cache) apply(res store.WatchResult) {
+	type decoded struct {
+		kind eventKind
+		cur  *entry
+		rv   int64
+	}
+	batch := make([]decoded, 0, len(res.Events))
+	for _, ev := range res.Events {
+		e, err := c.newEntry(ev.KV)
+		if err != nil {
+			c.log.Error("skipping undecodable event", "key", ev.KV.Key, "revision", ev.KV.ModRevision, "err", err)
+			continue
+		}
+		batch = append(batch, decoded{kind: toEventKind(ev.Type), cur: e, rv: ev.KV.ModRevision})
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var group []*event // the events of one revision
+	flush := func() {
+		if len(group) == 0 {
+			return
+		}
+		snap := c.live.Clone()
+		for _, e := range group {
+			e.snap = snap
+		}
+		c.snap = snap
+		c.history.pushBatch(group)
+		for _, e := range group {
+			c.watchers.dispatch(e)
+		}
+		c.advanceLocked(group[0].rv)
+		group = nil
+	}
+	for _, d := range batch {
+		if len(group) > 0 && group[0].rv != d.rv {
+			flush()
+		}
+		if d.rv <= c.rv {
+			continue // already reflected (cannot happen with an ordered store watch)
+		}
+		e := &event{kind: d.kind, rv: d.rv, cur: d.cur}
+		e.prev, _ = c.live.Get(d.cur)
+		if d.kind == kindDelete {
+			c.live.Delete(d.cur)
+		} else {
+			c.live.ReplaceOrInsert(d.cur)
+		}
+		group = append(group, e)
+	}
+	flush()
+	c.advanceLocked(res.Revision)
+}
+
+// advanceLocked moves rv forward and wakes readers waiting for freshness.
+func (c *Cache) advanceLocked(rv int64) {
+	if rv <= c.rv {
+		return
+	}
+	c.rv = rv
+	close(c.rvMoved)
+	c.rvMoved = make(chan struct{})
+}
+
+func (c *Cache) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	c.watchers.cutOffAll()
+}
+
+// newEntry decodes kv and computes its selector attributes.
+func (c *Cache) newEntry(kv store.KV) (*entry, error) {
+	obj, err := c.cfg.Decode(kv)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s@%d: %w", kv.Key, kv.ModRevision, err)
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("object at %s has no metadata: %w", kv.Key, err)
+	}
+	e := &entry{key: kv.Key, ns: acc.GetNamespace(), obj: obj}
+	if c.cfg.Attrs != nil {
+		if e.labels, e.fields, err = c.cfg.Attrs(obj); err != nil {
+			return nil, fmt.Errorf("attributes of %s: %w", kv.Key, err)
+		}
+	} else {
+		e.labels = labels.Set(acc.GetLabels())
+		e.fields = fields.Set{"metadata.name": acc.GetName(), "metadata.namespace": acc.GetNamespace()}
+	}
+	return e, nil
+}
+
+func formatRV(rv int64) string { return strconv.FormatInt(rv, 10) }

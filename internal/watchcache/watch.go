@@ -1,0 +1,227 @@
+package watchcache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// watcher is one client's watch. Its goroutine first replays the initial
+// events (a snapshot or a slice of history), then relays dispatched events
+// until the client stops it, ctx ends, or the cache cuts it off.
+type watcher struct {
+	c         *Cache
+	filter    filter
+	key       indexKey
+	bookmarks bool
+	input     chan *event      // filled by dispatch under Cache.mu, never blocking
+	result    chan watch.Event // what the client reads; closed when the goroutine ends
+	done      chan struct{}    // closed to stop the goroutine
+	doneOnce  sync.Once
+}
+
+var _ watch.Interface = (*watcher)(nil)
+
+// ResultChan implements watch.Interface.
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop implements watch.Interface.
+func (w *watcher) Stop() {
+	w.c.mu.Lock()
+	w.c.watchers.remove(w)
+	w.c.mu.Unlock()
+	w.cutOff()
+}
+
+func (w *watcher) cutOff() { w.doneOnce.Do(func() { close(w.done) }) }
+
+// initialEvents is what a watcher replays before live events.
+type initialEvents struct {
+	snap        *tree    // synthetic ADDED for every matching object, or
+	history     []*event // the retained events after the requested revision
+	rv          int64    // the revision the initial events bring the client to
+	endBookmark bool     // close with the watch-list "initial-events-end" bookmark
+	lo, hi      string   // key range of snap to replay
+}
+
+// Watch streams matching events; see WatchOptions for where it starts.
+func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, error) {
+	sendInitial := opts.ResourceVersion == "" || opts.ResourceVersion == "0"
+	if opts.SendInitialEvents != nil {
+		sendInitial = *opts.SendInitialEvents
+		if sendInitial && !opts.AllowBookmarks {
+			return nil, errBadRequest("sendInitialEvents requires allowWatchBookmarks")
+		}
+		if sendInitial && c.cfg.NewObject == nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("watch cache %s cannot send bookmarks (no NewObject)", c.cfg.Prefix))
+		}
+	}
+	var fromRV int64
+	var err error
+	switch opts.ResourceVersion {
+	case "":
+		err = c.waitConsistent(ctx)
+	case "0":
+		err = c.waitFresh(ctx, 0, false)
+	default:
+		if fromRV, err = parseRV(opts.ResourceVersion); err == nil {
+			err = c.waitFresh(ctx, fromRV, false)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	f := newFilter(opts.Namespace, opts.Label, opts.Field)
+	w := &watcher{
+		c:         c,
+		filter:    f,
+		key:       c.watchers.keyFor(f),
+		bookmarks: opts.AllowBookmarks && c.cfg.NewObject != nil,
+		input:     make(chan *event, c.cfg.WatcherBuffer),
+		result:    make(chan watch.Event),
+		done:      make(chan struct{}),
+	}
+	init := initialEvents{endBookmark: opts.SendInitialEvents != nil && *opts.SendInitialEvents}
+
+	// Take the starting point and register under one lock, so no event falls
+	// between the initial events and the live ones.
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("watch cache %s stopped", c.cfg.Prefix))
+	}
+	switch {
+	case sendInitial:
+		init.snap, init.rv = c.snap, c.rv
+		init.lo, init.hi = c.keyRange(opts.Namespace)
+	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
+		init.rv = c.rv
+	default:
+		events, ok := c.history.since(fromRV)
+		if !ok {
+			oldest := c.history.baseRV
+			c.mu.Unlock()
+			return nil, errTooOld(fromRV, oldest)
+		}
+		init.history, init.rv = events, fromRV
+	}
+	c.watchers.add(w)
+	c.mu.Unlock()
+
+	go w.run(ctx, init)
+	return w, nil
+}
+
+// run is the watcher's goroutine.
+func (w *watcher) run(ctx context.Context, init initialEvents) {
+	defer close(w.result)
+	defer w.Stop()
+	if !w.replay(ctx, init) {
+		return
+	}
+	for {
+		select {
+		case e := <-w.input:
+			if e.rv <= init.rv && e.kind != kindBookmark {
+				continue // already covered by the initial events
+			}
+			if !w.deliver(ctx, e) {
+				return
+			}
+		case <-w.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (w *watcher) replay(ctx context.Context, init initialEvents) bool {
+	ok := true
+	if init.snap != nil {
+		init.snap.AscendGreaterOrEqual(&entry{key: init.lo}, func(e *entry) bool {
+			if init.hi != "" && e.key >= init.hi {
+				return false
+			}
+			if w.filter.matches(e) {
+				ok = w.send(ctx, watch.Event{Type: watch.Added, Object: e.obj})
+			}
+			return ok
+		})
+	}
+	for _, e := range init.history {
+		if !ok {
+			break
+		}
+		ok = w.deliver(ctx, e)
+	}
+	if ok && init.endBookmark {
+		ok = w.send(ctx, w.bookmark(init.rv, true))
+	}
+	return ok
+}
+
+// deliver converts e for this watcher (or drops it) and sends it.
+func (w *watcher) deliver(ctx context.Context, e *event) bool {
+	ev, ok := w.convert(e)
+	if !ok {
+		return true
+	}
+	return w.send(ctx, ev)
+}
+
+// convert maps a shared event to what this watcher sees: an object entering
+// its selector is ADDED, leaving it DELETED (the previous object at the
+// event's revision), staying in it MODIFIED.
+func (w *watcher) convert(e *event) (watch.Event, bool) {
+	switch e.kind {
+	case kindBookmark:
+		if !w.bookmarks {
+			return watch.Event{}, false
+		}
+		return w.bookmark(e.rv, false), true
+	case kindDelete:
+		if w.filter.matches(e.prev) || (e.prev == nil && w.filter.matches(e.cur)) {
+			return watch.Event{Type: watch.Deleted, Object: e.cur.obj}, true
+		}
+		return watch.Event{}, false
+	}
+	now, before := w.filter.matches(e.cur), w.filter.matches(e.prev)
+	switch {
+	case now && before:
+		return watch.Event{Type: watch.Modified, Object: e.cur.obj}, true
+	case now:
+		return watch.Event{Type: watch.Added, Object: e.cur.obj}, true
+	case before:
+		return watch.Event{Type: watch.Deleted, Object: e.prevObjectAtRV()}, true
+	}
+	return watch.Event{}, false
+}
+
+// bookmark builds a BOOKMARK event: an empty object carrying only rv.
+func (w *watcher) bookmark(rv int64, initialEventsEnd bool) watch.Event {
+	obj := w.c.cfg.NewObject()
+	if acc, err := meta.Accessor(obj); err == nil {
+		acc.SetResourceVersion(formatRV(rv))
+		if initialEventsEnd {
+			acc.SetAnnotations(map[string]string{InitialEventsAnnotation: "true"})
+		}
+	}
+	return watch.Event{Type: watch.Bookmark, Object: obj}
+}
+
+func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-w.done:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
