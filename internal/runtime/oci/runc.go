@@ -1,16 +1,17 @@
 package oci
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
+	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
+	gorunc "github.com/containerd/go-runc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // RuncConfig configures the runc handler.
@@ -22,10 +23,14 @@ type RuncConfig struct {
 	Logger        *slog.Logger
 }
 
-// Runc implements Runtime by execing runc under a berth-monitor per container.
+// Runc implements Runtime by execing runc, with one berth-monitor process
+// per container as the container's parent. Everything it knows lives in
+// the state directory, so a new Runc over the same directories (after the
+// runtime service restarted) picks up where the old one left off.
 type Runc struct {
-	cfg RuncConfig
-	log *slog.Logger
+	cfg  RuncConfig
+	log  *slog.Logger
+	runc *gorunc.Runc
 }
 
 var _ Runtime = (*Runc)(nil)
@@ -50,15 +55,22 @@ func newRunc(cfg RuncConfig) (*Runc, error) {
 	if cfg.MonitorBinary, err = findMonitor(cfg.MonitorBinary); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{cfg.Root, cfg.StateDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, d := range []*string{&cfg.Root, &cfg.StateDir} {
+		if *d, err = filepath.Abs(*d); err != nil {
+			return nil, fmt.Errorf("oci: %w", err)
+		}
+		if err := os.MkdirAll(*d, 0o700); err != nil {
 			return nil, fmt.Errorf("oci: %w", err)
 		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runc{cfg: cfg, log: cfg.Logger}, nil
+	return &Runc{
+		cfg:  cfg,
+		log:  cfg.Logger,
+		runc: &gorunc.Runc{Command: cfg.Binary, Root: cfg.Root},
+	}, nil
 }
 
 // findMonitor resolves the monitor binary: as given, else berth-monitor
@@ -80,23 +92,26 @@ func findMonitor(p string) (string, error) {
 	return bin, nil
 }
 
-var errNotYet = errors.New("oci: not implemented yet")
+// containerDir is the container's state directory, after checking that the
+// ID is one safe path element.
+func (r *Runc) containerDir(id string) (string, error) {
+	if id == "" || len(id) > 128 || strings.ContainsAny(id, "/\x00") || strings.Trim(id, ".") == "" {
+		return "", status.Errorf(codes.InvalidArgument, "invalid container ID %q", id)
+	}
+	return filepath.Join(r.cfg.StateDir, id), nil
+}
 
-func (r *Runc) Create(ctx context.Context, opts CreateOptions) error { return errNotYet }
-func (r *Runc) Start(ctx context.Context, id string) error           { return errNotYet }
-func (r *Runc) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
-	return errNotYet
+// existingDir is containerDir for a container that must exist.
+func (r *Runc) existingDir(id string) (string, error) {
+	dir, err := r.containerDir(id)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", status.Errorf(codes.NotFound, "container %s not found", id)
+		}
+		return "", fmt.Errorf("container %s: %w", id, err)
+	}
+	return dir, nil
 }
-func (r *Runc) Wait(ctx context.Context, id string) (State, error)  { return State{}, errNotYet }
-func (r *Runc) Delete(ctx context.Context, id string) error         { return errNotYet }
-func (r *Runc) State(ctx context.Context, id string) (State, error) { return State{}, errNotYet }
-func (r *Runc) Exec(ctx context.Context, id string, opts ExecOptions) (int32, error) {
-	return 0, errNotYet
-}
-func (r *Runc) Attach(ctx context.Context, id string, opts AttachOptions) error { return errNotYet }
-func (r *Runc) UpdateResources(ctx context.Context, id string, res *specs.LinuxResources) error {
-	return errNotYet
-}
-func (r *Runc) Stats(ctx context.Context, id string) (Stats, error) { return Stats{}, errNotYet }
-func (r *Runc) ReopenLog(ctx context.Context, id string) error      { return errNotYet }
-func (r *Runc) Recover(ctx context.Context) ([]State, error)        { return nil, errNotYet }

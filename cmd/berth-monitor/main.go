@@ -1,0 +1,52 @@
+// Command berth-monitor is the per-container monitor process that
+// `berth runtime` starts (see internal/runtime/monitor). It is a separate,
+// small binary rather than a re-exec of berth because one runs per
+// container: berth links kubectl and the Kubernetes client libraries,
+// whose initialisation alone costs tens of megabytes of RSS per process.
+//
+// Usage: berth-monitor STATE_DIR, with fd 3 the start pipe (read) and fd 4
+// the sync pipe (write), started in its own session with STATE_DIR as its
+// working directory.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/berth/berth/internal/runtime/monitor"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: berth-monitor STATE_DIR (started by berth runtime)")
+		os.Exit(2)
+	}
+	stateDir := os.Args[1]
+	if err := os.Chdir(stateDir); err != nil {
+		fmt.Fprintln(os.Stderr, "berth-monitor:", err)
+		os.Exit(1)
+	}
+	logFile, err := os.OpenFile(filepath.Join(stateDir, monitor.MonitorLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "berth-monitor:", err)
+		os.Exit(1)
+	}
+	log := slog.New(slog.NewJSONHandler(logFile, nil))
+	// The monitor outlives its starter: hang-ups and interrupts meant for
+	// a terminal or process group are not for it.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	start, sync := os.NewFile(3, "start-pipe"), os.NewFile(4, "sync-pipe")
+	if start == nil || sync == nil {
+		log.Error("start and sync pipes missing")
+		os.Exit(1)
+	}
+	if err := monitor.Run(context.Background(), stateDir, start, sync, log); err != nil {
+		log.Error("monitor failed", "err", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,257 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/spec"
+	"github.com/berth/berth/internal/testkit/hostcheck"
+)
+
+// The monitor binary and a busybox rootfs are built once per test run.
+var (
+	buildOnce  sync.Once
+	monitorBin string
+	rootfsDir  string
+	buildErr   error
+	sharedDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
+}
+
+func buildShared() {
+	sharedDir, buildErr = os.MkdirTemp("", "berth-oci-test-")
+	if buildErr != nil {
+		return
+	}
+	monitorBin = filepath.Join(sharedDir, "berth-monitor")
+	out, err := exec.Command("go", "build", "-o", monitorBin, "github.com/berth/berth/cmd/berth-monitor").CombinedOutput()
+	if err != nil {
+		buildErr = fmt.Errorf("build berth-monitor: %v\n%s", err, out)
+		return
+	}
+	rootfsDir = filepath.Join(sharedDir, "rootfs")
+	buildErr = makeBusyboxRootfs(rootfsDir)
+}
+
+// makeBusyboxRootfs lays out the host's static busybox with the applets
+// the tests use, plus the mount points runc needs in a read-only rootfs.
+func makeBusyboxRootfs(dir string) error {
+	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp", "etc"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	data, err := os.ReadFile(hostcheck.BusyboxPath)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "busybox"), data, 0o755); err != nil {
+		return err
+	}
+	for _, applet := range []string{"sh", "echo", "cat", "sleep", "head", "tr", "tty", "stty", "id", "true", "yes", "dd"} {
+		if err := os.Symlink("busybox", filepath.Join(dir, "bin", applet)); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "etc", "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644)
+}
+
+// testEnv is a runtime over fresh state directories.
+type testEnv struct {
+	t        *testing.T
+	rt       *Runc
+	base     string
+	stateDir string
+	runcRoot string
+}
+
+func newTestEnv(t *testing.T) *testEnv {
+	t.Helper()
+	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.BusyboxStatic)
+	buildOnce.Do(buildShared)
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	base := t.TempDir()
+	e := &testEnv{t: t, base: base, stateDir: filepath.Join(base, "state", "containers"), runcRoot: filepath.Join(base, "state", "runc")}
+	e.rt = e.newRuntime()
+	return e
+}
+
+// newRuntime is what a restarted runtime service would make: a new Runc
+// over the same directories.
+func (e *testEnv) newRuntime() *Runc {
+	e.t.Helper()
+	runcPath, err := hostcheck.RuncPath()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rt, err := newRunc(RuncConfig{
+		Binary: runcPath, Root: e.runcRoot, StateDir: e.stateDir, MonitorBinary: monitorBin,
+		Logger: slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rt
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// containerOpts shapes a test container.
+type containerOpts struct {
+	args      []string
+	terminal  bool
+	stdin     bool
+	stdinOnce bool
+	resources *runtimeapi.LinuxContainerResources
+	netns     string
+}
+
+// create makes a bundle whose spec comes from the real spec generator (a
+// pod sandbox spec: own namespaces, no capabilities) and creates it.
+func (e *testEnv) create(id string, o containerOpts) CreateOptions {
+	e.t.Helper()
+	opts := e.createOptionsOnly(id, o)
+	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.rt.Create(ctx(e.t), opts); err != nil {
+		e.t.Fatalf("Create %s: %v", id, err)
+	}
+	e.t.Cleanup(func() {
+		// Best effort: a test that already deleted it gets NotFound.
+		_ = e.rt.Delete(context.Background(), id)
+	})
+	return opts
+}
+
+// run creates and starts a container.
+func (e *testEnv) run(id string, o containerOpts) CreateOptions {
+	e.t.Helper()
+	opts := e.create(id, o)
+	if err := e.rt.Start(ctx(e.t), id); err != nil {
+		e.t.Fatalf("Start %s: %v", id, err)
+	}
+	return opts
+}
+
+func (e *testEnv) wait(id string) State {
+	e.t.Helper()
+	st, err := e.rt.Wait(ctx(e.t), id)
+	if err != nil {
+		e.t.Fatalf("Wait %s: %v", id, err)
+	}
+	return st
+}
+
+func (e *testEnv) state(id string) State {
+	e.t.Helper()
+	st, err := e.rt.State(ctx(e.t), id)
+	if err != nil {
+		e.t.Fatalf("State %s: %v", id, err)
+	}
+	return st
+}
+
+// ctx bounds a test step so a hang fails the test instead of the run; it
+// is no assertion on duration.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// eventually re-checks cond until it holds, for effects that only the
+// container's own progress produces (no notification exists for "the
+// container printed X").
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func itoa(i int) string { return fmt.Sprint(i) }
+
+// ioPipe is an in-memory pipe for feeding a container's stdin step by step.
+func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
+
+// createOptionsOnly makes the bundle and CreateOptions of a test
+// container; its spec comes from the real generator (a pod sandbox spec:
+// own namespaces, no capabilities) over the shared read-only rootfs.
+func (e *testEnv) createOptionsOnly(id string, o containerOpts) CreateOptions {
+	e.t.Helper()
+	bundle := filepath.Join(e.base, "bundles", id)
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	s, err := spec.GenerateSandbox(context.Background(), spec.SandboxInput{
+		ID: id, Config: &runtimeapi.PodSandboxConfig{Hostname: "testpod"},
+		Image: &v1.ConfigFile{Config: v1.Config{Entrypoint: o.args}}, RootfsPath: rootfsDir, NetNSPath: o.netns,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s.Root.Readonly = true
+	s.Process.Terminal = o.terminal
+	if o.resources != nil {
+		lr, err := spec.LinuxResources(o.resources)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		lr.Devices = s.Linux.Resources.Devices
+		s.Linux.Resources = lr
+	}
+	return CreateOptions{
+		ID: id, BundleDir: bundle, Spec: s, LogPath: filepath.Join(e.base, "logs", id+".log"),
+		Terminal: o.terminal, Stdin: o.stdin, StdinOnce: o.stdinOnce,
+	}
+}

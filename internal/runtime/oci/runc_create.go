@@ -1,0 +1,178 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	gorunc "github.com/containerd/go-runc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/berth/berth/internal/runtime/monitor"
+)
+
+// createTimeout bounds the wait for the monitor's sync message when the
+// caller's context has no deadline.
+const createTimeout = time.Minute
+
+// Create starts a monitor for the container, which runs `runc create`.
+// On any failure nothing is left behind: monitor, runc state, state dir.
+func (r *Runc) Create(ctx context.Context, opts CreateOptions) (err error) {
+	dir, err := r.containerDir(opts.ID)
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(opts.BundleDir) {
+		return status.Errorf(codes.InvalidArgument, "bundle dir %q is not absolute", opts.BundleDir)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return status.Errorf(codes.AlreadyExists, "container %s already exists", opts.ID)
+		}
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	var mon *exec.Cmd
+	defer func() {
+		if err != nil {
+			r.cleanupFailedCreate(opts.ID, dir, mon)
+		}
+	}()
+	if opts.Spec != nil {
+		if err := writeSpec(opts.BundleDir, opts); err != nil {
+			return err
+		}
+	}
+	cfg := monitor.Config{
+		ID: opts.ID, Bundle: opts.BundleDir, RuncBinary: r.cfg.Binary, RuncRoot: r.cfg.Root,
+		LogPath: opts.LogPath, Terminal: opts.Terminal, Stdin: opts.Stdin, StdinOnce: opts.StdinOnce,
+	}
+	if err := monitor.WriteJSON(filepath.Join(dir, monitor.ConfigFile), cfg); err != nil {
+		return fmt.Errorf("write monitor config: %w", err)
+	}
+	mon, syncR, err := r.startMonitor(dir)
+	if err != nil {
+		return err
+	}
+	defer syncR.Close()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, createTimeout)
+		defer cancel()
+	}
+	msg, err := readSync(ctx, syncR)
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", opts.ID, err)
+	}
+	r.log.Debug("container created", "id", opts.ID, "pid", msg.Pid, "monitor", mon.Process.Pid)
+	return nil
+}
+
+func writeSpec(bundle string, opts CreateOptions) error {
+	data, err := json.Marshal(opts.Spec)
+	if err != nil {
+		return fmt.Errorf("encode spec: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
+		return fmt.Errorf("write spec: %w", err)
+	}
+	return nil
+}
+
+// startMonitor starts the monitor in its own session with a start pipe and
+// a sync pipe. Its identity (PID and start time) is recorded before it is
+// told to go, so there is no moment when a monitor runs unrecorded.
+func (r *Runc) startMonitor(dir string) (*exec.Cmd, *os.File, error) {
+	startR, startW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer startW.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		startR.Close()
+		return nil, nil, err
+	}
+	cmd := exec.Command(r.cfg.MonitorBinary, dir)
+	cmd.Dir = dir
+	cmd.ExtraFiles = []*os.File{startR, syncW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	startR.Close()
+	syncW.Close()
+	if err != nil {
+		syncR.Close()
+		return nil, nil, fmt.Errorf("start monitor: %w", err)
+	}
+	// While this runtime lives it is the monitor's parent and must reap it;
+	// the goroutine ends when the monitor exits (after its container).
+	go func() { _ = cmd.Wait() }()
+	proc, err := monitor.ProcessOf(cmd.Process.Pid)
+	if err == nil {
+		err = monitor.WriteProcess(filepath.Join(dir, monitor.PidFile), proc)
+	}
+	if err == nil {
+		_, err = startW.Write([]byte{1})
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		syncR.Close()
+		return cmd, nil, fmt.Errorf("start monitor: %w", err)
+	}
+	return cmd, syncR, nil
+}
+
+// readSync waits for the monitor's report on `runc create`.
+func readSync(ctx context.Context, syncR *os.File) (monitor.SyncMessage, error) {
+	type result struct {
+		msg monitor.SyncMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		data, err := io.ReadAll(syncR)
+		var msg monitor.SyncMessage
+		if err == nil {
+			if len(data) == 0 {
+				err = errors.New("monitor exited without reporting")
+			} else {
+				err = json.Unmarshal(data, &msg)
+			}
+		}
+		if err == nil && msg.Error != "" {
+			err = errors.New(msg.Error)
+		}
+		ch <- result{msg, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.msg, res.err
+	case <-ctx.Done():
+		// Closing the read end makes the reader above return.
+		syncR.Close()
+		return monitor.SyncMessage{}, fmt.Errorf("waiting for the monitor: %w", ctx.Err())
+	}
+}
+
+// cleanupFailedCreate removes every trace of a container whose creation
+// failed: the monitor, runc's state and the state dir.
+func (r *Runc) cleanupFailedCreate(id, dir string, mon *exec.Cmd) {
+	if mon != nil && mon.Process != nil {
+		_ = mon.Process.Kill()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.runc.Delete(ctx, id, &gorunc.DeleteOpts{Force: true}); err != nil {
+		r.log.Debug("runc delete after failed create", "id", id, "err", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		r.log.Warn("remove state dir after failed create", "id", id, "err", err)
+	}
+}
