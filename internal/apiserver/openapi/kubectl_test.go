@@ -10,11 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berth/berth/internal/apiserver/discovery"
+	"github.com/berth/berth/internal/apiserver/tables"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientdiscovery "k8s.io/client-go/discovery"
@@ -47,6 +51,7 @@ type apiServer struct {
 	*httptest.Server
 	mu     sync.Mutex
 	writes []*http.Request
+	pods   corev1.PodList // what a list of pods in "default" returns
 }
 
 func newAPIServer(t *testing.T, opts Options) *apiServer {
@@ -79,8 +84,10 @@ func (s *apiServer) stubREST(served *http.ServeMux) http.Handler {
 
 func (s *apiServer) rest(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	switch r.Method {
-	case http.MethodPost:
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces/default/pods":
+		s.listPods(w, r)
+	case r.Method == http.MethodPost:
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		s.writes = append(s.writes, r)
@@ -92,6 +99,25 @@ func (s *apiServer) rest(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 			Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "not found"})
 	}
+}
+
+// listPods answers as the REST core will: a Table when kubectl asks for
+// one (as kubectl get does), the list otherwise.
+func (s *apiServer) listPods(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	pods := s.pods.DeepCopy()
+	s.mu.Unlock()
+	if !strings.Contains(r.Header.Get("Accept"), "as=Table;v=v1;g=meta.k8s.io") {
+		json.NewEncoder(w).Encode(pods)
+		return
+	}
+	table, err := tables.Convert(pods, metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")))
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	json.NewEncoder(w).Encode(table)
 }
 
 func (s *apiServer) recordedWrites() []*http.Request {
@@ -235,5 +261,43 @@ func TestClientGoReadsBothDocuments(t *testing.T) {
 	}
 	if s.Components.Schemas["io.k8s.api.certificates.v1.CertificateSigningRequestSpec"] == nil {
 		t.Errorf("v3 certificates.k8s.io/v1 lacks CertificateSigningRequestSpec")
+	}
+}
+
+func TestKubectlAPIResources(t *testing.T) {
+	srv := newAPIServer(t, Options{})
+	out, ok := kubectl(t, srv, "", "api-resources")
+	if !ok {
+		t.Fatalf("kubectl api-resources failed:\n%s", out)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^pods\s+po\s+v1\s+true\s+Pod$`),
+		regexp.MustCompile(`(?m)^nodes\s+no\s+v1\s+false\s+Node$`),
+		regexp.MustCompile(`(?m)^certificatesigningrequests\s+csr\s+certificates.k8s.io/v1\s+false\s+CertificateSigningRequest$`),
+		regexp.MustCompile(`(?m)^leases\s+coordination.k8s.io/v1\s+true\s+Lease$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("api-resources output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// kubectl get asks the server for a Table; these are printed as they come.
+func TestKubectlGetPrintsServerTables(t *testing.T) {
+	srv := newAPIServer(t, Options{})
+	created := metav1.NewTime(time.Now().Add(-3 * time.Hour))
+	srv.pods.Items = []corev1.Pod{{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", CreationTimestamp: created},
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}},
+	}}
+	out, ok := kubectl(t, srv, "", "get", "pods")
+	if !ok || !regexp.MustCompile(`(?m)^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nweb\s+0/1\s+ContainerCreating\s+0\s+3h$`).MatchString(out) {
+		t.Errorf("kubectl get pods: ok=%v\n%s", ok, out)
+	}
+	out, ok = kubectl(t, srv, "", "get", "pods", "-o", "wide", "--show-labels")
+	if !ok || !regexp.MustCompile(`web\s+0/1\s+ContainerCreating\s+0\s+3h\s+<none>\s+node-1\s+<none>\s+<none>\s+<none>`).MatchString(out) {
+		t.Errorf("kubectl get pods -o wide: ok=%v\n%s", ok, out)
 	}
 }
