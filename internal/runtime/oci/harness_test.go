@@ -78,14 +78,14 @@ func makeBusyboxRootfs(dir string) error {
 
 // testEnv is a runtime over fresh state directories.
 type testEnv struct {
-	t        *testing.T
+	t        testing.TB
 	rt       *Runc
 	base     string
 	stateDir string
 	runcRoot string
 }
 
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.BusyboxStatic)
 	buildOnce.Do(buildShared)
@@ -116,7 +116,7 @@ func (e *testEnv) newRuntime() *Runc {
 	return rt
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
@@ -181,7 +181,7 @@ func (e *testEnv) state(id string) State {
 
 // ctx bounds a test step so a hang fails the test instead of the run; it
 // is no assertion on duration.
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return c
@@ -190,7 +190,7 @@ func ctx(t *testing.T) context.Context {
 // eventually re-checks cond until it holds, for effects that only the
 // container's own progress produces (no notification exists for "the
 // container printed X").
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
