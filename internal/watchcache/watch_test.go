@@ -1,0 +1,179 @@
+package watchcache_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/berth/berth/internal/watchcache"
+)
+
+func onNode(node string) fields.Selector { return fields.OneTermEqualSelector("spec.nodeName", node) }
+
+func TestWatchFromRevisionInOrderAndTooOld(t *testing.T) {
+	ctx := context.Background()
+	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.HistorySize = 5 })
+	start := createPod(t, s, pod("ns", "a", "n1", nil))
+	r2 := createPod(t, s, pod("ns", "b", "n1", nil))
+	p := pod("ns", "a", "n1", map[string]string{"v": "2"})
+	r3 := updatePod(t, s, p, start)
+	r4, err := s.Delete(ctx, podPrefix+"ns/b", r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ADDED ns/b@" + rvs(r2) + " node=n1",
+		"MODIFIED ns/a@" + rvs(r3) + " node=n1",
+		"DELETED ns/b@" + rvs(r4) + " node=n1",
+	}
+	w, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: rvs(start)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got := nextEvents(t, w, 3); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("watch from %d:\n got %v\nwant %v", start, got, want)
+	}
+	// Live events follow the replayed history without a gap.
+	r5 := createPod(t, s, pod("ns", "c", "n1", nil))
+	if got := nextEvents(t, w, 1)[0]; got != "ADDED ns/c@"+rvs(r5)+" node=n1" {
+		t.Fatalf("live event after history: %s", got)
+	}
+	// Resuming from a later revision replays only what came after it.
+	w2, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: rvs(r3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if got := nextEvents(t, w2, 2); fmt.Sprint(got) != fmt.Sprint([]string{want[2], "ADDED ns/c@" + rvs(r5) + " node=n1"}) {
+		t.Fatalf("watch from %d: %v", r3, got)
+	}
+	// Overflow the history: the first revision is gone.
+	rev := r3
+	for i := 0; i < 6; i++ {
+		p.Labels = map[string]string{"i": fmt.Sprint(i)}
+		rev = updatePod(t, s, p, rev)
+	}
+	if _, _, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: rvs(start)}); !isGone(err) {
+		t.Fatalf("watch below history: got %v, want 410", err)
+	}
+}
+
+func TestWatchOfOneNodeIgnoresOtherNodesAndSeesMoves(t *testing.T) {
+	ctx := context.Background()
+	c, s := newPodCache(t, nil)
+	wa, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", Field: onNode("node-a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wa.Stop()
+	wb, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", Field: onNode("node-b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.Stop()
+
+	createPod(t, s, pod("ns", "b1", "node-b", nil))
+	p := pod("ns", "mover", "node-a", nil)
+	r1 := createPod(t, s, p)
+	p.Spec.NodeName = "node-b"
+	r2 := updatePod(t, s, p, r1)
+	// The object leaving node-a is reported there as DELETED with its old
+	// state at the move's revision, and arrives on node-b as ADDED.
+	if got := fmt.Sprint(nextEvents(t, wa, 2)); got != fmt.Sprint([]string{
+		"ADDED ns/mover@" + rvs(r1) + " node=node-a",
+		"DELETED ns/mover@" + rvs(r2) + " node=node-a",
+	}) {
+		t.Fatalf("node-a watch: %s", got)
+	}
+	if got := nextEvents(t, wb, 2); got[1] != "ADDED ns/mover@"+rvs(r2)+" node=node-b" {
+		t.Fatalf("node-b watch: %v", got)
+	}
+}
+
+func TestSlowWatcherIsCutOffWithoutDelayingOthers(t *testing.T) {
+	ctx := context.Background()
+	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.WatcherBuffer = 2 })
+	slow, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	fast, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+	const n = 10
+	got := make(chan []string, 1)
+	go func() { got <- nextEvents(t, fast, n) }()
+	for i := 0; i < n; i++ {
+		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
+	}
+	if fastGot := <-got; len(fastGot) != n {
+		t.Fatalf("fast watcher got %d events", len(fastGot))
+	}
+	// The slow watcher got at most what fit before it was cut off, then its
+	// channel closed: its client resumes or re-lists.
+	if slowGot := drainUntilClosed(t, slow); len(slowGot) >= n {
+		t.Fatalf("slow watcher was never cut off: %v", slowGot)
+	}
+}
+
+func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
+	ctx := context.Background()
+	c, s := newPodCache(t, nil)
+	createPod(t, s, pod("ns", "a", "node-a", nil))
+	createPod(t, s, pod("ns", "b", "node-b", nil))
+	ra := createPod(t, s, pod("other", "c", "node-a", nil))
+	yes := true
+	w, err := c.Watch(ctx, watchcache.WatchOptions{Field: onNode("node-a"), SendInitialEvents: &yes, AllowBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var events []watch.Event
+	for len(events) < 3 {
+		events = append(events, <-w.ResultChan())
+	}
+	if events[0].Type != watch.Added || events[1].Type != watch.Added {
+		t.Fatalf("initial events: %v %v", eventDesc(events[0]), eventDesc(events[1]))
+	}
+	bm := events[2]
+	acc, _ := metaOf(bm.Object)
+	if bm.Type != watch.Bookmark || acc.GetAnnotations()[watchcache.InitialEventsAnnotation] != "true" {
+		t.Fatalf("third event %s, annotations %v; want the initial-events-end bookmark", eventDesc(bm), acc.GetAnnotations())
+	}
+	if _, ok := bm.Object.(*corev1.Pod); !ok {
+		t.Fatalf("bookmark object %T, want *v1.Pod", bm.Object)
+	}
+	if rv, _ := strconv.ParseInt(acc.GetResourceVersion(), 10, 64); rv < ra {
+		t.Fatalf("bookmark at %d, before the last write %d", rv, ra)
+	}
+	rd := createPod(t, s, pod("ns", "d", "node-a", nil))
+	if got := nextEvents(t, w, 1)[0]; got != "ADDED ns/d@"+rvs(rd)+" node=node-a" {
+		t.Fatalf("live event after watch-list: %s", got)
+	}
+	no := false
+	if _, err := c.Watch(ctx, watchcache.WatchOptions{SendInitialEvents: &yes}); !apierrors.IsBadRequest(err) {
+		t.Fatalf("sendInitialEvents without bookmarks: got %v, want 400", err)
+	}
+	w2, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", SendInitialEvents: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	re := createPod(t, s, pod("ns", "e", "node-b", nil))
+	if got := nextEvents(t, w2, 1)[0]; got != "ADDED ns/e@"+rvs(re)+" node=node-b" {
+		t.Fatalf("sendInitialEvents=false must start at the current state, got %s", got)
+	}
+}
