@@ -1,0 +1,136 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/berth/berth/internal/fit"
+)
+
+// Taints kube-scheduler users know from nodes that are not ready or cordoned;
+// berth filters on the node's condition and flag and reports them the same way.
+const (
+	taintNotReady      = "node.kubernetes.io/not-ready"
+	taintUnschedulable = "node.kubernetes.io/unschedulable"
+)
+
+// decision is the outcome of one scheduling cycle.
+type decision struct {
+	node string
+	// When node is "": per-reason counts of the nodes that were filtered out.
+	reasons  map[string]int
+	numNodes int
+}
+
+// schedule filters the nodes pod fits and picks the best-scoring one.
+func schedule(pod *v1.Pod, nodes []nodeView) decision {
+	d := decision{numNodes: len(nodes), reasons: map[string]int{}}
+	var feasible []nodeView
+	for _, n := range nodes {
+		reasons := filter(pod, n)
+		if len(reasons) == 0 {
+			feasible = append(feasible, n)
+			continue
+		}
+		for _, r := range reasons {
+			d.reasons[r]++
+		}
+	}
+	if len(feasible) == 0 {
+		return d
+	}
+	maxGroup := 0
+	for _, n := range feasible {
+		maxGroup = max(maxGroup, n.group)
+	}
+	want := fit.PodRequests(pod)
+	best, bestScore := "", int64(-1)
+	for _, n := range feasible {
+		s := score(want, n, maxGroup)
+		// Ties go to the lexically smallest name, so decisions are reproducible.
+		if s > bestScore || (s == bestScore && n.node.Name < best) {
+			best, bestScore = n.node.Name, s
+		}
+	}
+	d.node = best
+	return d
+}
+
+// filter returns why pod cannot go to n (nil: it can).
+func filter(pod *v1.Pod, n nodeView) []string {
+	if n.node.Spec.Unschedulable && !tolerates(pod, taintUnschedulable, v1.TaintEffectNoSchedule) {
+		return []string{"node(s) were unschedulable"}
+	}
+	if !nodeReady(n.node) && !tolerates(pod, taintNotReady, v1.TaintEffectNoSchedule) {
+		return []string{fmt.Sprintf("node(s) had untolerated taint {%s: }", taintNotReady)}
+	}
+	var reasons []string
+	for _, f := range fit.Check(pod, n.node, n.usage) {
+		reasons = append(reasons, f.Reason)
+	}
+	return reasons
+}
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func tolerates(pod *v1.Pod, key string, effect v1.TaintEffect) bool {
+	taint := &v1.Taint{Key: key, Effect: effect}
+	for i := range pod.Spec.Tolerations {
+		if pod.Spec.Tolerations[i].ToleratesTaint(klog.Background(), taint, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// Score weights, out of 100 each: kube-scheduler's defaults weigh
+// NodeResourcesFit (least allocated) and BalancedAllocation equally, and
+// spreading pods of one group likewise.
+func score(want fit.Resources, n nodeView, maxGroup int) int64 {
+	alloc := fit.Allocatable(n.node)
+	cpuFrac := fraction(n.usage.Requested.MilliCPU+want.MilliCPU, alloc.MilliCPU)
+	memFrac := fraction(n.usage.Requested.Memory+want.Memory, alloc.Memory)
+	leastAllocated := int64((2 - cpuFrac - memFrac) / 2 * 100)
+	diff := cpuFrac - memFrac
+	if diff < 0 {
+		diff = -diff
+	}
+	balanced := int64((1 - diff) * 100)
+	spread := int64(100)
+	if maxGroup > 0 {
+		spread = int64(100 * (maxGroup - n.group) / maxGroup)
+	}
+	return leastAllocated + balanced + spread
+}
+
+func fraction(used, capacity int64) float64 {
+	if capacity <= 0 {
+		return 1
+	}
+	return min(1, float64(used)/float64(capacity))
+}
+
+// message renders a failed decision as kube-scheduler does:
+// "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {k: v}."
+func (d decision) message() string {
+	if d.numNodes == 0 {
+		return "no nodes available to schedule pods"
+	}
+	parts := make([]string, 0, len(d.reasons))
+	for r, n := range d.reasons {
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("0/%d nodes are available: %s.", d.numNodes, strings.Join(parts, ", "))
+}

@@ -1,0 +1,170 @@
+package scheduler
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth/berth/internal/fit"
+)
+
+// nodeState is the scheduler's view of one node: the object and the pods it
+// holds (bound, or assumed while their binding is in flight).
+type nodeState struct {
+	node  *v1.Node
+	pods  map[types.UID]*v1.Pod
+	usage fit.Usage
+	// groups counts the node's pods per spread group (see spreadGroup).
+	groups map[string]int
+}
+
+// clusterCache is the scheduler's model of the cluster, fed by informers and by its
+// own assumptions, so that decisions made in quick succession see each other
+// before the API server's watch reports the bindings.
+type clusterCache struct {
+	mu      sync.RWMutex
+	nodes   map[string]*nodeState
+	podNode map[types.UID]string // where each counted pod is, assumed or bound
+	assumed map[types.UID]bool
+}
+
+func newCache() *clusterCache {
+	return &clusterCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, assumed: map[types.UID]bool{}}
+}
+
+func (c *clusterCache) stateLocked(name string) *nodeState {
+	s, ok := c.nodes[name]
+	if !ok {
+		s = &nodeState{pods: map[types.UID]*v1.Pod{}, groups: map[string]int{}}
+		c.nodes[name] = s
+	}
+	return s
+}
+
+func (c *clusterCache) setNode(n *v1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stateLocked(n.Name).node = n
+}
+
+func (c *clusterCache) removeNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.nodes[name]; ok {
+		s.node = nil
+		if len(s.pods) == 0 {
+			delete(c.nodes, name)
+		}
+	}
+}
+
+// counts reports whether a pod holds resources on its node: bound and not finished.
+func counts(p *v1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+}
+
+// observePod records a pod as the API server reports it, confirming or
+// replacing any assumption made for it.
+func (c *clusterCache) observePod(p *v1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(p.UID)
+	if counts(p) {
+		c.addLocked(p, p.Spec.NodeName)
+	}
+}
+
+func (c *clusterCache) forgetPod(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(uid)
+}
+
+// assume counts pod on node before the binding is confirmed.
+func (c *clusterCache) assume(p *v1.Pod, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(p.UID)
+	c.addLocked(p, node)
+	c.assumed[p.UID] = true
+}
+
+// unassume drops an assumption whose binding failed (and only an assumption:
+// a pod the watch has since confirmed stays).
+func (c *clusterCache) unassume(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.assumed[uid] {
+		c.removeLocked(uid)
+	}
+}
+
+func (c *clusterCache) isAccounted(uid types.UID) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.podNode[uid]
+	return ok
+}
+
+func (c *clusterCache) addLocked(p *v1.Pod, node string) {
+	s := c.stateLocked(node)
+	s.pods[p.UID] = p
+	s.usage = s.usage.Add(p)
+	s.groups[spreadGroup(p)]++
+	c.podNode[p.UID] = node
+}
+
+func (c *clusterCache) removeLocked(uid types.UID) {
+	delete(c.assumed, uid)
+	node, ok := c.podNode[uid]
+	if !ok {
+		return
+	}
+	delete(c.podNode, uid)
+	s := c.nodes[node]
+	if p, ok := s.pods[uid]; ok {
+		s.usage = s.usage.Remove(p)
+		if g := spreadGroup(p); s.groups[g] <= 1 {
+			delete(s.groups, g)
+		} else {
+			s.groups[g]--
+		}
+		delete(s.pods, uid)
+	}
+	if s.node == nil && len(s.pods) == 0 {
+		delete(c.nodes, node)
+	}
+}
+
+// nodeView is an immutable copy of one node's state for a scheduling cycle.
+type nodeView struct {
+	node  *v1.Node
+	usage fit.Usage
+	// group counts the node's pods in the same spread group as the pod being scheduled.
+	group int
+}
+
+// snapshot copies every known node's state, counting pods of group.
+func (c *clusterCache) snapshot(group string) []nodeView {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	views := make([]nodeView, 0, len(c.nodes))
+	for _, s := range c.nodes {
+		if s.node != nil {
+			views = append(views, nodeView{node: s.node, usage: s.usage, group: s.groups[group]})
+		}
+	}
+	return views
+}
+
+// spreadGroup names the set of pods a pod should be spread among: those
+// with the same controller, or failing that, the same labels.
+func spreadGroup(p *v1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		return "owner/" + string(ref.UID)
+	}
+	return p.Namespace + "/" + labels.Set(p.Labels).String()
+}

@@ -1,0 +1,196 @@
+// Package scheduler assigns pods to nodes using only the Kubernetes API, as
+// system:kube-scheduler, through client-go informers. Its decisions are
+// proposals: the API server's bind transaction re-checks every node
+// constraint (internal/fit) atomically, so two schedulers, or a scheduler and
+// a stale cache, can never overcommit a node; a 409 just sends the pod back
+// to the queue.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// DefaultName is the schedulerName pods get by default.
+const DefaultName = "default-scheduler"
+
+// Back-off for pods that could not be placed, as kube-scheduler's defaults:
+// 1 s doubling to 10 s between attempts, and a retry at least every 5
+// minutes even when no cluster event suggests it might now fit.
+const (
+	initialBackoff     = time.Second
+	maxBackoff         = 10 * time.Second
+	unschedulableRetry = 5 * time.Minute
+)
+
+// Config configures a Scheduler.
+type Config struct {
+	Client kubernetes.Interface
+	// Name is the spec.schedulerName this scheduler serves.
+	Name string
+	// BindWorkers bounds concurrent binding calls.
+	BindWorkers int
+	Logger      *slog.Logger
+}
+
+// Scheduler is one scheduler instance; several may run against one cluster.
+type Scheduler struct {
+	cfg      Config
+	log      *slog.Logger
+	cache    *clusterCache
+	queue    workqueue.TypedRateLimitingInterface[string]
+	pods     corelisters.PodLister
+	factory  informers.SharedInformerFactory
+	recorder events.EventRecorder
+
+	mu            sync.Mutex
+	unschedulable map[string]struct{}
+}
+
+// New builds a scheduler; Run starts it.
+func New(cfg Config) *Scheduler {
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if cfg.BindWorkers <= 0 {
+		cfg.BindWorkers = 16
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	return &Scheduler{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		cache: newCache(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialBackoff, maxBackoff),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "scheduler"}),
+		pods:          factory.Core().V1().Pods().Lister(),
+		factory:       factory,
+		unschedulable: map[string]struct{}{},
+	}
+}
+
+// Run schedules until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) error {
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: s.cfg.Client.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	defer broadcaster.Shutdown()
+	s.recorder = broadcaster.NewRecorder(scheme.Scheme, s.cfg.Name)
+
+	if err := s.registerHandlers(); err != nil {
+		return err
+	}
+	s.factory.Start(ctx.Done())
+	defer s.factory.Shutdown()
+	for typ, ok := range s.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("scheduler: %v informer did not sync: %w", typ, ctx.Err())
+		}
+	}
+	s.log.Info("scheduler started", "name", s.cfg.Name)
+
+	go func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+	}()
+	binds := make(chan struct{}, s.cfg.BindWorkers)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	for {
+		key, shutdown := s.queue.Get()
+		if shutdown {
+			return nil
+		}
+		pod, node, ok := s.scheduleOne(ctx, key)
+		if !ok {
+			s.queue.Done(key)
+			continue
+		}
+		binds <- struct{}{}
+		inflight.Add(1)
+		go func() {
+			defer func() { <-binds; inflight.Done(); s.queue.Done(key) }()
+			s.bind(ctx, key, pod, node)
+		}()
+	}
+}
+
+func (s *Scheduler) registerHandlers() error {
+	if _, err := s.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.onPod(obj.(*v1.Pod)) },
+		UpdateFunc: func(_, obj any) { s.onPod(obj.(*v1.Pod)) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				s.cache.forgetPod(pod.UID)
+				s.retryUnschedulable()
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("scheduler: pod handler: %w", err)
+	}
+	if _, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.cache.setNode(obj.(*v1.Node)); s.retryUnschedulable() },
+		UpdateFunc: func(_, obj any) { s.cache.setNode(obj.(*v1.Node)); s.retryUnschedulable() },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if node, ok := obj.(*v1.Node); ok {
+				s.cache.removeNode(node.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("scheduler: node handler: %w", err)
+	}
+	return nil
+}
+
+func (s *Scheduler) onPod(pod *v1.Pod) {
+	if pod.Spec.NodeName != "" {
+		wasCounted := s.cache.isAccounted(pod.UID)
+		s.cache.observePod(pod)
+		if wasCounted && !counts(pod) {
+			s.retryUnschedulable() // a finished pod freed room
+		}
+		return
+	}
+	if s.responsibleFor(pod) {
+		s.queue.Add(keyOf(pod))
+	}
+}
+
+func (s *Scheduler) responsibleFor(pod *v1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && pod.Spec.SchedulerName == s.cfg.Name &&
+		pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
+}
+
+// retryUnschedulable moves every pod waiting for a cluster change back into
+// the queue (with its back-off), because a node or a freed share may now fit it.
+func (s *Scheduler) retryUnschedulable() {
+	s.mu.Lock()
+	keys := s.unschedulable
+	s.unschedulable = map[string]struct{}{}
+	s.mu.Unlock()
+	for k := range keys {
+		s.queue.AddRateLimited(k)
+	}
+}
+
+func keyOf(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
