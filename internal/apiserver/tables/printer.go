@@ -2,8 +2,10 @@ package tables
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,13 +23,30 @@ type printer struct {
 // fields without type assertions.
 func typed[T runtime.Object](columns []metav1.TableColumnDefinition, row func(T, time.Time) metav1.TableRow) printer {
 	return printer{columns: columns, row: func(obj runtime.Object, now time.Time) (metav1.TableRow, error) {
-		t, ok := obj.(T)
-		if !ok {
-			var want T
-			return metav1.TableRow{}, fmt.Errorf("a %T printer cannot print a %T", want, obj)
+		t, err := as[T](obj)
+		if err != nil {
+			return metav1.TableRow{}, err
 		}
 		return row(t, now), nil
 	}}
+}
+
+// as returns obj as a T, converting an unstructured object of T's kind
+// (as a dynamic client would send) into the typed form.
+func as[T runtime.Object](obj runtime.Object) (T, error) {
+	if t, ok := obj.(T); ok {
+		return t, nil
+	}
+	var t T
+	u, ok := obj.(runtime.Unstructured)
+	if !ok {
+		return t, fmt.Errorf("a %T printer cannot print a %T", t, obj)
+	}
+	t = reflect.New(reflect.TypeOf(t).Elem()).Interface().(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), t); err != nil {
+		return t, apierrors.NewBadRequest(fmt.Sprintf("reading a %s to print it: %v", obj.GetObjectKind().GroupVersionKind().Kind, err))
+	}
+	return t, nil
 }
 
 // cells is a row of plain cells.
@@ -78,7 +97,7 @@ var defaultPrinter = printer{
 	row: func(obj runtime.Object, now time.Time) (metav1.TableRow, error) {
 		m, err := meta.Accessor(obj)
 		if err != nil {
-			return metav1.TableRow{}, fmt.Errorf("printing a %T: %w", obj, err)
+			return metav1.TableRow{}, notAcceptable(fmt.Sprintf("a %T has no object metadata to print", obj))
 		}
 		return cells(m.GetName(), since(m.GetCreationTimestamp(), now)), nil
 	},

@@ -4,11 +4,14 @@
 package tables
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,15 +52,41 @@ func Convert(obj runtime.Object, includeObject metav1.IncludeObjectPolicy) (*met
 // columns for its kind (NAME and AGE for kinds without their own printer).
 // Every column is filled, wide ones (Priority 1) included: kubectl picks
 // what to show. Each row carries the object as includeObject asks: nothing
-// (None), its PartialObjectMetadata (Metadata, the default) or the whole
-// object (Object), with apiVersion and kind set. The caller's objects are
-// never modified. An unknown includeObject is an error, to be answered 400.
+// (None), its PartialObjectMetadata (Metadata, the default) or a copy of the
+// whole object (Object), with apiVersion and kind set. The caller's objects
+// are never modified. An unknown includeObject is a 400 BadRequest error, an
+// object without metadata a 406 NotAcceptable.
 func (c *Converter) Convert(obj runtime.Object, includeObject metav1.IncludeObjectPolicy) (*metav1.Table, error) {
 	switch includeObject {
 	case "", metav1.IncludeMetadata, metav1.IncludeNone, metav1.IncludeObject:
 	default:
-		return nil, fmt.Errorf("includeObject must be one of None, Metadata or Object, not %q", includeObject)
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("includeObject must be one of None, Metadata or Object, not %q", includeObject))
 	}
+	return c.table(obj, func(item runtime.Object, kind schema.GroupVersionKind) (runtime.RawExtension, error) {
+		return c.rowObject(item, kind, includeObject)
+	})
+}
+
+// ConvertToTable implements k8s.io/apiserver's rest.TableConvertor, for a
+// REST core built on its handlers. Rows carry the objects themselves: the
+// handlers reduce them to what the request's includeObject asks. With
+// NoHeaders (every watch event after the first) the column definitions are
+// left out.
+func (c *Converter) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	table, err := c.table(obj, func(item runtime.Object, _ schema.GroupVersionKind) (runtime.RawExtension, error) {
+		return runtime.RawExtension{Object: item}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if opts, ok := tableOptions.(*metav1.TableOptions); ok && opts.NoHeaders {
+		table.ColumnDefinitions = nil
+	}
+	return table, nil
+}
+
+// table builds the Table of obj, asking rowObject what each row carries.
+func (c *Converter) table(obj runtime.Object, rowObject func(runtime.Object, schema.GroupVersionKind) (runtime.RawExtension, error)) (*metav1.Table, error) {
 	items := []runtime.Object{obj}
 	table := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: metav1.SchemeGroupVersion.String()}}
 	kind, err := c.kindOf(obj)
@@ -76,6 +105,8 @@ func (c *Converter) Convert(obj runtime.Object, includeObject metav1.IncludeObje
 		table.Continue = list.GetContinue()
 		table.RemainingItemCount = list.GetRemainingItemCount()
 		kind.Kind = strings.TrimSuffix(kind.Kind, "List")
+	} else if m, err := meta.Accessor(obj); err == nil {
+		table.ResourceVersion = m.GetResourceVersion()
 	}
 	p, ok := c.printers[kind.GroupKind()]
 	if !ok {
@@ -89,7 +120,7 @@ func (c *Converter) Convert(obj runtime.Object, includeObject metav1.IncludeObje
 		if err != nil {
 			return nil, err
 		}
-		if row.Object, err = c.rowObject(item, kind, includeObject); err != nil {
+		if row.Object, err = rowObject(item, kind); err != nil {
 			return nil, err
 		}
 		table.Rows = append(table.Rows, row)
@@ -105,7 +136,7 @@ func (c *Converter) kindOf(obj runtime.Object) (schema.GroupVersionKind, error) 
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind == "" {
-		return gvk, fmt.Errorf("cannot tell the kind of a %T", obj)
+		return gvk, notAcceptable(fmt.Sprintf("cannot tell the kind of a %T to print it as a Table", obj))
 	}
 	return gvk, nil
 }
@@ -125,7 +156,7 @@ func (c *Converter) rowObject(item runtime.Object, kind schema.GroupVersionKind,
 	default:
 		m, err := meta.Accessor(item)
 		if err != nil {
-			return runtime.RawExtension{}, fmt.Errorf("reading the metadata of a %s: %w", kind.Kind, err)
+			return runtime.RawExtension{}, notAcceptable(fmt.Sprintf("a %s has no object metadata to print", kind.Kind))
 		}
 		partial := &metav1.PartialObjectMetadata{
 			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: metav1.SchemeGroupVersion.String()},
@@ -149,4 +180,12 @@ func metaOf(m metav1.Object) *metav1.ObjectMeta {
 		Annotations: m.GetAnnotations(), OwnerReferences: m.GetOwnerReferences(), Finalizers: m.GetFinalizers(),
 		ManagedFields: m.GetManagedFields(),
 	}
+}
+
+// notAcceptable is the 406 kube-apiserver answers when an object cannot be
+// shown as a Table.
+func notAcceptable(message string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: message,
+	}}
 }

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
 	kubectlprinters "k8s.io/cli-runtime/pkg/printers"
 )
 
@@ -230,5 +233,51 @@ func TestKubectlPrintsTheTable(t *testing.T) {
 		if !wide && strings.Contains(out.String(), "node-1") {
 			t.Errorf("narrow output shows a wide column:\n%s", out.String())
 		}
+	}
+}
+
+func TestConvertToTableForAPIServerHandlers(t *testing.T) {
+	var _ rest.TableConvertor = (*Converter)(nil)
+	c := testConverter(t)
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: []corev1.Pod{*pod(corev1.PodRunning, 0, running(true))}}
+	table, err := c.ConvertToTable(context.Background(), list, &metav1.TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(table.ColumnDefinitions) != 9 || table.ResourceVersion != "7" || table.Rows[0].Object.Object != &list.Items[0] {
+		t.Errorf("table %+v: rows must carry the listed objects themselves for the handlers to reduce", table)
+	}
+	watchEvent, err := c.ConvertToTable(context.Background(), &list.Items[0], &metav1.TableOptions{NoHeaders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if watchEvent.ColumnDefinitions != nil || len(watchEvent.Rows) != 1 || watchEvent.Rows[0].Cells[2] != "Running" {
+		t.Errorf("NoHeaders table %+v", watchEvent)
+	}
+}
+
+func TestErrorsCarryHTTPCodes(t *testing.T) {
+	c := testConverter(t)
+	if _, err := c.Convert(pod(corev1.PodRunning, 0), "All"); !apierrors.IsBadRequest(err) {
+		t.Errorf("bad includeObject: %v, want 400", err)
+	}
+	_, err := c.Convert(&metav1.Status{}, metav1.IncludeMetadata)
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != 406 {
+		t.Errorf("object without kind or metadata: %v, want 406", err)
+	}
+}
+
+// A dynamic client's unstructured Pod prints with the Pod columns.
+func TestUnstructuredObjectsOfKnownKinds(t *testing.T) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod(corev1.PodRunning, 0, waiting("app", "ErrImagePull")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetAPIVersion("v1")
+	u.SetKind("Pod")
+	table := convertOne(t, u)
+	if table.Rows[0].Cells[2] != "ErrImagePull" || len(table.ColumnDefinitions) != 9 {
+		t.Errorf("unstructured pod row %v", table.Rows[0].Cells)
 	}
 }
