@@ -2,6 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
@@ -25,4 +28,8 @@ func assertStoreUnchanged(t *testing.T, s *testServer, before int64) {
 	if after := storeRevision(t, s); after != before {
 		t.Fatalf("store revision moved %d -> %d: a rejected request wrote", before, after)
 	}
+}
+
+func ioCopy(dst *strings.Builder, resp *http.Response) (int64, error) {
+	return io.Copy(dst, resp.Body)
 }
