@@ -29,6 +29,7 @@ import (
 	"time"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
@@ -39,7 +40,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(ctx, logger, os.Args[1:], os.Stderr); err != nil {
+	if err := run(ctx, logger, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "testregistry: %v\n", err)
 		os.Exit(2)
 	}
@@ -51,6 +52,7 @@ type config struct {
 	readyFile     string
 	busybox       string
 	debianBusybox string
+	list          bool
 }
 
 func parseFlags(args []string, output io.Writer) (config, error) {
@@ -62,6 +64,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the serving address here once every image is pushed")
 	fs.StringVar(&c.busybox, "busybox", "/bin/busybox", "static busybox for berth's own test images")
 	fs.StringVar(&c.debianBusybox, "debian-busybox", "", "Debian's dynamic busybox for the critest images (default: fetched with apt-get into <tools dir>/debian-busybox)")
+	fs.BoolVar(&c.list, "list", false, "print each reference, its digest and what it is for, then exit without serving")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -79,14 +82,17 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 }
 
 // run builds the images, serves them until ctx ends and then shuts down.
-func run(ctx context.Context, logger *slog.Logger, args []string, flagOutput io.Writer) error {
-	c, err := parseFlags(args, flagOutput)
+func run(ctx context.Context, logger *slog.Logger, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	set, err := buildImages(ctx, logger, c)
 	if err != nil {
 		return err
+	}
+	if c.list {
+		return list(stdout, set)
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -119,10 +125,19 @@ func run(ctx context.Context, logger *slog.Logger, args []string, flagOutput io.
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Shutdown waits for requests in flight, but a connection a client
+	// opened and never used (net/http dials spare ones) only counts as idle
+	// after 5s; past a short grace period such connections are just closed.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		logger.Warn("closing connections still open after the grace period")
+		if err := srv.Close(); err != nil {
+			return fmt.Errorf("close: %w", err)
+		}
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
@@ -144,10 +159,10 @@ func buildImages(ctx context.Context, logger *slog.Logger, c config) (images.Set
 		if err != nil {
 			return nil, err
 		}
-		logger.Info("fetching Debian's dynamic busybox", "dir", filepath.Join(tools, "debian-busybox"))
 		if bb, err = images.FetchDebianBusybox(ctx, filepath.Join(tools, "debian-busybox")); err != nil {
 			return nil, err
 		}
+		logger.Info("using Debian's dynamic busybox", "path", bb)
 	}
 	critest, err := images.CritestCatalogue(ctx, images.CritestOptions{DebianBusybox: bb})
 	if err != nil {
@@ -167,4 +182,25 @@ func writeAtomically(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// list prints one line per reference: name, digest, description.
+func list(w io.Writer, set images.Set) error {
+	for _, ref := range set.Names() {
+		a := set[ref]
+		var d v1.Hash
+		var err error
+		if a.Index != nil {
+			d, err = a.Index.Digest()
+		} else {
+			d, err = a.Image.Digest()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: digest: %w", ref, err)
+		}
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", ref, d, a.About); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ func TestRejectsBadFlagsAndNonLoopback(t *testing.T) {
 		{"extra-arg"},
 	} {
 		ready := filepath.Join(t.TempDir(), "ready")
-		err := run(t.Context(), slog.New(slog.DiscardHandler), append(args, "--ready-file", ready), io.Discard)
+		err := run(t.Context(), slog.New(slog.DiscardHandler), append(args, "--ready-file", ready), io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("%v: accepted", args)
 		}
@@ -102,7 +102,7 @@ func TestServesCritestImagesWithHostDropped(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, slog.New(slog.DiscardHandler),
-			[]string{"--listen", "127.0.0.1:0", "--critest", "--debian-busybox", bb, "--ready-file", ready}, io.Discard)
+			[]string{"--listen", "127.0.0.1:0", "--critest", "--debian-busybox", bb, "--ready-file", ready}, io.Discard, io.Discard)
 	}()
 	addr := waitReady(t, ready, done)
 
@@ -146,5 +146,32 @@ func TestStopsCleanlyOnSIGTERM(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+func TestListPrintsEveryReferenceWithDigest(t *testing.T) {
+	hostcheck.Require(t, hostcheck.BusyboxStatic, hostcheck.Gcc)
+	want, err := images.Catalogue(t.Context(), images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := run(t.Context(), slog.New(slog.DiscardHandler), []string{"--list", "--ready-file", ready}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("--list printed %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for _, line := range lines {
+		f := strings.SplitN(line, "\t", 3)
+		a, ok := want[f[0]]
+		if len(f) != 3 || !ok || f[2] != a.About {
+			t.Errorf("unexpected line %q", line)
+		}
+	}
+	if _, err := os.Stat(ready); err == nil {
+		t.Error("--list served (wrote the ready file)")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -42,8 +43,12 @@ func Push(t testing.TB, host string, set images.Set) {
 
 // PushContext is Push for callers without a testing.TB (the testregistry tool).
 func PushContext(ctx context.Context, host string, set images.Set) error {
+	// A transport of its own, closed when done, so no idle connection of the
+	// pusher keeps the registry server from shutting down promptly.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
 	for _, ref := range set.Names() {
-		if err := pushOne(ctx, host, ref, set[ref]); err != nil {
+		if err := pushOne(ctx, tr, host, ref, set[ref]); err != nil {
 			return err
 		}
 	}
@@ -59,16 +64,16 @@ func Reference(host, ref string) (name.Reference, error) {
 	return r, nil
 }
 
-func pushOne(ctx context.Context, host, ref string, a images.Artifact) error {
+func pushOne(ctx context.Context, tr http.RoundTripper, host, ref string, a images.Artifact) error {
 	dst, err := Reference(host, ref)
 	if err != nil {
 		return err
 	}
 	switch {
 	case a.Image != nil:
-		err = remote.Write(dst, a.Image, remote.WithContext(ctx))
+		err = remote.Write(dst, a.Image, remote.WithContext(ctx), remote.WithTransport(tr))
 	case a.Index != nil:
-		err = remote.WriteIndex(dst, a.Index, remote.WithContext(ctx))
+		err = remote.WriteIndex(dst, a.Index, remote.WithContext(ctx), remote.WithTransport(tr))
 	default:
 		err = fmt.Errorf("artifact has neither an image nor an index")
 	}
