@@ -174,35 +174,41 @@ func nginxSpec(base layerSpec, nginx []byte, args []string) spec {
 	}}
 }
 
-// FetchDebianBusybox returns the path of Debian's dynamically linked busybox,
-// downloading the "busybox" package with `apt-get download` and unpacking it
-// with `dpkg-deb -x` into dir the first time (later calls reuse dir).
+// FetchDebianBusybox returns the path of Debian's dynamically linked busybox
+// (dir/root/bin/busybox), downloading the "busybox" package with `apt-get
+// download` and unpacking it with `dpkg-deb -x` the first time; later calls
+// reuse it. Concurrent calls (test packages run in parallel) are safe: each
+// works in its own temporary directory and the first to finish installs it.
 func FetchDebianBusybox(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "root", "bin", "busybox")
+	root := filepath.Join(dir, "root")
+	bin := filepath.Join(root, "bin", "busybox")
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("fetch Debian busybox: %w", err)
 	}
-	if out, err := run(ctx, dir, "apt-get", "download", "busybox"); err != nil {
-		return "", fmt.Errorf("fetch Debian busybox: apt-get download busybox: %w: %s", err, out)
-	}
-	debs, err := filepath.Glob(filepath.Join(dir, "busybox_*.deb"))
-	if err != nil || len(debs) == 0 {
-		return "", fmt.Errorf("fetch Debian busybox: no busybox_*.deb in %s after apt-get download", dir)
-	}
-	// Unpack to a temporary directory first so an interrupted run never
-	// leaves a half-extracted root that a later call would trust.
-	tmp, err := os.MkdirTemp(dir, "root-")
+	tmp, err := os.MkdirTemp(dir, "fetch-")
 	if err != nil {
 		return "", fmt.Errorf("fetch Debian busybox: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if out, err := run(ctx, dir, "dpkg-deb", "-x", debs[0], tmp); err != nil {
+	if out, err := run(ctx, tmp, "apt-get", "download", "busybox"); err != nil {
+		return "", fmt.Errorf("fetch Debian busybox: apt-get download busybox (run apt-get update first?): %w: %s", err, out)
+	}
+	debs, err := filepath.Glob(filepath.Join(tmp, "busybox_*.deb"))
+	if err != nil || len(debs) != 1 {
+		return "", fmt.Errorf("fetch Debian busybox: want one busybox_*.deb after apt-get download, found %v", debs)
+	}
+	if out, err := run(ctx, tmp, "dpkg-deb", "-x", debs[0], "root"); err != nil {
 		return "", fmt.Errorf("fetch Debian busybox: dpkg-deb -x %s: %w: %s", debs[0], err, out)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, "root")); err != nil {
+	// Renaming the complete tree into place means an interrupted fetch never
+	// leaves a half-unpacked root that a later call would trust.
+	if err := os.Rename(filepath.Join(tmp, "root"), root); err != nil {
+		if _, serr := os.Stat(bin); serr == nil {
+			return bin, nil // a concurrent fetch installed it first
+		}
 		return "", fmt.Errorf("fetch Debian busybox: %w", err)
 	}
 	return bin, nil

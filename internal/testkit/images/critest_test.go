@@ -415,3 +415,39 @@ func TestCritestBaseExecsMaskedApplets(t *testing.T) {
 		t.Fatalf("with /bin/ls masked: got %q, want ls to fail and cat to succeed", out)
 	}
 }
+
+// TestFetchDebianBusyboxConcurrently fetches into a fresh directory from two
+// goroutines at once (as parallel test packages do): both must get the same
+// dynamically linked busybox, and a third call must reuse it.
+func TestFetchDebianBusyboxConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	paths := make([]string, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range paths {
+		wg.Go(func() { paths[i], errs[i] = FetchDebianBusybox(t.Context(), dir) })
+	}
+	wg.Wait()
+	for i := range paths {
+		if errs[i] != nil {
+			t.Fatalf("fetch %d: %v", i, errs[i])
+		}
+	}
+	if paths[0] != paths[1] {
+		t.Fatalf("fetches returned %q and %q", paths[0], paths[1])
+	}
+	data, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if libs, err := sharedLibs(data); err != nil || len(libs) == 0 {
+		t.Fatalf("fetched busybox is not dynamically linked: %v %v", libs, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "root" {
+		t.Errorf("fetch left %v in %s, want only root", entries, dir)
+	}
+	if again, err := FetchDebianBusybox(t.Context(), dir); err != nil || again != paths[0] {
+		t.Errorf("third fetch: %q %v", again, err)
+	}
+}
