@@ -198,7 +198,7 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
 	}
 	res, err := m.cni.AddNetworkList(ctx, conf, rt)
 	if err != nil {
-		if delErr := m.cni.DelNetworkList(context.WithoutCancel(ctx), conf, rt); delErr != nil {
+		if delErr := m.Teardown(context.WithoutCancel(ctx), pod); delErr != nil {
 			m.log.Warn("CNI cleanup after failed setup", "sandbox", pod.ID, "err", delErr)
 		}
 		return Result{}, fmt.Errorf("CNI network %q: %w", conf.Name, err)

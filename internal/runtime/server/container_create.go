@@ -73,44 +73,33 @@ func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img I
 			return status.Errorf(codes.Internal, "create log dir: %v", err)
 		}
 	}
-	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, c.ID, c.Config.GetLinux().GetSecurityContext().GetReadonlyRootfs())
+	// Always writable: runc creates mount points in it before it remounts
+	// the root read-only for readonly_rootfs (the spec's root.readonly).
+	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, c.ID, false)
 	if err != nil {
 		return fmt.Errorf("prepare rootfs: %w", err)
 	}
 	undo.add("remove rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, c.ID) })
-	files := sandboxFilesOf(sb)
 	spec, err := s.cfg.Specs.Container(ctx, SpecInput{
-		Sandbox: sb.Config, Container: c.Config, Image: img.Config, RootfsPath: rootfs,
-		SandboxPid: sb.Pid, NetNSPath: sb.NetNS, ResolvConfPath: files.ResolvConf,
-		HostnamePath: files.Hostname, HostsPath: files.Hosts, ShmPath: files.Shm,
-		CgroupParent: sb.Config.GetLinux().GetCgroupParent(),
+		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: c.Config, Image: img.Config,
+		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, SandboxDir: sb.Dir,
 	})
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(c.BundleDir, 0o700); err != nil {
+		return status.Errorf(codes.Internal, "create bundle dir: %v", err)
+	}
+	undo.add("remove bundle", func(context.Context) error { return os.RemoveAll(c.BundleDir) })
 	err = s.cfg.OCI.Create(ctx, oci.CreateOptions{
 		ID: c.ID, SandboxID: sb.ID, BundleDir: c.BundleDir, Spec: spec, LogPath: c.LogPath,
 		Terminal: c.Config.GetTty(), Stdin: c.Config.GetStdin(), StdinOnce: c.Config.GetStdinOnce(),
 	})
-	undo.add("remove bundle", func(context.Context) error { return os.RemoveAll(c.BundleDir) })
 	if err != nil {
 		return status.Errorf(codes.Internal, "create container: %v", err)
 	}
 	undo.add("delete container", func(ctx context.Context) error { return s.deleteTask(ctx, c.ID) })
 	return nil
-}
-
-// sandboxFilesOf names the per-pod files written by RunPodSandbox.
-func sandboxFilesOf(sb sandbox) sandboxFiles {
-	f := sandboxFiles{
-		Hostname:   filepath.Join(sb.Dir, "hostname"),
-		Hosts:      filepath.Join(sb.Dir, "hosts"),
-		ResolvConf: filepath.Join(sb.Dir, "resolv.conf"),
-	}
-	if sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetIpc() != runtimeapi.NamespaceMode_NODE {
-		f.Shm = filepath.Join(sb.Dir, "shm")
-	}
-	return f
 }
 
 // imageRef is what ContainerStatus reports as the image reference: a repo

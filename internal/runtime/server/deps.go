@@ -36,17 +36,17 @@ type Images interface {
 
 // SpecInput is everything the spec generator needs for one container.
 type SpecInput struct {
-	Sandbox        *PodSandboxConfig
-	Container      *ContainerConfig // nil for the sandbox's pause container
-	Image          *v1.ConfigFile
-	RootfsPath     string
-	SandboxPid     int    // the pause process, whose namespaces containers join
-	NetNSPath      string // "" with host networking
-	ResolvConfPath string // "" when the pod has no DNS config
-	HostnamePath   string
-	HostsPath      string
-	ShmPath        string // "" with host IPC
-	CgroupParent   string
+	ID         string // the container's ID (the sandbox's for the pause container)
+	SandboxID  string
+	Sandbox    *PodSandboxConfig
+	Container  *ContainerConfig // nil for the sandbox's pause container
+	Image      *v1.ConfigFile
+	RootfsPath string
+	SandboxPid int    // the pause process, whose namespaces containers join
+	NetNSPath  string // "" with host networking
+	// SandboxDir holds the pod's hostname, hosts, resolv.conf and shm/
+	// (absent with host IPC), which every container bind-mounts.
+	SandboxDir string
 }
 
 // Specs turns CRI configs into OCI specs; errors for bad configs are gRPC

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -66,7 +67,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 			return nil, status.Errorf(codes.Internal, "%v", err)
 		}
 	}
-	pid, err := s.startPause(ctx, sb, pause, files, &undo)
+	pid, err := s.startPause(ctx, sb, pause, &undo)
 	if err != nil {
 		return nil, err
 	}
@@ -105,21 +106,26 @@ func (s *Server) setupSandboxNetwork(ctx context.Context, sb *sandbox, undo *und
 
 // startPause creates and starts the sandbox's pause container, whose
 // namespaces the pod's containers join.
-func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, files sandboxFiles, undo *undoStack) (int, error) {
-	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, pause.ID, sb.ID, true)
+func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, undo *undoStack) (int, error) {
+	// Writable like containerd's: runc must create mount points (/proc,
+	// /dev, ...) in it; the spec itself makes the root read-only.
+	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, pause.ID, sb.ID, false)
 	if err != nil {
 		return 0, fmt.Errorf("pause rootfs: %w", err)
 	}
 	undo.add("remove pause rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, sb.ID) })
 	spec, err := s.cfg.Specs.Sandbox(ctx, SpecInput{
-		Sandbox: sb.Config, Image: pause.Config, RootfsPath: rootfs, NetNSPath: sb.NetNS,
-		ResolvConfPath: files.ResolvConf, HostnamePath: files.Hostname, HostsPath: files.Hosts,
-		ShmPath: files.Shm, CgroupParent: sb.Config.GetLinux().GetCgroupParent(),
+		ID: sb.ID, SandboxID: sb.ID, Sandbox: sb.Config, Image: pause.Config,
+		RootfsPath: rootfs, NetNSPath: sb.NetNS, SandboxDir: sb.Dir,
 	})
 	if err != nil {
 		return 0, err
 	}
 	bundle := s.bundleDir(sb.ID)
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		return 0, status.Errorf(codes.Internal, "create bundle dir: %v", err)
+	}
+	undo.add("remove pause bundle", func(context.Context) error { return os.RemoveAll(bundle) })
 	if err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec}); err != nil {
 		return 0, status.Errorf(codes.Internal, "create pause container: %v", err)
 	}

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth/berth/internal/runtime"
+)
+
+// newRuntimeCommand is `berth runtime`: the CRI v1 runtime service.
+func newRuntimeCommand() *cobra.Command {
+	var (
+		cfg        runtime.Config
+		mirrors    []string
+		cniBinDir  string
+		pauseImage string
+	)
+	cmd := &cobra.Command{
+		Use:   "runtime",
+		Short: "Run the CRI v1 runtime service (runc through a monitor per container, CNI networking, image store)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := parseMirrors(mirrors)
+			if err != nil {
+				return err
+			}
+			cfg.Mirrors = m
+			if cniBinDir != "" {
+				cfg.CNIBinDirs = filepath.SplitList(cniBinDir)
+			}
+			cfg.PauseImage = pauseImage
+			cfg.Logger = slog.Default()
+			return runtime.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Root, "root", filepath.Join(DefaultDataDir, "runtime"), "directory for images and other persistent content")
+	f.StringVar(&cfg.StateDir, "state-dir", filepath.Join(DefaultDataDir, "runtime-state"), "directory for sandbox and container state, runc's root and the monitors")
+	f.StringVar(&cfg.Listen, "listen", "unix://"+filepath.Join(DefaultSocketDir, "runtime.sock"), "CRI endpoint, unix:///PATH")
+	f.StringVar(&cfg.SocketGroup, "socket-group", "", "group owning the socket (mode 0660); root's group if empty")
+	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "runc", "OCI runtime binary")
+	f.StringVar(&cfg.MonitorBinary, "monitor", "", "berth-monitor binary (default: beside this executable, then PATH)")
+	f.StringVar(&cniBinDir, "cni-bin-dir", "", "CNI plugin directories, colon-separated (default /usr/lib/cni:/opt/cni/bin)")
+	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI network config directory; a default bridge network is written if it is empty (default <state-dir>/cni/net.d)")
+	f.StringArrayVar(&cfg.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP (repeatable)")
+	f.StringArrayVar(&mirrors, "registry-mirror", nil, "HOST=URL: pull HOST's images from URL instead (repeatable)")
+	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "host:port serving Prometheus metrics (off if empty)")
+	f.StringVar(&cfg.StreamAddress, "stream-address", "127.0.0.1:0", "loopback host:port of the exec/attach/port-forward streaming server")
+	f.StringVar(&pauseImage, "pause-image", "", "image of each sandbox's pause container (default registry.k8s.io/pause:3.9)")
+	return cmd
+}
+
+// parseMirrors turns HOST=URL flags into the image service's mirror map,
+// keeping the order given for each host.
+func parseMirrors(flags []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, f := range flags {
+		host, url, ok := strings.Cut(f, "=")
+		if !ok || host == "" || url == "" {
+			return nil, fmt.Errorf("--registry-mirror %q: want HOST=URL", f)
+		}
+		out[host] = append(out[host], url)
+	}
+	return out, nil
+}

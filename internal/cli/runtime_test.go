@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseMirrors(t *testing.T) {
+	got, err := parseMirrors([]string{"gcr.io=http://127.0.0.1:5000", "gcr.io=http://127.0.0.1:5001", "docker.io=https://m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"gcr.io": {"http://127.0.0.1:5000", "http://127.0.0.1:5001"}, "docker.io": {"https://m"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v", got)
+	}
+	for _, bad := range []string{"gcr.io", "=http://x", "gcr.io="} {
+		if _, err := parseMirrors([]string{bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestRuntimeCommandRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"runtime", "--registry-mirror", "nohost"},
+		{"runtime", "--root", t.TempDir(), "--state-dir", t.TempDir(), "--listen", "tcp://127.0.0.1:1"},
+		{"runtime", "--root", t.TempDir(), "--state-dir", t.TempDir(), "--listen", "unix://" + t.TempDir() + "/s.sock", "--stream-address", "0.0.0.0:0"},
+	} {
+		var out, errOut bytes.Buffer
+		root := NewRootCommand(&out, &errOut)
+		root.SetArgs(args)
+		err := root.Execute()
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: want a one-line error, got %v", args, err)
+		}
+	}
+}
