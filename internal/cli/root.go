@@ -69,6 +69,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newKubectlCommand(),
+		newRuntimeCommand(),
 	)
 	return root
 }
