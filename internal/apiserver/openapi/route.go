@@ -62,5 +62,9 @@ func (c container) Routes() []common.Route {
 }
 
 func operationIDAndTags(r common.Route) (string, []string, error) {
-	return r.OperationName(), r.(route).tags, nil
+	var tags []string
+	if ours, ok := r.(route); ok {
+		tags = ours.tags
+	}
+	return r.OperationName(), tags, nil
 }
