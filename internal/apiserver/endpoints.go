@@ -38,11 +38,14 @@ type scopeFactory struct {
 	maxBody           int64
 	minRequestTimeout time.Duration
 	equivalent        runtime.EquivalentResourceRegistry
+	// typeConverter knows the OpenAPI schemas (list keys, maps) that
+	// server-side apply and managedFields need.
+	typeConverter managedfields.TypeConverter
 }
 
 func (f *scopeFactory) scope(res *resource, kind schema.GroupVersionKind, subresource string, table rest.TableConvertor) (*handlers.RequestScope, error) {
 	s := f.codecs.scheme
-	fieldManager, err := managedfields.NewDefaultFieldManager(managedfields.NewDeducedTypeConverter(), s, s, s,
+	fieldManager, err := managedfields.NewDefaultFieldManager(f.typeConverter, s, s, s,
 		kind, kind.GroupVersion(), subresource, nil)
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", kind, err)

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-
-	"github.com/berth/berth/internal/apiserver/discovery"
 )
 
 // addEndpoints registers r's resource and its subresources.
@@ -105,16 +103,6 @@ func notFoundHandler(c codecs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		responsewriters.ErrorNegotiated(apierrors.NewNotFound(schema.GroupResource{}, req.URL.Path), c.negotiated, schema.GroupVersion{Version: "v1"}, w, req)
 	})
-}
-
-// discoveryHandler serves /api, /apis and their group-versions from the
-// resource list berth serves.
-func discoveryHandler() (http.Handler, error) {
-	resources := discovery.Default()
-	if err := discovery.Validate(resources); err != nil {
-		return nil, fmt.Errorf("discovery: %w", err)
-	}
-	return discovery.Handler(resources), nil
 }
 
 // attrsFunc returns a resource's labels and selectable fields; kinds

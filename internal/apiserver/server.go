@@ -25,6 +25,9 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 
+	"github.com/berth/berth/internal/apiserver/discovery"
+	"github.com/berth/berth/internal/apiserver/openapi"
+	"github.com/berth/berth/internal/apiserver/tables"
 	"github.com/berth/berth/internal/store"
 )
 
@@ -113,6 +116,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		mux.Handle(path, health)
 		mux.Handle(path+"/", health)
 	}
+	mux.Handle("/openapi/", api.openapi)
 	mux.Handle("/", notFoundHandler(c))
 
 	var handler http.Handler = mux
@@ -134,20 +138,29 @@ type apiSet struct {
 	codecs       codecs
 	endpoints    map[endpointKey]*endpoint
 	discovery    http.Handler
+	openapi      http.Handler
 	namespaces   *namespaceREST
 	nsController *namespaceController
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs) (*apiSet, error) {
+	typeConverter, err := openapi.TypeConverter()
+	if err != nil {
+		return nil, fmt.Errorf("schemas for server-side apply: %w", err)
+	}
+	tableConvertor, err := tables.New(time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("table convertor: %w", err)
+	}
 	factory := &scopeFactory{
-		codecs: c, authorizer: cfg.Authorizer, admit: cfg.Admission,
+		codecs: c, authorizer: cfg.Authorizer, admit: cfg.Admission, typeConverter: typeConverter,
 		maxBody: cfg.MaxRequestBodyBytes, minRequestTimeout: cfg.MinRequestTimeout,
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 	}
 	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger)}
 	stores := map[string]*resourceREST{}
 	for _, res := range servedResources() {
-		r, err := newResourceREST(ctx, cfg, c, res)
+		r, err := newResourceREST(ctx, cfg, c, res, tableConvertor)
 		if err != nil {
 			return nil, err
 		}
@@ -166,14 +179,20 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs) (*apiSet, error) {
 			return nil, err
 		}
 	}
-	var err error
-	if api.discovery, err = discoveryHandler(); err != nil {
-		return nil, err
+	resources := discovery.Default()
+	if err := discovery.Validate(resources); err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	api.discovery = discovery.Handler(resources)
+	// The handlers reject unknown and duplicate fields under
+	// fieldValidation=Strict, so kubectl may leave validation to the server.
+	if api.openapi, err = openapi.Handler(resources, openapi.Options{ServerSideFieldValidation: true}); err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	return api, nil
 }
 
-func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource) (*resourceREST, error) {
+func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, table rest.TableConvertor) (*resourceREST, error) {
 	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String())}
 	reader, err := cfg.newReader(ctx, readerSpec{
 		Store:  cfg.Store,
@@ -189,7 +208,7 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource) 
 	return &resourceREST{
 		objectStore: objects,
 		strategy:    strategy{ObjectTyper: c.scheme, NameGenerator: names.SimpleNameGenerator, rules: res.rules, namespaced: res.namespaced},
-		table:       rest.NewDefaultTableConvertor(res.gvr.GroupResource()),
+		table:       table,
 	}, nil
 }
 

@@ -1,0 +1,89 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+)
+
+func getWithAccept(t *testing.T, s *testServer, path, accept string) (int, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.url+path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
+}
+
+func TestTableOutput(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	if _, err := s.client.CoreV1().Pods("default").Create(ctx, boundPod("tabled", "n1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := getWithAccept(t, s, "/api/v1/namespaces/default/pods", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	if code != 200 {
+		t.Fatalf("table list: %d %s", code, body)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil || table.Kind != "Table" {
+		t.Fatalf("not a Table: %v %s", err, body)
+	}
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if got := strings.Join(cols, " "); !strings.HasPrefix(got, "Name Ready Status Restarts Age") || !strings.Contains(got, "Node") {
+		t.Fatalf("columns %q, want kubectl's pod columns", got)
+	}
+	if len(table.Rows) != 1 || table.Rows[0].Cells[0] != "tabled" {
+		t.Fatalf("rows %+v", table.Rows)
+	}
+}
+
+func TestVersionHealthDiscoveryOpenAPI(t *testing.T) {
+	s := newTestServer(t)
+	code, _, body := getWithAccept(t, s, "/version", "")
+	var info apimachineryversion.Info
+	if code != 200 || json.Unmarshal(body, &info) != nil || !strings.HasPrefix(info.GitVersion, "v1.37.") || info.Major != "1" || info.Minor != "37" {
+		t.Fatalf("/version: %d %s", code, body)
+	}
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		if code, _, body := getWithAccept(t, s, path, ""); code != 200 || string(body) != "ok" {
+			t.Fatalf("%s: %d %q", path, code, body)
+		}
+	}
+	code, _, body = getWithAccept(t, s, "/api/v1", "application/json")
+	if code != 200 || !strings.Contains(string(body), `"name":"pods"`) {
+		t.Fatalf("/api/v1: %d %s", code, body)
+	}
+	code, ctype, _ := getWithAccept(t, s, "/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+	if code != 200 || !strings.Contains(ctype, "protobuf") {
+		t.Fatalf("/openapi/v2 as protobuf: %d %s", code, ctype)
+	}
+	if code, _, _ := getWithAccept(t, s, "/nothing/here", ""); code != 404 {
+		t.Fatalf("unknown path: %d, want 404", code)
+	}
+}
+
+func TestStrictFieldValidation(t *testing.T) {
+	s := newTestServer(t)
+	before := storeRevision(t, s)
+	body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"dta":{"a":"b"}}`)
+	code, status := rawRequest(t, s, "POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", "application/json", body)
+	if code != 400 || !strings.Contains(status.Message, `unknown field "dta"`) {
+		t.Fatalf("strict create with an unknown field: %d %q, want 400 naming it", code, status.Message)
+	}
+	assertStoreUnchanged(t, s, before)
+}
