@@ -23,14 +23,17 @@ const (
 )
 
 // Embedded starts (or reopens) a single etcd member whose data lives in
-// dataDir/etcd and returns a store reached in-process through v3client. The
+// dataDir (created, or restricted, to mode 0700) and returns a store reached in-process through v3client. The
 // member listens on no socket at all: no client URL, no peer URL, no metrics
 // URL, so nothing else on the machine can reach it. Close stops the member.
 func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	dir := filepath.Join(dataDir, "etcd")
+	if dataDir == "" {
+		return nil, errors.New("embedded etcd: empty data dir")
+	}
+	dir := filepath.Clean(dataDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: create data dir: %w", err)
 	}

@@ -107,7 +107,7 @@ func TestEmbeddedDataDirIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	fi, err := os.Stat(filepath.Join(dir, "etcd"))
+	fi, err := os.Stat(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
