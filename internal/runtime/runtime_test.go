@@ -1,0 +1,317 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/registry"
+)
+
+// e2e is a real `berth runtime` (runc, berth-monitor, CNI plugins, overlay
+// image store) served in-process on a unix socket, pulling from a loopback
+// registry, driven through the CRI gRPC clients.
+type e2e struct {
+	t       *testing.T
+	cfg     Config
+	subnet  *net.IPNet
+	bridge  string
+	cancel  context.CancelFunc
+	done    chan error
+	rt      runtimeapi.RuntimeServiceClient
+	img     runtimeapi.ImageServiceClient
+	conn    *grpc.ClientConn
+	logsDir string
+}
+
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
+	dir := t.TempDir()
+	monitor := filepath.Join(dir, "berth-monitor")
+	if out, err := exec.Command("go", "build", "-o", monitor, "github.com/berth/berth/cmd/berth-monitor").CombinedOutput(); err != nil {
+		t.Fatalf("build berth-monitor: %v\n%s", err, out)
+	}
+	set, err := images.Catalogue(t.Context(), images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.Start(t)
+	registry.Push(t, reg, set)
+
+	// A bridge and subnet of this test's own, so it never meets a runtime
+	// running on the host or another test.
+	e := &e2e{t: t, bridge: fmt.Sprintf("bte%d", os.Getpid()%100000), logsDir: filepath.Join(dir, "logs")}
+	_, e.subnet, _ = net.ParseCIDR(fmt.Sprintf("10.203.%d.0/24", os.Getpid()%250))
+	confDir := filepath.Join(dir, "net.d")
+	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"e2e","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,
+		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":%q}]]}},{"type":"portmap","capabilities":{"portMappings":true}}]}`,
+		e.bridge, filepath.Join(dir, "ipam"), e.subnet.String())
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "10-e2e.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg = Config{
+		Root: filepath.Join(dir, "root"), StateDir: filepath.Join(dir, "state"),
+		Listen: "unix://" + filepath.Join(dir, "cri.sock"), MonitorBinary: monitor, CNIConfDir: confDir,
+		Mirrors: map[string][]string{"docker.io": {"http://" + reg}}, Insecure: []string{reg},
+		PauseImage: images.Pause,
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	t.Cleanup(e.cleanup)
+	e.start()
+	return e
+}
+
+// start runs the service and waits until it answers Version.
+func (e *e2e) start() {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel, e.done = cancel, make(chan error, 1)
+	go func() { e.done <- Run(ctx, e.cfg) }()
+	conn, err := grpc.NewClient(e.cfg.Listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.conn, e.rt, e.img = conn, runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
+	for {
+		select {
+		case err := <-e.done:
+			e.t.Fatalf("runtime exited at start: %v", err)
+		default:
+		}
+		if _, err := e.rt.Version(context.Background(), &runtimeapi.VersionRequest{}); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop shuts the service down as SIGTERM does; containers keep running.
+func (e *e2e) stop() {
+	e.t.Helper()
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	if err := <-e.done; err != nil {
+		e.t.Errorf("Run returned %v", err)
+	}
+	e.conn.Close()
+	e.cancel = nil
+}
+
+func (e *e2e) cleanup() {
+	if e.cancel == nil {
+		e.start()
+	}
+	ctx := context.Background()
+	if list, err := e.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
+		for _, sb := range list.Items {
+			if _, err := e.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+				e.t.Errorf("cleanup: remove sandbox: %v", err)
+			}
+		}
+	}
+	e.stop()
+	_ = exec.Command("ip", "link", "del", e.bridge).Run()
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), e.cfg.StateDir) || strings.Contains(string(mounts), e.cfg.Root) {
+		e.t.Errorf("mounts left under the runtime's dirs")
+	}
+}
+
+func (e *e2e) runSandbox(name string) string {
+	e.t.Helper()
+	resp, err := e.rt.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: e.sandboxConfig(name)})
+	if err != nil {
+		e.t.Fatalf("RunPodSandbox: %v", err)
+	}
+	return resp.PodSandboxId
+}
+
+func (e *e2e) sandboxConfig(name string) *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "e2e", Uid: name + "-uid"},
+		Hostname:     name,
+		LogDirectory: filepath.Join(e.logsDir, name),
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{},
+	}
+}
+
+func (e *e2e) runContainer(sb, name string, cmd ...string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	resp, err := e.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sb, SandboxConfig: e.sandboxConfig("web"),
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: images.Busybox},
+			Command: cmd, LogPath: name + ".log", Linux: &runtimeapi.LinuxContainerConfig{},
+		},
+	})
+	if err != nil {
+		e.t.Fatalf("CreateContainer %s: %v", name, err)
+	}
+	if _, err := e.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err != nil {
+		e.t.Fatalf("StartContainer %s: %v", name, err)
+	}
+	return resp.ContainerId
+}
+
+func (e *e2e) status(id string) *runtimeapi.ContainerStatusResponse {
+	e.t.Helper()
+	resp, err := e.rt.ContainerStatus(context.Background(), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		e.t.Fatalf("ContainerStatus: %v", err)
+	}
+	return resp
+}
+
+// waitExited follows the container's events until it has exited.
+func (e *e2e) waitExited(id string) *runtimeapi.ContainerStatus {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, err := e.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for {
+		// Checked after subscribing, so an exit in between is not missed.
+		if st := e.status(id).Status; st.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return st
+		}
+		if _, err := events.Recv(); err != nil {
+			e.t.Fatalf("events: %v", err)
+		}
+	}
+}
+
+func (e *e2e) execSync(id string, cmd ...string) string {
+	e.t.Helper()
+	resp, err := e.rt.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: 30})
+	if err != nil || resp.ExitCode != 0 {
+		e.t.Fatalf("ExecSync %v: %v %+v", cmd, err, resp)
+	}
+	return string(resp.Stdout)
+}
+
+func TestRuntimeEndToEndWithRestart(t *testing.T) {
+	e := newE2E(t)
+	ctx := context.Background()
+	if _, err := e.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: images.Busybox}}); err != nil {
+		t.Fatalf("PullImage: %v", err)
+	}
+	sb := e.runSandbox("web")
+	sst, err := e.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	if err != nil || !e.subnet.Contains(net.ParseIP(sst.Status.Network.Ip)) {
+		t.Fatalf("sandbox IP %v not in %s: %v", sst.GetStatus().GetNetwork(), e.subnet, err)
+	}
+	ip := sst.Status.Network.Ip
+
+	long := e.runContainer(sb, "long", "sh", "-c", "echo hello-log; exec sleep 100000")
+	if out := e.execSync(long, "ip", "-4", "addr", "show", "eth0"); !strings.Contains(out, ip+"/24") {
+		t.Fatalf("eth0 in the container lacks %s:\n%s", ip, out)
+	}
+	if out := e.execSync(long, "hostname"); out != "web\n" {
+		t.Fatalf("hostname %q", out)
+	}
+	short := e.runContainer(sb, "short", "sh", "-c", "echo bye >&2; exit 3")
+	st := e.waitExited(short)
+	if st.ExitCode != 3 || st.Reason != "Error" {
+		t.Fatalf("short: %+v", st)
+	}
+	logPath := e.status(long).Status.LogPath
+	e.waitForLog(logPath, " stdout F hello-log")
+	e.waitForLog(e.status(short).Status.LogPath, " stderr F bye")
+	doomed := e.runContainer(sb, "doomed", "sleep", "100000")
+	doomedPid := pidOf(t, e.status(doomed))
+
+	_, err = e.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "x"}, Image: &runtimeapi.ImageSpec{Image: "berth-test/absent:1"}}})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("absent image: %v", err)
+	}
+
+	// Restart: the service goes away, containers stay; one dies meanwhile.
+	e.stop()
+	if err := syscall.Kill(doomedPid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill doomed container: %v", err)
+	}
+	e.start()
+
+	if got := e.status(long).Status; got.State != runtimeapi.ContainerState_CONTAINER_RUNNING || got.LogPath != logPath {
+		t.Fatalf("long after restart: %+v", got)
+	}
+	if out := e.execSync(long, "echo", "still-here"); out != "still-here\n" {
+		t.Fatalf("exec after restart: %q", out)
+	}
+	if got := e.status(short).Status; got.State != runtimeapi.ContainerState_CONTAINER_EXITED || got.ExitCode != 3 {
+		t.Fatalf("short after restart: %+v", got)
+	}
+	if got := e.waitExited(doomed); got.ExitCode != 137 {
+		t.Fatalf("container killed while the runtime was down: %+v", got)
+	}
+	sst, _ = e.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	if sst.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || sst.Status.Network.Ip != ip {
+		t.Fatalf("sandbox after restart: %+v", sst.GetStatus())
+	}
+
+	if _, err := e.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: long, Timeout: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.status(long).Status; got.State != runtimeapi.ContainerState_CONTAINER_EXITED || got.ExitCode != 137 && got.ExitCode != 143 {
+		t.Fatalf("long after stop: %+v", got)
+	}
+	if _, err := e.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"netns", "sandboxes", "containers", "bundles"} {
+		if entries, _ := os.ReadDir(filepath.Join(e.cfg.StateDir, d)); len(entries) != 0 {
+			t.Errorf("%s left after removal: %v", d, entries)
+		}
+	}
+}
+
+func (e *e2e) waitForLog(path, want string) {
+	e.t.Helper()
+	for {
+		data, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(data), want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the monitor writes asynchronously
+	}
+}
+
+func pidOf(t *testing.T, st *runtimeapi.ContainerStatusResponse) int {
+	t.Helper()
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(st.Info["info"]), &info); err != nil || info.Pid <= 0 {
+		t.Fatalf("no pid in verbose status %v: %v", st.Info, err)
+	}
+	return info.Pid
+}
