@@ -58,8 +58,8 @@ func benchAttrs(obj k8sruntime.Object) (labels.Set, fields.Set, error) {
 	}, nil
 }
 
-// newBenchCache is a cache marked ready at revision 1 with no store behind it.
-func newBenchCache() *Cache {
+// newStorelessCache is a cache marked ready at revision 1 with no store behind it.
+func newStorelessCache() *Cache {
 	c := New(Config{
 		Prefix: "/registry/pods/", Decode: benchDecode, Attrs: benchAttrs,
 		IndexFields: []string{"spec.nodeName"}, NewObject: func() k8sruntime.Object { return &corev1.Pod{} },
@@ -95,7 +95,7 @@ func BenchmarkMemoryPerCachedPod(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		c := newBenchCache()
+		c := newStorelessCache()
 		for _, ev := range events {
 			c.apply(ev)
 		}
@@ -112,7 +112,7 @@ func BenchmarkMemoryPerCachedPod(b *testing.B) {
 // them, which converts and receives it.
 func BenchmarkWatchFanout(b *testing.B) {
 	const nodes = 1000
-	c := newBenchCache()
+	c := newStorelessCache()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	received := make(chan struct{}, 1024)

@@ -180,12 +180,19 @@ func (c *Cache) apply(res store.WatchResult) {
 	}
 	batch := make([]decoded, 0, len(res.Events))
 	for _, ev := range res.Events {
+		kind := toEventKind(ev.Type)
 		e, err := c.newEntry(ev.KV)
+		if err != nil && kind == kindDelete {
+			// A delete must never be lost, even without a usable previous
+			// value: the cached object stands in for it below.
+			batch = append(batch, decoded{kind: kind, cur: &entry{key: ev.KV.Key}, rv: ev.KV.ModRevision})
+			continue
+		}
 		if err != nil {
 			c.log.Error("skipping undecodable event", "key", ev.KV.Key, "revision", ev.KV.ModRevision, "err", err)
 			continue
 		}
-		batch = append(batch, decoded{kind: toEventKind(ev.Type), cur: e, rv: ev.KV.ModRevision})
+		batch = append(batch, decoded{kind: kind, cur: e, rv: ev.KV.ModRevision})
 	}
 
 	c.mu.Lock()
@@ -216,6 +223,12 @@ func (c *Cache) apply(res store.WatchResult) {
 		}
 		e := &event{kind: d.kind, rv: d.rv, cur: d.cur}
 		e.prev, _ = c.live.Get(d.cur)
+		if d.kind == kindDelete && d.cur.obj == nil {
+			if e.prev == nil {
+				continue // deleting what the cache never had
+			}
+			e.cur = &entry{key: e.prev.key, ns: e.prev.ns, obj: e.prevObjectAtRV(), labels: e.prev.labels, fields: e.prev.fields}
+		}
 		if d.kind == kindDelete {
 			c.live.Delete(d.cur)
 		} else {

@@ -1,0 +1,43 @@
+package watchcache
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/berth/berth/internal/store"
+)
+
+// TestDeleteWithoutPreviousValueUsesTheCachedObject: etcd may deliver a
+// delete without its previous value; the object must still leave the cache
+// and watchers must get DELETED at the delete's revision.
+func TestDeleteWithoutPreviousValueUsesTheCachedObject(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := newStorelessCache()
+	p := benchPod(1, 1)
+	c.apply(putEvent(p, 2))
+	w, err := c.Watch(ctx, WatchOptions{ResourceVersion: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	key := "/registry/pods/" + p.Namespace + "/" + p.Name
+	c.apply(store.WatchResult{Revision: 3, Events: []store.Event{{Type: store.EventDelete, KV: store.KV{Key: key, ModRevision: 3}}}})
+
+	ev := <-w.ResultChan()
+	got, ok := ev.Object.(*corev1.Pod)
+	if ev.Type != watch.Deleted || !ok || got.Name != p.Name || got.ResourceVersion != "3" {
+		t.Fatalf("got %s %+v, want DELETED of %s at 3", ev.Type, ev.Object, p.Name)
+	}
+	if _, _, err := c.Get(ctx, key, 3); err == nil {
+		t.Fatal("deleted object still cached")
+	}
+	// The cached object itself was not modified (it is shared with readers).
+	old, _, _, err := c.List(ctx, ListOptions{ResourceVersion: "2", ResourceVersionMatch: "Exact"})
+	if err != nil || len(old) != 1 || old[0].(*corev1.Pod).ResourceVersion != "2" {
+		t.Fatalf("state at 2: %v %v", old, err)
+	}
+}
