@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/berth/berth/internal/watchcache"
@@ -175,5 +176,41 @@ func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
 	re := createPod(t, s, pod("ns", "e", "node-b", nil))
 	if got := nextEvents(t, w2, 1)[0]; got != "ADDED ns/e@"+rvs(re)+" node=node-b" {
 		t.Fatalf("sendInitialEvents=false must start at the current state, got %s", got)
+	}
+}
+
+func TestWatchLabelSelectorEntryExitAndNamespace(t *testing.T) {
+	ctx := context.Background()
+	c, s := newPodCache(t, nil)
+	w, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", Namespace: "ns",
+		Label: labels.SelectorFromSet(labels.Set{"app": "web"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	createPod(t, s, pod("other", "x", "n", map[string]string{"app": "web"})) // other namespace
+	p := pod("ns", "p", "n", map[string]string{"app": "db"})
+	r1 := createPod(t, s, p) // not selected
+	p.Labels["app"] = "web"
+	r2 := updatePod(t, s, p, r1) // enters the selector
+	p.Spec.NodeName = "m"
+	r3 := updatePod(t, s, p, r2) // stays
+	p.Labels["app"] = "db"
+	r4 := updatePod(t, s, p, r3) // leaves
+	p.Labels["app"] = "web"
+	r5 := updatePod(t, s, p, r4) // enters again
+	r6, err := s.Delete(ctx, podKey(p), r5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ADDED ns/p@" + rvs(r2) + " node=n",
+		"MODIFIED ns/p@" + rvs(r3) + " node=m",
+		"DELETED ns/p@" + rvs(r4) + " node=m",
+		"ADDED ns/p@" + rvs(r5) + " node=m",
+		"DELETED ns/p@" + rvs(r6) + " node=m",
+	}
+	if got := nextEvents(t, w, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("label watch:\n got %v\nwant %v", got, want)
 	}
 }
