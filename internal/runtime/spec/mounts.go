@@ -60,6 +60,9 @@ func setMounts(s *specs.Spec, mounts []*runtimeapi.Mount, host Host) error {
 			return invalid("idmapped mounts are not supported")
 		}
 		dst = filepath.Clean(dst)
+		if dst == "/" {
+			return invalid("mount %q: cannot mount over the container's root", src)
+		}
 		opts := []string{"rbind"}
 		switch m.GetPropagation() {
 		case runtimeapi.MountPropagation_PROPAGATION_PRIVATE:

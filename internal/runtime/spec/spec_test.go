@@ -29,7 +29,7 @@ other:x:60000:www-data,default-user
 `
 
 // testRootfs makes a rootfs holding only the user databases.
-func testRootfs(t *testing.T) string {
+func testRootfs(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "etc"), 0o755); err != nil {

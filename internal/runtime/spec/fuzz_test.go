@@ -1,0 +1,129 @@
+package spec
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// FuzzGenerate feeds arbitrary CRI sandbox and container configs (protobuf)
+// and image configs (JSON) to Generate. Seeds are in testdata/fuzz. Run:
+//
+//	go test -run '^$' -fuzz FuzzGenerate -fuzztime 60s ./internal/runtime/spec
+func FuzzGenerate(f *testing.F) {
+	rootfs := testRootfs(f)
+	f.Fuzz(func(t *testing.T, sandbox, container, image []byte) {
+		var sb runtimeapi.PodSandboxConfig
+		var cc runtimeapi.ContainerConfig
+		var img v1.ConfigFile
+		if proto.Unmarshal(sandbox, &sb) != nil || proto.Unmarshal(container, &cc) != nil || json.Unmarshal(image, &img) != nil {
+			return
+		}
+		// Seccomp Localhost would read arbitrary host files; devices would
+		// stat them. Both are exercised by the table tests instead.
+		if cc.GetLinux().GetSecurityContext().GetSeccomp().GetProfileType() == runtimeapi.SecurityProfile_Localhost {
+			return
+		}
+		if sb.GetLinux().GetSecurityContext().GetPrivileged() || len(cc.GetDevices()) > 0 {
+			return
+		}
+		in := Input{
+			ID: "fuzz", SandboxID: "sb", Sandbox: &sb, Container: &cc, Image: &img,
+			RootfsPath: rootfs, SandboxPid: 7, SandboxDir: "/var/lib/berth/sb", TargetPid: 9,
+			Host: Host{OOMScoreAdjMin: -500},
+		}
+		s, err := Generate(context.Background(), in)
+		if err != nil {
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("error is not InvalidArgument: %v", err)
+			}
+			return
+		}
+		checkSpec(t, s, in)
+	})
+}
+
+// checkSpec asserts the invariants every generated spec must hold: what
+// runc needs syntactically, and the safety properties berth promises.
+func checkSpec(t *testing.T, s *specs.Spec, in Input) {
+	t.Helper()
+	if s.Root == nil || s.Root.Path != in.RootfsPath {
+		t.Fatalf("root %+v is not the given rootfs", s.Root)
+	}
+	p := s.Process
+	if p == nil || len(p.Args) == 0 {
+		t.Fatal("no process args")
+	}
+	if !cleanAbs(p.Cwd) {
+		t.Fatalf("cwd %q not a clean absolute path", p.Cwd)
+	}
+	for _, a := range p.Args {
+		if strings.ContainsRune(a, 0) {
+			t.Fatalf("NUL in arg %q", a)
+		}
+	}
+	for _, e := range p.Env {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" || strings.ContainsRune(e, 0) {
+			t.Fatalf("bad env entry %q", e)
+		}
+	}
+	if p.OOMScoreAdj == nil || *p.OOMScoreAdj < in.Host.OOMScoreAdjMin || *p.OOMScoreAdj > 1000 {
+		t.Fatalf("oom_score_adj %v below the runtime's %d or above 1000", p.OOMScoreAdj, in.Host.OOMScoreAdjMin)
+	}
+	if p.Capabilities != nil {
+		for _, set := range [][]string{p.Capabilities.Bounding, p.Capabilities.Effective, p.Capabilities.Permitted, p.Capabilities.Ambient} {
+			for _, c := range set {
+				if !slices.Contains(allCapabilities, c) {
+					t.Fatalf("unknown capability %q", c)
+				}
+			}
+		}
+	}
+	for _, m := range s.Mounts {
+		if !cleanAbs(m.Destination) || m.Destination == "/" || m.Source == "" || m.Type == "" {
+			t.Fatalf("bad mount %+v", m)
+		}
+	}
+	seen := map[specs.LinuxNamespaceType]bool{}
+	for _, n := range s.Linux.Namespaces {
+		if seen[n.Type] {
+			t.Fatalf("namespace %s twice", n.Type)
+		}
+		seen[n.Type] = true
+	}
+	cg := s.Linux.CgroupsPath
+	if !cleanAbs(cg) || filepath.Base(cg) != in.ID {
+		t.Fatalf("cgroups path %q escapes or does not end in the ID", cg)
+	}
+	for _, path := range append(slices.Clone(s.Linux.MaskedPaths), s.Linux.ReadonlyPaths...) {
+		if !filepath.IsAbs(path) {
+			t.Fatalf("masked/read-only path %q not absolute", path)
+		}
+	}
+	for k := range s.Linux.Sysctl {
+		if strings.ContainsAny(k, "/\x00") || strings.Contains(k, "..") {
+			t.Fatalf("sysctl %q", k)
+		}
+	}
+	if strings.ContainsRune(s.Hostname, 0) {
+		t.Fatalf("hostname %q", s.Hostname)
+	}
+	if _, err := json.Marshal(s); err != nil {
+		t.Fatalf("spec does not encode: %v", err)
+	}
+}
+
+func cleanAbs(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
+}
