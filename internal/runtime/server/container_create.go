@@ -80,8 +80,12 @@ func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img I
 		return fmt.Errorf("prepare rootfs: %w", err)
 	}
 	undo.add("remove rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, c.ID) })
+	specConfig, err := s.prepareImageVolumes(ctx, c, undo)
+	if err != nil {
+		return err
+	}
 	spec, err := s.cfg.Specs.Container(ctx, SpecInput{
-		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: c.Config, Image: img.Config,
+		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
 		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, SandboxDir: sb.Dir,
 	})
 	if err != nil {

@@ -56,6 +56,9 @@ func (s *Server) removeContainerResources(ctx context.Context, c container) erro
 	if err := s.cfg.Images.RemoveRootfs(ctx, c.ID); err != nil {
 		return fmt.Errorf("remove rootfs: %w", err)
 	}
+	if err := s.removeImageVolumes(ctx, c); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(c.BundleDir); err != nil {
 		return fmt.Errorf("remove bundle: %w", err)
 	}

@@ -41,8 +41,10 @@ func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListCon
 		}
 		st, err := s.containerStats(ctx, c)
 		if err != nil {
-			s.log.Debug("container stats", "id", c.ID, "err", err)
-			continue
+			// One unreadable cgroup must not hide the container from the
+			// list: it is reported with its identity and no usage.
+			s.log.Warn("container stats", "id", c.ID, "err", err)
+			st = containerAttributesOnly(c)
 		}
 		resp.Stats = append(resp.Stats, st)
 	}
@@ -52,9 +54,7 @@ func (s *Server) ListContainerStats(ctx context.Context, req *runtimeapi.ListCon
 // containerStats reads usage from the OCI runtime; a container that is not
 // running reports its identity with no usage.
 func (s *Server) containerStats(ctx context.Context, c container) (*runtimeapi.ContainerStats, error) {
-	out := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
-		Id: c.ID, Metadata: c.Config.GetMetadata(), Labels: c.Config.GetLabels(), Annotations: c.Config.GetAnnotations(),
-	}}
+	out := containerAttributesOnly(c)
 	if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return out, nil
 	}
@@ -74,4 +74,10 @@ func (s *Server) containerStats(ctx context.Context, c container) (*runtimeapi.C
 	}
 	out.WritableLayer = &runtimeapi.FilesystemUsage{Timestamp: ts}
 	return out, nil
+}
+
+func containerAttributesOnly(c container) *runtimeapi.ContainerStats {
+	return &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
+		Id: c.ID, Metadata: c.Config.GetMetadata(), Labels: c.Config.GetLabels(), Annotations: c.Config.GetAnnotations(),
+	}}
 }

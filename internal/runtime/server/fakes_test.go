@@ -215,14 +215,21 @@ func (f *fakeImages) inUse() int {
 	return len(f.rootfs)
 }
 
-// fakeSpecs makes a minimal spec and rejects containers annotated "invalid".
-type fakeSpecs struct{}
+// fakeSpecs makes a minimal spec, rejects containers annotated "invalid"
+// and remembers the last container config it was given.
+type fakeSpecs struct {
+	mu   sync.Mutex
+	last *ContainerConfig
+}
 
-func (fakeSpecs) Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error) {
+func (*fakeSpecs) Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error) {
 	return &specs.Spec{Process: &specs.Process{Args: []string{"/pause"}, Cwd: "/"}, Root: &specs.Root{Path: in.RootfsPath}}, nil
 }
 
-func (fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, error) {
+func (f *fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, error) {
+	f.mu.Lock()
+	f.last = in.Container
+	f.mu.Unlock()
 	if _, bad := in.Container.GetAnnotations()["invalid"]; bad {
 		return nil, status.Error(codes.InvalidArgument, "invalid container config")
 	}

@@ -40,6 +40,8 @@ type container struct {
 	Reason     string                         `json:"reason,omitempty"`
 	Message    string                         `json:"message,omitempty"`
 	Resources  *runtimeapi.ContainerResources `json:"-"`
+	// ImageVolumes are the rootfs IDs of the container's image volumes.
+	ImageVolumes []string `json:"imageVolumes,omitempty"`
 }
 
 func sandboxName(m *runtimeapi.PodSandboxMetadata) string {

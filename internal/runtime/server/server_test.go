@@ -29,6 +29,7 @@ type harness struct {
 	oci      *fakeOCI
 	images   *fakeImages
 	net      *fakeNetwork
+	specs    *fakeSpecs
 	srv      *Server
 	grpc     *grpc.Server
 	client   runtimeapi.RuntimeServiceClient
@@ -42,6 +43,7 @@ func newHarness(t *testing.T) *harness {
 		t: t, stateDir: filepath.Join(dir, "state"), oci: newFakeOCI(),
 		images: newFakeImages(filepath.Join(dir, "rootfs"), DefaultPauseImage, testImage),
 		net:    newFakeNetwork(),
+		specs:  &fakeSpecs{},
 	}
 	h.start()
 	t.Cleanup(h.removeAll)
@@ -69,7 +71,7 @@ func (h *harness) removeAll() {
 func (h *harness) start() {
 	h.t.Helper()
 	srv, err := New(context.Background(), Config{
-		StateDir: h.stateDir, OCI: h.oci, Images: h.images, Specs: fakeSpecs{}, Network: h.net,
+		StateDir: h.stateDir, OCI: h.oci, Images: h.images, Specs: h.specs, Network: h.net,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
