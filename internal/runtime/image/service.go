@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
@@ -38,7 +39,10 @@ type Config struct {
 	Transport http.RoundTripper
 	// Metrics receives the pull metrics; nil means they are not registered.
 	Metrics prometheus.Registerer
-	Logger  *slog.Logger
+	// ProgressInterval is how often a running pull logs its progress;
+	// zero means every 2 seconds.
+	ProgressInterval time.Duration
+	Logger           *slog.Logger
 }
 
 // Service is the image store and the CRI ImageService. Safe for concurrent use.

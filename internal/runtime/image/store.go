@@ -47,15 +47,20 @@ func (s *Service) store(ctx context.Context, img v1.Image, names storeNames, ext
 	if err != nil {
 		return "", fmt.Errorf("layers: %w", err)
 	}
-	var downloaded atomic.Int64
+	progress := &pullProgress{layers: len(layers)}
+	stopProgress := s.reportProgress(ctx, names.ref.String(), progress)
+	defer stopProgress()
 	var fetched atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(layerJobs)
 	for i, layer := range layers {
 		g.Go(func() error {
-			n, err := s.storeLayer(gctx, layer, rec.ChainIDs[i], rec.DiffIDs[i], &downloaded)
+			n, err := s.storeLayer(gctx, layer, rec.ChainIDs[i], rec.DiffIDs[i], &progress.bytes)
 			if n > 0 {
 				fetched.Add(1)
+			}
+			if err == nil {
+				progress.layersDone.Add(1)
 			}
 			return err
 		})
@@ -83,10 +88,10 @@ func (s *Service) store(ctx context.Context, img v1.Image, names storeNames, ext
 	if err != nil {
 		return "", status.Errorf(codes.Internal, "record image: %v", err)
 	}
-	s.metrics.bytes.Add(float64(downloaded.Load()))
+	s.metrics.bytes.Add(float64(progress.bytes.Load()))
 	s.metrics.layers.Add(float64(fetched.Load()))
 	s.log.InfoContext(ctx, "image stored", "image", names.ref.String(), "id", rec.ID,
-		"layers", len(layers), "layersFetched", fetched.Load(), "bytes", downloaded.Load(), "duration", time.Since(start))
+		"layers", len(layers), "layersFetched", fetched.Load(), "bytes", progress.bytes.Load(), "duration", time.Since(start))
 	return rec.ID, nil
 }
 
