@@ -1,0 +1,64 @@
+// Package agent is berth's node agent (`berth agent`): it registers its Node,
+// keeps its Lease, watches the pods bound to it and drives a CRI runtime to
+// run them, reporting their status back. It talks to the API server only
+// through client-go and to the runtime only through CRI.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Config is what `berth agent` is started with.
+type Config struct {
+	Server          string // API server URL (overrides the kubeconfig's server when both are given)
+	Token           string // join token (issue 5); not usable yet, see Validate
+	Kubeconfig      string // admin-issued kubeconfig for system:node:NodeName, until the join flow lands
+	NodeName        string
+	DataDir         string
+	RuntimeEndpoint string // unix:///path of the CRI runtime
+
+	// Reserved amounts subtracted from capacity to give allocatable
+	// (the kubelet's system-reserved plus kube-reserved).
+	ReservedCPU     resource.Quantity
+	ReservedMemory  resource.Quantity
+	ReservedStorage resource.Quantity
+}
+
+// Validate checks the configuration without touching anything but DataDir's
+// existence, and returns one clear line for the first problem.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeName == "":
+		return errors.New("--node-name is required")
+	case len(validation.IsDNS1123Subdomain(c.NodeName)) > 0:
+		return fmt.Errorf("--node-name %q: %s", c.NodeName, strings.Join(validation.IsDNS1123Subdomain(c.NodeName), "; "))
+	case c.Kubeconfig == "" && c.Token != "":
+		return errors.New("--token: the join flow is not available yet; pass --kubeconfig with an admin-issued kubeconfig for system:node:" + c.NodeName)
+	case c.Kubeconfig == "":
+		return errors.New("--kubeconfig is required (an admin-issued kubeconfig for system:node:" + c.NodeName + ")")
+	case c.Server != "" && !strings.HasPrefix(c.Server, "https://"):
+		return fmt.Errorf("--server %q: want an https:// URL", c.Server)
+	case c.RuntimeEndpoint == "":
+		return errors.New("--runtime-endpoint is required (starting berth runtime as a child is not available yet)")
+	case !strings.HasPrefix(c.RuntimeEndpoint, "unix:///"):
+		return fmt.Errorf("--runtime-endpoint %q: want unix:///absolute/path", c.RuntimeEndpoint)
+	case c.DataDir == "" || !filepath.IsAbs(c.DataDir):
+		return fmt.Errorf("--data-dir %q: want an absolute path", c.DataDir)
+	}
+	for name, q := range map[string]resource.Quantity{"cpu": c.ReservedCPU, "memory": c.ReservedMemory, "ephemeral-storage": c.ReservedStorage} {
+		if q.Sign() < 0 {
+			return fmt.Errorf("reserved %s %s: must not be negative", name, q.String())
+		}
+	}
+	if _, err := os.Stat(c.Kubeconfig); err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return nil
+}

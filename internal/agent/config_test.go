@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func validConfig(t *testing.T) Config {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "node.kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Config{Kubeconfig: kc, NodeName: "node-a", DataDir: dir, RuntimeEndpoint: "unix:///run/containerd/containerd.sock"}
+}
+
+func TestValidate(t *testing.T) {
+	if err := validConfig(t).Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"no node name", func(c *Config) { c.NodeName = "" }, "--node-name is required"},
+		{"bad node name", func(c *Config) { c.NodeName = "Node_A" }, "--node-name \"Node_A\""},
+		{"token only", func(c *Config) { c.Kubeconfig = ""; c.Token = "abcdef.0123456789abcdef" }, "join flow is not available yet"},
+		{"no credentials", func(c *Config) { c.Kubeconfig = "" }, "--kubeconfig is required"},
+		{"plain http server", func(c *Config) { c.Server = "http://127.0.0.1:6443" }, "want an https:// URL"},
+		{"no runtime", func(c *Config) { c.RuntimeEndpoint = "" }, "--runtime-endpoint is required"},
+		{"tcp runtime", func(c *Config) { c.RuntimeEndpoint = "tcp://127.0.0.1:1" }, "want unix:///absolute/path"},
+		{"relative data dir", func(c *Config) { c.DataDir = "data" }, "--data-dir \"data\""},
+		{"negative reserve", func(c *Config) { c.ReservedMemory = resource.MustParse("-1Gi") }, "must not be negative"},
+		{"missing kubeconfig", func(c *Config) { c.Kubeconfig = "/nonexistent/kubeconfig" }, "--kubeconfig: stat"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig(t)
+			tc.modify(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}

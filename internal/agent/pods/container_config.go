@@ -1,0 +1,153 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// containerConfig builds the CRI container for c's attempt-th run.
+func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32, image string) (*runtimeapi.ContainerConfig, error) {
+	env, err := m.envFor(ctx, pod, c)
+	if err != nil {
+		return nil, err
+	}
+	labels := podLabels(string(pod.UID), pod.Name, pod.Namespace)
+	labels[labelContainerName] = c.Name
+	annotations := map[string]string{
+		annotationRestartCount: strconv.FormatUint(uint64(attempt), 10),
+		annotationGracePeriod:  strconv.FormatInt(gracePeriod(pod), 10),
+	}
+	if init {
+		annotations[annotationInit] = "true"
+	}
+	var mounts []*runtimeapi.Mount
+	if c.TerminationMessagePath != "" {
+		host, err := m.terminationMessageFile(pod, c.Name, attempt)
+		if err != nil {
+			return nil, err
+		}
+		annotations[annotationTerminationMessagePath] = c.TerminationMessagePath
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: host})
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
+		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
+		Command:     c.Command,
+		Args:        c.Args,
+		WorkingDir:  c.WorkingDir,
+		Envs:        env,
+		Mounts:      mounts,
+		Labels:      labels,
+		Annotations: annotations,
+		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", attempt)),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       linuxResources(c),
+			SecurityContext: containerSecurity(pod, c),
+		},
+	}, nil
+}
+
+// terminationMessageFile creates the host file the container's
+// terminationMessagePath is bound to.
+func (m *Manager) terminationMessageFile(pod *corev1.Pod, name string, attempt uint32) (string, error) {
+	dir := filepath.Join(m.cfg.DataDir, "pods", string(pod.UID), "containers", name)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("termination message dir: %w", err)
+	}
+	path := filepath.Join(dir, strconv.FormatUint(uint64(attempt), 10)+".termination-log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
+	if err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	return path, f.Close()
+}
+
+// CPU period and the kubelet's share conversion (cgroup v1 shares).
+const (
+	cpuPeriod  = 100000
+	minShares  = 2
+	sharesUnit = 1024
+)
+
+func linuxResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{CpuShares: minShares}
+	if req, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+		r.CpuShares = max(minShares, milliCPU(req)*sharesUnit/1000)
+	} else if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		r.CpuShares = max(minShares, milliCPU(lim)*sharesUnit/1000)
+	}
+	if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		r.CpuPeriod = cpuPeriod
+		r.CpuQuota = milliCPU(lim) * cpuPeriod / 1000
+	}
+	if lim, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = lim.Value()
+	}
+	return r
+}
+
+func containerSecurity(pod *corev1.Pod, c *corev1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		return sc
+	}
+	if csc.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
+	}
+	if csc.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
+	}
+	if csc.Privileged != nil {
+		sc.Privileged = *csc.Privileged
+	}
+	if csc.ReadOnlyRootFilesystem != nil {
+		sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
+	}
+	if csc.AllowPrivilegeEscalation != nil {
+		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+	}
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, c := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
+		}
+		for _, c := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
+		}
+	}
+	return sc
+}
+
+// gracePeriod is the pod's termination grace period in seconds: the
+// deletion's when the pod is being deleted, else the spec's (default 30).
+func gracePeriod(pod *corev1.Pod) int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return 30
+}

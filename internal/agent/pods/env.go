@@ -1,0 +1,185 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// configError is a problem in the pod's configuration the agent cannot run
+// around (a missing ConfigMap key, ...): the container waits with reason
+// CreateContainerConfigError until the pod or the referenced object changes.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// envFor resolves container c's environment: envFrom first, then env, later
+// entries overriding earlier ones, as the kubelet does.
+func (m *Manager) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.KeyValue, error) {
+	var order []string
+	values := map[string]string{}
+	set := func(k, v string) {
+		if _, ok := values[k]; !ok {
+			order = append(order, k)
+		}
+		values[k] = v
+	}
+	for _, from := range c.EnvFrom {
+		data, err := m.envFromSource(ctx, pod.Namespace, from)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range data {
+			set(from.Prefix+k, v)
+		}
+	}
+	for _, e := range c.Env {
+		v, ok, err := m.envValue(ctx, pod, c, e)
+		if err != nil {
+			return nil, configError{fmt.Errorf("env %s: %w", e.Name, err)}
+		}
+		if ok {
+			set(e.Name, v)
+		}
+	}
+	out := make([]*runtimeapi.KeyValue, 0, len(order))
+	for _, k := range order {
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: values[k]})
+	}
+	return out, nil
+}
+
+func (m *Manager) envFromSource(ctx context.Context, ns string, from corev1.EnvFromSource) (map[string]string, error) {
+	switch {
+	case from.ConfigMapRef != nil:
+		cm, err := m.client.CoreV1().ConfigMaps(ns).Get(ctx, from.ConfigMapRef.Name, metav1.GetOptions{})
+		if err != nil {
+			if optional(from.ConfigMapRef.Optional) {
+				return nil, nil
+			}
+			return nil, configError{fmt.Errorf("configmap %q: %w", from.ConfigMapRef.Name, err)}
+		}
+		return cm.Data, nil
+	case from.SecretRef != nil:
+		s, err := m.client.CoreV1().Secrets(ns).Get(ctx, from.SecretRef.Name, metav1.GetOptions{})
+		if err != nil {
+			if optional(from.SecretRef.Optional) {
+				return nil, nil
+			}
+			return nil, configError{fmt.Errorf("secret %q: %w", from.SecretRef.Name, err)}
+		}
+		out := make(map[string]string, len(s.Data))
+		for k, v := range s.Data {
+			out[k] = string(v)
+		}
+		return out, nil
+	}
+	return nil, nil
+}
+
+func optional(b *bool) bool { return b != nil && *b }
+
+// envValue returns the value of one env entry; ok is false when an optional
+// reference is missing and the variable is left unset.
+func (m *Manager) envValue(ctx context.Context, pod *corev1.Pod, c *corev1.Container, e corev1.EnvVar) (string, bool, error) {
+	src := e.ValueFrom
+	switch {
+	case src == nil:
+		return e.Value, true, nil
+	case src.FieldRef != nil:
+		v, err := m.fieldValue(pod, src.FieldRef.FieldPath)
+		return v, err == nil, err
+	case src.ResourceFieldRef != nil:
+		v, err := resourceValue(c, src.ResourceFieldRef)
+		return v, err == nil, err
+	case src.ConfigMapKeyRef != nil:
+		ref := src.ConfigMapKeyRef
+		cm, err := m.client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", false, missing(ref.Optional, fmt.Errorf("configmap %q: %w", ref.Name, err))
+		}
+		v, ok := cm.Data[ref.Key]
+		if !ok {
+			return "", false, missing(ref.Optional, fmt.Errorf("configmap %q has no key %q", ref.Name, ref.Key))
+		}
+		return v, true, nil
+	case src.SecretKeyRef != nil:
+		ref := src.SecretKeyRef
+		s, err := m.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", false, missing(ref.Optional, fmt.Errorf("secret %q: %w", ref.Name, err))
+		}
+		v, ok := s.Data[ref.Key]
+		if !ok {
+			return "", false, missing(ref.Optional, fmt.Errorf("secret %q has no key %q", ref.Name, ref.Key))
+		}
+		return string(v), true, nil
+	}
+	return "", false, fmt.Errorf("unsupported valueFrom")
+}
+
+func missing(opt *bool, err error) error {
+	if optional(opt) {
+		return nil
+	}
+	return err
+}
+
+func (m *Manager) fieldValue(pod *corev1.Pod, path string) (string, error) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return m.cfg.NodeIP, nil
+	case "status.podIP":
+		return pod.Status.PodIP, nil
+	}
+	for prefix, src := range map[string]map[string]string{"metadata.labels['": pod.Labels, "metadata.annotations['": pod.Annotations} {
+		if len(path) > len(prefix)+2 && path[:len(prefix)] == prefix && path[len(path)-2:] == "']" {
+			return src[path[len(prefix):len(path)-2]], nil
+		}
+	}
+	return "", fmt.Errorf("unsupported fieldRef %q", path)
+}
+
+// resourceValue renders a container's request or limit in the divisor's
+// unit, rounded up as upstream does.
+func resourceValue(c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	var q resource.Quantity
+	switch ref.Resource {
+	case "limits.cpu":
+		q = c.Resources.Limits[corev1.ResourceCPU]
+	case "limits.memory":
+		q = c.Resources.Limits[corev1.ResourceMemory]
+	case "requests.cpu":
+		q = c.Resources.Requests[corev1.ResourceCPU]
+	case "requests.memory":
+		q = c.Resources.Requests[corev1.ResourceMemory]
+	default:
+		return "", fmt.Errorf("unsupported resourceFieldRef %q", ref.Resource)
+	}
+	if ref.Resource == "limits.cpu" || ref.Resource == "requests.cpu" {
+		m := (q.MilliValue() + divisor.MilliValue() - 1) / divisor.MilliValue()
+		return strconv.FormatInt(m, 10), nil
+	}
+	v := (q.Value() + divisor.Value() - 1) / divisor.Value()
+	return strconv.FormatInt(v, 10), nil
+}

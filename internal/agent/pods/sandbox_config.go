@@ -1,0 +1,226 @@
+package pods
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// sandboxConfig builds the CRI sandbox for pod, as the kubelet does.
+func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	dns, err := m.dnsConfig(pod)
+	if err != nil {
+		return nil, err
+	}
+	labels := podLabels(string(pod.UID), pod.Name, pod.Namespace)
+	for k, v := range pod.Labels {
+		if _, reserved := labels[k]; !reserved {
+			labels[k] = v
+		}
+	}
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		hostname = pod.Spec.Hostname
+	}
+	if pod.Spec.HostNetwork {
+		hostname = "" // the runtime keeps the node's hostname
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		Hostname:     hostname,
+		LogDirectory: m.podLogDir(pod),
+		DnsConfig:    dns,
+		PortMappings: portMappings(pod),
+		Labels:       labels,
+		Annotations:  pod.Annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			CgroupParent:    cgroupParent(pod),
+			SecurityContext: sandboxSecurity(pod),
+			Sysctls:         sysctls(pod),
+		},
+	}, nil
+}
+
+func (m *Manager) podLogDir(pod *corev1.Pod) string {
+	return filepath.Join(m.cfg.PodLogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}
+
+func portMappings(pod *corev1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case corev1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case corev1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			out = append(out, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
+		}
+	}
+	return out
+}
+
+// qosClass is the pod's QoS class: the API server's when set, else computed
+// by the upstream rules (simplified to cpu and memory).
+func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	guaranteed, any := true, false
+	all := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			req, hasReq := c.Resources.Requests[r]
+			lim, hasLim := c.Resources.Limits[r]
+			if hasReq || hasLim {
+				any = true
+			}
+			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !any:
+		return corev1.PodQOSBestEffort
+	case guaranteed:
+		return corev1.PodQOSGuaranteed
+	default:
+		return corev1.PodQOSBurstable
+	}
+}
+
+// cgroupParent places the pod in the kubelet's cgroupfs hierarchy by QoS class.
+func cgroupParent(pod *corev1.Pod) string {
+	switch qosClass(pod) {
+	case corev1.PodQOSGuaranteed:
+		return "/kubepods/pod" + string(pod.UID)
+	case corev1.PodQOSBestEffort:
+		return "/kubepods/besteffort/pod" + string(pod.UID)
+	default:
+		return "/kubepods/burstable/pod" + string(pod.UID)
+	}
+}
+
+func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return ns
+}
+
+func sandboxSecurity(pod *corev1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		return sc
+	}
+	if psc.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+	}
+	if psc.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+	}
+	if psc.FSGroup != nil {
+		sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+	}
+	sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+	return sc
+}
+
+func sysctls(pod *corev1.Pod) map[string]string {
+	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, s := range pod.Spec.SecurityContext.Sysctls {
+		out[s.Name] = s.Value
+	}
+	return out
+}
+
+// dnsConfig follows the pod's dnsPolicy. Without cluster DNS configured,
+// ClusterFirst falls back to the host's resolver, as the kubelet does.
+func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
+	cfg := &runtimeapi.DNSConfig{}
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = corev1.DNSClusterFirst
+	}
+	useCluster := len(m.cfg.ClusterDNS) > 0 && (policy == corev1.DNSClusterFirst && !pod.Spec.HostNetwork || policy == corev1.DNSClusterFirstWithHostNet)
+	switch {
+	case policy == corev1.DNSNone:
+	case useCluster:
+		cfg.Servers = m.cfg.ClusterDNS
+		d := m.cfg.ClusterDomain
+		cfg.Searches = []string{pod.Namespace + ".svc." + d, "svc." + d, d}
+		cfg.Options = []string{"ndots:5"}
+	default:
+		host, err := hostResolvConf(m.cfg.ResolvConf)
+		if err != nil {
+			return nil, err
+		}
+		cfg = host
+	}
+	if pc := pod.Spec.DNSConfig; pc != nil {
+		cfg.Servers = append(cfg.Servers, pc.Nameservers...)
+		cfg.Searches = append(cfg.Searches, pc.Searches...)
+		for _, o := range pc.Options {
+			opt := o.Name
+			if o.Value != nil {
+				opt += ":" + *o.Value
+			}
+			cfg.Options = append(cfg.Options, opt)
+		}
+	}
+	return cfg, nil
+}
+
+func hostResolvConf(path string) (*runtimeapi.DNSConfig, error) {
+	cfg := &runtimeapi.DNSConfig{}
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read host resolv.conf: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "nameserver":
+			cfg.Servers = append(cfg.Servers, f[1])
+		case "search":
+			cfg.Searches = append(cfg.Searches, f[1:]...)
+		case "options":
+			cfg.Options = append(cfg.Options, f[1:]...)
+		}
+	}
+	return cfg, nil
+}
+
+// milliCPU returns q in millicores.
+func milliCPU(q resource.Quantity) int64 { return q.MilliValue() }
