@@ -2,10 +2,12 @@ package apiserver
 
 import (
 	"context"
+	"log/slog"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/berth/berth/internal/store"
@@ -44,10 +46,17 @@ type readerFactory func(ctx context.Context, spec readerSpec) (collectionReader,
 
 // readerSpec is what a reader needs to know about the resource it reads.
 type readerSpec struct {
-	Store  store.Interface
+	Store    store.Interface
+	Resource schema.GroupResource
 	Prefix string // "/registry/pods/" (trailing slash)
 	Decode func(kv store.KV) (runtime.Object, error)
 	Attrs  func(obj runtime.Object) (labels.Set, fields.Set, error)
 	// NewObj makes an empty object of the kind (for bookmark events).
 	NewObj func() runtime.Object
+	// IndexFields are exact-match field selectors worth indexing watchers
+	// by ("spec.nodeName": every node agent watches its own pods).
+	IndexFields []string
+	// HistorySize bounds how far back a watch may resume (0: the cache's default).
+	HistorySize int
+	Logger      *slog.Logger
 }

@@ -23,6 +23,8 @@ type resource struct {
 	subresources []string
 	// storagePrefix is the store key prefix ("/registry/pods").
 	storagePrefix string
+	// indexFields index watchers by exact-match field selectors.
+	indexFields []string
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -40,6 +42,7 @@ func servedResources() []*resource {
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
 			rules: podRules(), subresources: []string{"status", "binding", "eviction"},
+			indexFields: []string{"spec.nodeName"},
 		},
 		{
 			gvr: core.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},

@@ -47,8 +47,13 @@ type Config struct {
 	// random one up to twice this is picked when the client sets no
 	// timeoutSeconds); default 30 minutes, as upstream.
 	MinRequestTimeout time.Duration
+	// WatchHistorySize is how many recent events of each resource the watch
+	// cache keeps, so that watches resume (older resourceVersions get 410
+	// Gone and clients re-list); 0 means the cache's default (1000).
+	WatchHistorySize int
 
-	// newReader overrides how collections are read (tests).
+	// newReader overrides how collections are read (tests); the watch
+	// cache by default.
 	newReader readerFactory
 }
 
@@ -79,7 +84,7 @@ func (c *Config) complete() error {
 		c.MinRequestTimeout = defaultMinRequestTimeout
 	}
 	if c.newReader == nil {
-		c.newReader = newStoreReader
+		c.newReader = newWatchCacheReader
 	}
 	return nil
 }
@@ -195,11 +200,15 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs) (*apiSet, error) {
 func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, table rest.TableConvertor) (*resourceREST, error) {
 	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String())}
 	reader, err := cfg.newReader(ctx, readerSpec{
-		Store:  cfg.Store,
-		Prefix: res.keyPrefix() + "/",
-		Decode: objects.decode,
-		Attrs:  attrsFunc(res),
-		NewObj: res.newObj,
+		Store:       cfg.Store,
+		Resource:    res.gvr.GroupResource(),
+		Prefix:      res.keyPrefix() + "/",
+		Decode:      objects.decode,
+		Attrs:       attrsFunc(res),
+		NewObj:      res.newObj,
+		IndexFields: res.indexFields,
+		HistorySize: cfg.WatchHistorySize,
+		Logger:      objects.logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reader for %s: %w", res.gvr, err)

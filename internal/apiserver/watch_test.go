@@ -39,7 +39,12 @@ func boundPod(name, node string) *corev1.Pod {
 }
 
 func TestWatchFromResourceVersionAndFieldSelector(t *testing.T) {
-	s := newTestServer(t)
+	forEachReader(t, func(t *testing.T, configure func(*Config)) {
+		testWatchFromResourceVersionAndFieldSelector(t, newTestServerWith(t, configure))
+	})
+}
+
+func testWatchFromResourceVersionAndFieldSelector(t *testing.T, s *testServer) {
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
 	first, err := pods.Create(ctx, boundPod("a1", "node-a"), metav1.CreateOptions{})
@@ -79,8 +84,19 @@ func TestWatchFromResourceVersionAndFieldSelector(t *testing.T) {
 	}
 }
 
-func TestWatchFromCompactedRevisionIsGone(t *testing.T) {
-	s := newTestServer(t)
+// TestWatchFromForgottenRevisionIsGone watches from a revision older than
+// what the reader can replay: beyond the watch cache's history, or (reading
+// the store directly) compacted away.
+func TestWatchFromForgottenRevisionIsGone(t *testing.T) {
+	forEachReader(t, func(t *testing.T, configure func(*Config)) {
+		testWatchFromForgottenRevisionIsGone(t, newTestServerWith(t, func(c *Config) {
+			configure(c)
+			c.WatchHistorySize = 2
+		}))
+	})
+}
+
+func testWatchFromForgottenRevisionIsGone(t *testing.T, s *testServer) {
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
 	old, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, metav1.CreateOptions{})
@@ -111,7 +127,10 @@ func TestWatchFromCompactedRevisionIsGone(t *testing.T) {
 }
 
 func TestPagination(t *testing.T) {
-	s := newTestServer(t)
+	forEachReader(t, func(t *testing.T, configure func(*Config)) { testPagination(t, newTestServerWith(t, configure)) })
+}
+
+func testPagination(t *testing.T, s *testServer) {
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
 	for i := 0; i < 7; i++ {
@@ -198,7 +217,12 @@ func TestInformerListAndWatch(t *testing.T) {
 }
 
 func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
-	s := newTestServer(t)
+	forEachReader(t, func(t *testing.T, configure func(*Config)) {
+		testWatchListSendsInitialEventsThenBookmark(t, newTestServerWith(t, configure))
+	})
+}
+
+func testWatchListSendsInitialEventsThenBookmark(t *testing.T, s *testServer) {
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}}, metav1.CreateOptions{}); err != nil {
@@ -222,4 +246,11 @@ func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
 	if rv, err := strconv.ParseInt(cm.ResourceVersion, 10, 64); err != nil || rv <= 0 {
 		t.Fatalf("bookmark resourceVersion %q", cm.ResourceVersion)
 	}
+}
+
+// forEachReader runs a collection test against the watch cache (the
+// default) and against the direct store reader.
+func forEachReader(t *testing.T, test func(t *testing.T, configure func(*Config))) {
+	t.Run("watchcache", func(t *testing.T) { test(t, func(*Config) {}) })
+	t.Run("store", func(t *testing.T) { test(t, func(c *Config) { c.newReader = newStoreReader }) })
 }

@@ -1,0 +1,82 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/berth/berth/internal/watchcache"
+)
+
+// watchCacheReader serves a resource's LIST and WATCH from its watch cache,
+// which one store watch keeps current.
+type watchCacheReader struct {
+	cache *watchcache.Cache
+}
+
+// newWatchCacheReader starts the resource's cache (its goroutine lives until
+// ctx ends) and waits for its first list.
+func newWatchCacheReader(ctx context.Context, spec readerSpec) (collectionReader, error) {
+	cache := watchcache.New(watchcache.Config{
+		Store:       spec.Store,
+		Resource:    spec.Resource,
+		Prefix:      spec.Prefix,
+		Decode:      spec.Decode,
+		Attrs:       spec.Attrs,
+		IndexFields: spec.IndexFields,
+		HistorySize: spec.HistorySize,
+		NewObject:   spec.NewObj,
+		Logger:      spec.Logger,
+	})
+	go func() {
+		if err := cache.Run(ctx); err != nil {
+			spec.Logger.Error("watch cache stopped", "err", err)
+		}
+	}()
+	if err := cache.WaitReady(ctx); err != nil {
+		return nil, fmt.Errorf("watch cache of %s: %w", spec.Resource, err)
+	}
+	return watchCacheReader{cache: cache}, nil
+}
+
+func (r watchCacheReader) List(ctx context.Context, q listQuery) ([]runtime.Object, int64, string, error) {
+	return r.cache.List(ctx, watchcache.ListOptions(q))
+}
+
+func (r watchCacheReader) Watch(ctx context.Context, q watchQuery) (watch.Interface, error) {
+	if legacyInitialEvents(q) {
+		// The handlers default a plain watch from "" or "0" to
+		// sendInitialEvents=true; without bookmarks that is the legacy
+		// replay, which the cache does when the option is unset.
+		q.SendInitialEvents = nil
+	}
+	w, err := r.cache.Watch(ctx, watchcache.WatchOptions(q))
+	if err != nil {
+		return nil, err
+	}
+	// The cache shares its objects between watchers, and the encoders set
+	// and reset TypeMeta on what they encode: each watcher gets its own
+	// shallow copies (nested fields stay shared and are only read).
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		ev.Object = shallowCopy(ev.Object)
+		return ev, true
+	}), nil
+}
+
+func shallowCopy(obj runtime.Object) runtime.Object {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return obj
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	return c.Interface().(runtime.Object)
+}
+
+func legacyInitialEvents(q watchQuery) bool {
+	return q.SendInitialEvents != nil && *q.SendInitialEvents && !q.AllowBookmarks &&
+		(q.ResourceVersion == "" || q.ResourceVersion == "0")
+}
