@@ -48,9 +48,9 @@ type readerFactory func(ctx context.Context, spec readerSpec) (collectionReader,
 type readerSpec struct {
 	Store    store.Interface
 	Resource schema.GroupResource
-	Prefix string // "/registry/pods/" (trailing slash)
-	Decode func(kv store.KV) (runtime.Object, error)
-	Attrs  func(obj runtime.Object) (labels.Set, fields.Set, error)
+	Prefix   string // "/registry/pods/" (trailing slash)
+	Decode   func(kv store.KV) (runtime.Object, error)
+	Attrs    func(obj runtime.Object) (labels.Set, fields.Set, error)
 	// NewObj makes an empty object of the kind (for bookmark events).
 	NewObj func() runtime.Object
 	// IndexFields are exact-match field selectors worth indexing watchers
