@@ -68,7 +68,7 @@ func makeBusyboxRootfs(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "bin", "busybox"), data, 0o755); err != nil {
 		return err
 	}
-	for _, applet := range []string{"sh", "echo", "cat", "sleep", "head", "tr", "tty", "stty", "id", "true", "yes", "dd"} {
+	for _, applet := range []string{"sh", "echo", "cat", "sleep", "head", "tr", "tty", "stty", "id", "true", "yes", "dd", "readlink", "hostname", "grep"} {
 		if err := os.Symlink("busybox", filepath.Join(dir, "bin", applet)); err != nil {
 			return err
 		}

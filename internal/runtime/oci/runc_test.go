@@ -494,3 +494,28 @@ func readCgroupValue(t *testing.T, pid int, controller, v1File, v2File string) s
 	t.Fatalf("no %s cgroup for pid %d", controller, pid)
 	return ""
 }
+
+func TestDeleteRunningContainerStopsItAndItsMonitor(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("d", containerOpts{args: []string{"sleep", "1000"}})
+	proc, err := monitor.ReadProcess(filepath.Join(e.stateDir, "d", monitor.PidFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := e.state("d").Pid
+	if err := e.rt.Delete(ctx(t), "d"); err != nil {
+		t.Fatal(err)
+	}
+	if proc.Alive() {
+		t.Error("monitor survived Delete")
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("container process %d survived Delete", pid)
+	}
+	if _, err := os.Stat(filepath.Join(e.stateDir, "d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state dir after Delete: %v", err)
+	}
+	if err := e.rt.Delete(ctx(t), "d"); status.Code(err) != codes.NotFound {
+		t.Errorf("second Delete: %v", err)
+	}
+}
