@@ -41,3 +41,18 @@ func TestDeleteWithoutPreviousValueUsesTheCachedObject(t *testing.T) {
 		t.Fatalf("state at 2: %v %v", old, err)
 	}
 }
+
+func TestRunRejectsAnIncompleteConfig(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"no store":   {Prefix: "/registry/pods/", Decode: benchDecode},
+		"bad prefix": {Store: fakeStoreForValidation{}, Prefix: "/registry/pods", Decode: benchDecode},
+		"no decode":  {Store: fakeStoreForValidation{}, Prefix: "/registry/pods/"},
+	} {
+		if err := New(cfg).Run(context.Background()); err == nil {
+			t.Errorf("%s: Run accepted the config", name)
+		}
+	}
+}
+
+// fakeStoreForValidation is never called: Run must refuse the config first.
+type fakeStoreForValidation struct{ store.Interface }

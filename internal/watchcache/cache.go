@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +81,9 @@ func New(cfg Config) *Cache {
 // ctx ends, after cutting off every watcher.
 func (c *Cache) Run(ctx context.Context) error {
 	defer c.shutdown()
+	if err := c.cfg.validate(); err != nil {
+		return err
+	}
 	ticker := c.clock.NewTicker(c.cfg.BookmarkInterval)
 	defer ticker.Stop()
 	for ctx.Err() == nil {
@@ -95,6 +99,18 @@ func (c *Cache) Run(ctx context.Context) error {
 		case <-c.clock.After(relistBackoff):
 		case <-ctx.Done():
 		}
+	}
+	return nil
+}
+
+func (cfg *Config) validate() error {
+	switch {
+	case cfg.Store == nil:
+		return errors.New("watch cache: no store")
+	case cfg.Prefix == "" || !strings.HasSuffix(cfg.Prefix, "/"):
+		return fmt.Errorf("watch cache: prefix %q must be non-empty and end in /", cfg.Prefix)
+	case cfg.Decode == nil:
+		return fmt.Errorf("watch cache %s: no Decode", cfg.Prefix)
 	}
 	return nil
 }

@@ -88,6 +88,11 @@ func embeddedConfig(dir string, logger *slog.Logger) *embed.Config {
 	cfg.AutoCompactionMode = embed.CompactorModeRevision
 	cfg.AutoCompactionRetention = "0"
 	cfg.Logger = "zap"
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapToSlog(logger.With("component", "etcd"), zapcore.WarnLevel))
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapToSlog(logger.With("component", "etcd"), zapcore.WarnLevel,
+		// There is no client listener at all, so no port is shared.
+		"Running http and grpc server on single port. This is not recommended for production.",
+		// etcd auth is off: only this process can reach the member.
+		"simple token is not cryptographically signed",
+	))
 	return cfg
 }

@@ -12,13 +12,21 @@ import (
 // logger. etcd logs only through zap, and zap ships adapters in the other
 // direction (slog over zap) only, so this small core bridges the two; it keeps
 // berth's library packages logging solely through the *slog.Logger they are given.
-func zapToSlog(logger *slog.Logger, minLevel zapcore.Level) *zap.Logger {
-	return zap.New(&slogCore{logger: logger, min: minLevel})
+//
+// Messages listed in drop are discarded: warnings that do not apply to how
+// berth runs the member.
+func zapToSlog(logger *slog.Logger, minLevel zapcore.Level, drop ...string) *zap.Logger {
+	dropped := make(map[string]bool, len(drop))
+	for _, m := range drop {
+		dropped[m] = true
+	}
+	return zap.New(&slogCore{logger: logger, min: minLevel, drop: dropped})
 }
 
 type slogCore struct {
 	logger *slog.Logger
 	min    zapcore.Level
+	drop   map[string]bool
 	attrs  []slog.Attr // fields added with With
 }
 
@@ -31,7 +39,7 @@ func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
 }
 
 func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(e.Level) {
+	if c.Enabled(e.Level) && !c.drop[e.Message] {
 		return ce.AddCore(e, c)
 	}
 	return ce
