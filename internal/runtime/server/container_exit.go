@@ -9,20 +9,38 @@ import (
 )
 
 // watchExit starts the goroutine that records a running container's exit.
-// The server owns it and stops it on Close; a container exiting while no
-// server runs is found by the next server's recovery instead.
 func (s *Server) watchExit(id string) {
+	s.watch(id, func(st oci.State) { s.recordExit(id, st) })
+}
+
+// watchSandboxExit marks a sandbox not ready when its pause process dies.
+func (s *Server) watchSandboxExit(id string) {
+	s.watch(id, func(st oci.State) {
+		var was runtimeapi.PodSandboxState
+		if _, err := s.sandboxes.update(id, func(v *sandbox) {
+			was = v.State
+			v.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+		}); err == nil && was == runtimeapi.PodSandboxState_SANDBOX_READY {
+			s.log.Warn("sandbox's pause process exited; sandbox not ready", "id", id, "code", st.ExitCode)
+		}
+	})
+}
+
+// watch calls onExit when the OCI runtime reports that id has exited. The
+// server owns the goroutine and stops it on Close; an exit while no server
+// runs is found by the next server's recovery instead.
+func (s *Server) watch(id string, onExit func(oci.State)) {
 	s.exitGroup.Add(1)
 	go func() {
 		defer s.exitGroup.Done()
 		st, err := s.cfg.OCI.Wait(s.exitCtx, id)
 		if err != nil {
 			if s.exitCtx.Err() == nil && !isNotFound(err) {
-				s.log.Warn("waiting for container exit", "id", id, "err", err)
+				s.log.Warn("waiting for exit", "id", id, "err", err)
 			}
 			return
 		}
-		s.recordExit(id, st)
+		onExit(st)
 	}()
 }
 

@@ -78,6 +78,8 @@ func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[strin
 	case !netnsOK:
 		s.log.Warn("recovery: sandbox's network namespace is gone; marked not ready", "id", sb.ID, "netns", sb.NetNS)
 		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	default:
+		defer s.watchSandboxExit(sb.ID)
 	}
 	if err := s.sandboxes.persist(sb.ID, sb); err != nil {
 		s.log.Error("recovery: persist sandbox", "id", sb.ID, "err", err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/berth/berth/internal/runtime/oci"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -88,5 +89,22 @@ func TestRestartMarksSandboxWithDeadPauseNotReady(t *testing.T) {
 	sst, err := h.client.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
 	if err != nil || sst.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 		t.Fatalf("sandbox with dead pause: %v %v", sst, err)
+	}
+}
+
+func TestSandboxWhosePauseDiesBecomesNotReady(t *testing.T) {
+	h := newHarness(t)
+	sb, _ := h.runSandbox("pod")
+	h.restart() // the watch must also be re-established by recovery
+	h.oci.exit(sb, 137)
+	for {
+		sst, err := h.client.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sst.Status.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // the watcher records the exit asynchronously
 	}
 }

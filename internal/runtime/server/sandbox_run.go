@@ -76,6 +76,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err := s.sandboxes.put(id, sb); err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
+	s.watchSandboxExit(id)
 	s.log.Info("sandbox running", "id", id, "name", name, "ip", sb.IP)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
 }
