@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -77,5 +78,65 @@ func TestPodContainerJoinsSandboxNamespaces(t *testing.T) {
 	status := execOut("grep", "-E", "^(Seccomp|CapEff):", "/proc/self/status")
 	if !strings.Contains(status, "Seccomp:\t2") || !strings.Contains(status, "CapEff:\t00000000a80425fb") {
 		t.Errorf("container security status:\n%s", status)
+	}
+}
+
+// TestRecursiveReadOnlyMount checks that an rro mount generated for runc
+// makes sub-mounts read-only too, where a plain read-only bind does not.
+func TestRecursiveReadOnlyMount(t *testing.T) {
+	e := newTestEnv(t)
+	host, err := spec.DetectHost(context.Background(), e.rt.cfg.Binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !host.RecursiveReadOnly {
+		t.Fatalf("this runc does not offer rro; the tests need runc >= 1.1")
+	}
+	src := filepath.Join(e.base, "vol")
+	sub := filepath.Join(src, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", sub, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(sub, syscall.MNT_DETACH) })
+	e.run("sandbox", containerOpts{args: []string{"sleep", "1000"}})
+	for _, tc := range []struct {
+		id        string
+		recursive bool
+		wantCode  int32
+	}{{"plain-ro", false, 0}, {"rro", true, 1}} {
+		s, err := spec.Generate(context.Background(), spec.Input{
+			ID: tc.id, SandboxID: "sandbox", Sandbox: &runtimeapi.PodSandboxConfig{},
+			Container: &runtimeapi.ContainerConfig{
+				Command: []string{"sleep", "1000"},
+				Mounts:  []*runtimeapi.Mount{{ContainerPath: "/vol", HostPath: src, Readonly: true, RecursiveReadOnly: tc.recursive}},
+				Linux:   &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{ReadonlyRootfs: true}},
+			},
+			Image: &v1.ConfigFile{}, RootfsPath: rootfsDir, SandboxPid: e.state("sandbox").Pid, Host: host,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle := filepath.Join(e.base, "bundles", tc.id)
+		if err := os.MkdirAll(bundle, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rt.Create(ctx(t), CreateOptions{ID: tc.id, BundleDir: bundle, Spec: s}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })
+		if err := e.rt.Start(ctx(t), tc.id); err != nil {
+			t.Fatal(err)
+		}
+		var out syncBuffer
+		code, err := e.rt.Exec(ctx(t), tc.id, ExecOptions{
+			Process: &specs.Process{Args: []string{"sh", "-c", "echo x > /vol/sub/f"}, Cwd: "/", Env: []string{"PATH=/bin"}},
+			Stderr:  &out,
+		})
+		if err != nil || code != tc.wantCode {
+			t.Errorf("%s: write into the sub-mount: code %d (want %d) err %v stderr %q", tc.id, code, tc.wantCode, err, out.String())
+		}
 	}
 }
