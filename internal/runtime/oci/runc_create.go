@@ -102,6 +102,9 @@ func (r *Runc) startMonitor(dir string) (*exec.Cmd, *os.File, error) {
 	}
 	cmd := exec.Command(r.cfg.MonitorBinary, dir)
 	cmd.Dir = dir
+	// One P is plenty for a process that mostly sleeps, and each extra P
+	// and thread costs resident memory in every monitor.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cmd.ExtraFiles = []*os.File{startR, syncW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
