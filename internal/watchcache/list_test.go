@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/watchcache"
 )
 
@@ -150,5 +153,53 @@ func TestGet(t *testing.T) {
 	}
 	if _, _, err := c.Get(ctx, podPrefix+"ns/missing", 0); !apierrors.IsNotFound(err) {
 		t.Fatalf("get missing: got %v, want 404", err)
+	}
+}
+
+func TestExpiredContinueTokenIsGone(t *testing.T) {
+	ctx := context.Background()
+	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.HistorySize = 2 })
+	var last int64
+	for i := 0; i < 4; i++ {
+		last = createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
+	}
+	_, _, cont, err := c.List(ctx, watchcache.ListOptions{Limit: 2})
+	if err != nil || cont == "" {
+		t.Fatalf("first page: %q %v", cont, err)
+	}
+	for i := 0; i < 3; i++ {
+		last = updatePod(t, s, pod("ns", "p0", "n", map[string]string{"i": fmt.Sprint(i)}), currentRev(t, s, "ns/p0"))
+	}
+	if _, rv, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil || rv < last {
+		t.Fatalf("catch up: %d %v", rv, err)
+	}
+	if _, _, _, err := c.List(ctx, watchcache.ListOptions{Limit: 2, Continue: cont}); !isGone(err) {
+		t.Fatalf("continue below history: got %v, want 410", err)
+	}
+}
+
+func currentRev(t *testing.T, s store.Interface, key string) int64 {
+	t.Helper()
+	kv, err := s.Get(context.Background(), podPrefix+key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv.ModRevision
+}
+
+func TestFutureResourceVersionTimesOutWith504(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newPodCache(t, func(cfg *watchcache.Config) { cfg.FreshnessTimeout = 50 * time.Millisecond })
+	_, rv, _, err := c.List(ctx, watchcache.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := rvs(rv + 1000)
+	_, _, _, err = c.List(ctx, watchcache.ListOptions{ResourceVersion: future})
+	if !apierrors.IsTimeout(err) || !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		t.Fatalf("list at a future revision: got %v, want 504 with cause ResourceVersionTooLarge", err)
+	}
+	if _, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: future}); !apierrors.IsTimeout(err) {
+		t.Fatalf("watch from a future revision: got %v, want 504", err)
 	}
 }
