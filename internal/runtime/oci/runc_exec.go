@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,6 +58,12 @@ func (r *Runc) Exec(ctx context.Context, id string, opts ExecOptions) (int32, er
 	}
 	cmd := exec.CommandContext(ctx, r.cfg.Binary, append(args, id)...)
 	cmd.WaitDelay = execWaitDelay
+	// When the caller gives up (an ExecSync timeout), the process in the
+	// container must die too: killing runc alone would orphan it there.
+	cmd.Cancel = func() error {
+		killExecProcess(pidFile)
+		return cmd.Process.Kill()
+	}
 	var term *hostTerminal
 	if proc.Terminal {
 		if term, err = newHostTerminal(cmd, opts); err != nil {
@@ -84,6 +91,17 @@ func (r *Runc) Exec(ctx context.Context, id string, opts ExecOptions) (int32, er
 		return 0, status.Errorf(codes.FailedPrecondition, "exec in %s: %s", id, runcLogError(logFile, waitErr))
 	}
 	return execExitCode(cmd, waitErr)
+}
+
+// killExecProcess kills the exec'd process by the host PID runc recorded.
+func killExecProcess(pidFile string) {
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 func execExitCode(cmd *exec.Cmd, waitErr error) (int32, error) {

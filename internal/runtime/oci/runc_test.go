@@ -519,3 +519,32 @@ func TestDeleteRunningContainerStopsItAndItsMonitor(t *testing.T) {
 		t.Errorf("second Delete: %v", err)
 	}
 }
+
+func TestExecCancelKillsTheProcessInTheContainer(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("ec", containerOpts{args: []string{"sleep", "1000"}})
+	c, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.rt.Exec(c, "ec", ExecOptions{
+			Process: &specs.Process{Args: []string{"sh", "-c", "echo started; exec sleep 999"}, Cwd: "/", Env: []string{"PATH=/bin"}},
+			Stdout:  &out,
+		})
+		done <- err
+	}()
+	eventually(t, "the exec to start", func() bool { return strings.Contains(out.String(), "started") })
+	cancel()
+	<-done
+	// Only the container's own sleep 1000 may remain.
+	var ps syncBuffer
+	if _, err := e.rt.Exec(ctx(t), "ec", ExecOptions{
+		Process: &specs.Process{Args: []string{"sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"}, Cwd: "/", Env: []string{"PATH=/bin"}},
+		Stdout:  &ps,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ps.String(), "sleep 999 ") {
+		t.Errorf("the cancelled exec's process survived: %q", ps.String())
+	}
+}
