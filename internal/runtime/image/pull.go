@@ -24,23 +24,66 @@ var pullPlatform = v1.Platform{OS: "linux", Architecture: goruntime.GOARCH}
 
 // Pull fetches the image ref (normalised as containerd does) unless an
 // identical pull is already running, in which case it waits for that one.
-// It returns the image ID. Errors are gRPC status errors.
+// The shared pull runs until it finishes or every caller waiting for it has
+// gone, so one caller's cancellation never fails the others. It returns the
+// image ID. Errors are gRPC status errors.
 func (s *Service) Pull(ctx context.Context, ref string, auth *runtimeapi.AuthConfig) (string, error) {
 	parsed, err := parseRef(ref)
 	if err != nil {
 		return "", err
 	}
-	ch := s.pulls.DoChan(parsed.String(), func() (any, error) {
-		return s.pullOnce(ctx, parsed, auth)
-	})
-	select {
-	case <-ctx.Done():
-		return "", status.FromContextError(ctx.Err()).Err()
-	case res := <-ch:
-		if res.Err != nil {
-			return "", res.Err
+	key := parsed.String()
+	for {
+		pullCtx, leave := s.joinPull(ctx, key)
+		ch := s.pulls.DoChan(key, func() (any, error) {
+			return s.pullOnce(pullCtx, parsed, auth)
+		})
+		select {
+		case <-ctx.Done():
+			leave()
+			return "", status.FromContextError(ctx.Err()).Err()
+		case res := <-ch:
+			leave()
+			if status.Code(res.Err) == codes.Canceled && ctx.Err() == nil {
+				// We joined a pull whose callers had all gone; start afresh.
+				continue
+			}
+			if res.Err != nil {
+				return "", res.Err
+			}
+			return res.Val.(string), nil
 		}
-		return res.Val.(string), nil
+	}
+}
+
+// sharedPull is the context of one running pull and how many callers wait on it.
+type sharedPull struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	waiters int
+}
+
+// joinPull registers the caller with the shared pull of key and returns its
+// context; leave cancels that context once the last caller has left.
+func (s *Service) joinPull(ctx context.Context, key string) (context.Context, func()) {
+	s.inflightMu.Lock()
+	defer s.inflightMu.Unlock()
+	p := s.inflight[key]
+	if p == nil {
+		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		p = &sharedPull{ctx: pctx, cancel: cancel}
+		s.inflight[key] = p
+	}
+	p.waiters++
+	return p.ctx, func() {
+		s.inflightMu.Lock()
+		defer s.inflightMu.Unlock()
+		if p.waiters--; p.waiters == 0 {
+			p.cancel()
+			if s.inflight[key] == p {
+				delete(s.inflight, key)
+			}
+		}
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -244,4 +246,84 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily
 		out[f.GetName()] = f
 	}
 	return out
+}
+
+// TestCancelledCallerDoesNotFailSharedPull: two callers share one pull; the
+// first gives up, the second still gets the image. When every caller has
+// gone, the registry sees the download abandoned.
+func TestCancelledCallerDoesNotFailSharedPull(t *testing.T) {
+	img := simpleImage(t, "shared")
+	layerPath := "/blobs/" + mustDigest(t, mustLayers(t, img)[0].Digest)
+	release := make(chan struct{})
+	abandoned := make(chan struct{}, 8)
+	hold := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, layerPath) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					abandoned <- struct{}{}
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	reg := startRegistry(t, hold)
+	reg.push(t, "test/shared:1", img)
+	s := newTestService(t, t.TempDir(), nil)
+	ref := reg.host + "/test/shared:1"
+	key := ref // already normalised: host:port/path:tag
+
+	waiters := func() int {
+		s.inflightMu.Lock()
+		defer s.inflightMu.Unlock()
+		if p := s.inflight[key]; p != nil {
+			return p.waiters
+		}
+		return 0
+	}
+	firstCtx, cancelFirst := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() { _, err := s.Pull(firstCtx, ref, nil); firstErr <- err }()
+	secondID := make(chan string, 1)
+	secondErr := make(chan error, 1)
+	go func() {
+		id, err := s.Pull(context.Background(), ref, nil)
+		secondID <- id
+		secondErr <- err
+	}()
+	for waiters() != 2 {
+		runtime.Gosched()
+	}
+	cancelFirst()
+	if err := <-firstErr; status.Code(err) != codes.Canceled {
+		t.Fatalf("cancelled caller got %v, want Canceled", err)
+	}
+	close(release)
+	if id, err := <-secondID, <-secondErr; err != nil || id != mustDigest(t, img.ConfigName) {
+		t.Fatalf("remaining caller got %q, %v; want the image", id, err)
+	}
+
+	// A pull that every caller abandons stops downloading.
+	s2 := newTestService(t, t.TempDir(), nil)
+	onlyCtx, cancelOnly := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	reg2 := startRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, layerPath) {
+				cancelOnly() // the caller gives up while the layer is in flight
+				<-r.Context().Done()
+				abandoned <- struct{}{}
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	reg2.push(t, "test/shared:1", img)
+	go func() { _, err := s2.Pull(onlyCtx, reg2.host+"/test/shared:1", nil); done <- err }()
+	if err := <-done; status.Code(err) != codes.Canceled {
+		t.Fatalf("abandoned pull: %v, want Canceled", err)
+	}
+	<-abandoned // the registry saw the request cancelled; the test hangs if it never is
 }

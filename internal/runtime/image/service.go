@@ -49,16 +49,19 @@ type Config struct {
 type Service struct {
 	runtimeapi.UnimplementedImageServiceServer
 
-	cfg     Config
-	log     *slog.Logger
-	blobs   *blobStore
-	meta    *metadataStore
-	layers  *snapshotter
-	rootfs  *rootfsManager
-	pulls   singleflight.Group
-	pins    pinSet
-	metrics *pullMetrics
-	mirrors *mirrorResolver
+	cfg    Config
+	log    *slog.Logger
+	blobs  *blobStore
+	meta   *metadataStore
+	layers *snapshotter
+	rootfs *rootfsManager
+	pulls  singleflight.Group
+	// inflight tracks the callers of each running pull (see Pull).
+	inflightMu sync.Mutex
+	inflight   map[string]*sharedPull
+	pins       pinSet
+	metrics    *pullMetrics
+	mirrors    *mirrorResolver
 
 	// mu serialises changes to the metadata (pull commit, remove, use/release)
 	// so that RemoveImage can never race a container taking the image.
@@ -109,14 +112,15 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg:     cfg,
-		log:     log,
-		blobs:   blobs,
-		meta:    meta,
-		layers:  layers,
-		rootfs:  rootfs,
-		metrics: metrics,
-		mirrors: mirrors,
+		cfg:      cfg,
+		log:      log,
+		blobs:    blobs,
+		meta:     meta,
+		layers:   layers,
+		rootfs:   rootfs,
+		metrics:  metrics,
+		mirrors:  mirrors,
+		inflight: map[string]*sharedPull{},
 	}
 	// Content left by a crash between recording a removal and deleting its
 	// files, or by a pull that never completed, is garbage now.
