@@ -57,6 +57,7 @@ type Config struct {
 	FreshnessTimeout time.Duration
 	Clock            clock.WithTicker // default: the real clock
 	Logger           *slog.Logger
+	Metrics          *Metrics // optional; shared by all caches on one registry
 }
 
 // ListOptions selects what List returns.

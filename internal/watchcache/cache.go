@@ -45,6 +45,7 @@ type Cache struct {
 	history  history
 	watchers watcherIndex
 	stopped  bool // Run has returned; no new watchers
+	metrics  cacheMetrics
 }
 
 // New returns a cache; call Run to fill it.
@@ -72,7 +73,8 @@ func New(cfg Config) *Cache {
 	c.live = newTree()
 	c.snap = c.live.Clone()
 	c.history = newHistory(cfg.HistorySize, 0, c.snap)
-	c.watchers = newWatcherIndex(cfg.IndexFields)
+	c.metrics = cfg.Metrics.forPrefix(cfg.Prefix)
+	c.watchers = newWatcherIndex(cfg.IndexFields, c.metrics)
 	return c
 }
 
@@ -155,6 +157,7 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 	c.watchers.cutOffAll()
 	c.advanceLocked(opts.Revision)
 	c.mu.Unlock()
+	addCounter(c.metrics.relists, 1)
 	c.readyOnce.Do(func() { close(c.ready) })
 	c.log.Debug("watch cache listed", "objects", fresh.Len(), "revision", opts.Revision)
 	return opts.Revision, nil
@@ -228,6 +231,7 @@ func (c *Cache) apply(res store.WatchResult) {
 			c.watchers.dispatch(e)
 		}
 		c.advanceLocked(group[0].rv)
+		addCounter(c.metrics.events, float64(len(group)))
 		group = nil
 	}
 	for _, d := range batch {
@@ -262,6 +266,7 @@ func (c *Cache) advanceLocked(rv int64) {
 		return
 	}
 	c.rv = rv
+	setGauge(c.metrics.revision, float64(rv))
 	close(c.rvMoved)
 	c.rvMoved = make(chan struct{})
 }

@@ -13,16 +13,17 @@ type indexKey struct{ field, value string }
 type watcherIndex struct {
 	fields  []string // the configured IndexFields
 	buckets map[indexKey]map[*watcher]struct{}
+	metrics cacheMetrics
 }
 
-func newWatcherIndex(fields []string) watcherIndex {
+func newWatcherIndex(fields []string, metrics cacheMetrics) watcherIndex {
 	var own []string
 	for _, f := range fields {
 		if f != namespaceIndex { // always indexed; listing it twice would deliver twice
 			own = append(own, f)
 		}
 	}
-	return watcherIndex{fields: own, buckets: map[indexKey]map[*watcher]struct{}{}}
+	return watcherIndex{fields: own, buckets: map[indexKey]map[*watcher]struct{}{}, metrics: metrics}
 }
 
 // keyFor picks the narrowest bucket for f: an indexed field's exact value,
@@ -47,12 +48,18 @@ func (x *watcherIndex) add(w *watcher) {
 		b = map[*watcher]struct{}{}
 		x.buckets[w.key] = b
 	}
-	b[w] = struct{}{}
+	if _, dup := b[w]; !dup {
+		b[w] = struct{}{}
+		addGauge(x.metrics.watchers, 1)
+	}
 }
 
 func (x *watcherIndex) remove(w *watcher) {
 	if b := x.buckets[w.key]; b != nil {
-		delete(b, w)
+		if _, ok := b[w]; ok {
+			delete(b, w)
+			addGauge(x.metrics.watchers, -1)
+		}
 		if len(b) == 0 {
 			delete(x.buckets, w.key)
 		}
@@ -90,6 +97,7 @@ func (x *watcherIndex) offer(key indexKey, e *event) {
 			// client resumes from its last resourceVersion or re-lists.
 			x.remove(w)
 			w.cutOff()
+			addCounter(x.metrics.cutOffs, 1)
 		}
 	}
 }
@@ -116,6 +124,7 @@ func (x *watcherIndex) cutOffAll() {
 		for w := range b {
 			w.cutOff()
 		}
+		addGauge(x.metrics.watchers, -float64(len(b)))
 		delete(x.buckets, key)
 	}
 }
