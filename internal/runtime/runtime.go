@@ -13,10 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -228,9 +225,14 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	if svc.stream, err = streaming.NewServer(streamCfg, &backend); err != nil {
 		return nil, fmt.Errorf("streaming server: %w", err)
 	}
+	host, err := spec.DetectHost(ctx, ociBinary(cfg.OCIRuntime))
+	if err != nil {
+		return nil, err
+	}
 	svc.runtime, err = server.New(ctx, server.Config{
 		StateDir: cfg.StateDir, PauseImage: cfg.PauseImage, OCI: ociRuntime,
-		Images: imageAdapter{svc.images}, Specs: specAdapter{host: hostFacts()}, Network: netMgr,
+		Images: imageAdapter{svc.images}, Specs: specAdapter{host: host}, Network: netMgr,
+		Features:  server.Features{RecursiveReadOnlyMounts: host.RecursiveReadOnly, SupplementalGroupsPolicy: true},
 		Streaming: svc.stream, Metrics: svc.metrics, Logger: log.With("component", "cri"),
 	})
 	if err != nil {
@@ -243,15 +245,9 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 // lateStreamRuntime forwards to a streaming.Runtime set after construction.
 type lateStreamRuntime struct{ streaming.Runtime }
 
-// hostFacts reads what the spec generator must respect on this host: the
-// runtime's own oom_score_adj is the lowest any container may get without
-// CAP_SYS_RESOURCE (critest-images.md, "Traps").
-func hostFacts() spec.Host {
-	h := spec.Host{}
-	if data, err := os.ReadFile("/proc/self/oom_score_adj"); err == nil {
-		if v, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-			h.OOMScoreAdjMin = v
-		}
+func ociBinary(name string) string {
+	if name == "" {
+		return "runc"
 	}
-	return h
+	return name
 }

@@ -91,6 +91,10 @@ func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img I
 	if err != nil {
 		return err
 	}
+	if spec.Process != nil {
+		user := spec.Process.User
+		c.User = &user
+	}
 	if err := os.MkdirAll(c.BundleDir, 0o700); err != nil {
 		return status.Errorf(codes.Internal, "create bundle dir: %v", err)
 	}

@@ -39,5 +39,14 @@ func containerStatus(c container) *runtimeapi.ContainerStatus {
 		Labels: c.Config.GetLabels(), Annotations: c.Config.GetAnnotations(),
 		Mounts: c.Config.GetMounts(), LogPath: c.LogPath, Resources: c.Resources,
 	}
+	if c.User != nil {
+		groups := make([]int64, 0, len(c.User.AdditionalGids))
+		for _, g := range c.User.AdditionalGids {
+			groups = append(groups, int64(g))
+		}
+		st.User = &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{
+			Uid: int64(c.User.UID), Gid: int64(c.User.GID), SupplementalGroups: groups,
+		}}
+	}
 	return st
 }

@@ -234,7 +234,8 @@ func (f *fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, e
 		return nil, status.Error(codes.InvalidArgument, "invalid container config")
 	}
 	args := append(in.Container.GetCommand(), in.Container.GetArgs()...)
-	return &specs.Spec{Process: &specs.Process{Args: args, Cwd: "/", Env: []string{"PATH=/bin"}}, Root: &specs.Root{Path: in.RootfsPath}}, nil
+	user := specs.User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000, 5}}
+	return &specs.Spec{Process: &specs.Process{Args: args, Cwd: "/", Env: []string{"PATH=/bin"}, User: user}, Root: &specs.Root{Path: in.RootfsPath}}, nil
 }
 
 // fakeNetwork hands out addresses and counts attachments.

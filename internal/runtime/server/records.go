@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -40,6 +41,8 @@ type container struct {
 	Reason     string                         `json:"reason,omitempty"`
 	Message    string                         `json:"message,omitempty"`
 	Resources  *runtimeapi.ContainerResources `json:"-"`
+	// User is the identity the container's process runs as (from its spec).
+	User *specs.User `json:"user,omitempty"`
 	// ImageVolumes are the rootfs IDs of the container's image volumes.
 	ImageVolumes []string `json:"imageVolumes,omitempty"`
 }

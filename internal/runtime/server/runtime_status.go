@@ -21,10 +21,12 @@ func (s *Server) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*ru
 	resp := &runtimeapi.StatusResponse{
 		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{runtimeReady, networkReady}},
 		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{
-			Name:     "",
-			Features: &runtimeapi.RuntimeHandlerFeatures{},
+			Name: "",
+			Features: &runtimeapi.RuntimeHandlerFeatures{
+				RecursiveReadOnlyMounts: s.cfg.Features.RecursiveReadOnlyMounts,
+			},
 		}},
-		Features: &runtimeapi.RuntimeFeatures{},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: s.cfg.Features.SupplementalGroupsPolicy},
 	}
 	if req.GetVerbose() {
 		info, err := json.Marshal(map[string]any{

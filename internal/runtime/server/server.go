@@ -29,8 +29,16 @@ type Config struct {
 	Specs      Specs
 	Network    Network
 	Streaming  Streamer // nil: Exec/Attach/PortForward answer Unavailable
+	Features   Features
 	Metrics    *Metrics
 	Logger     *slog.Logger
+}
+
+// Features are the optional CRI features the assembled runtime supports,
+// reported by Status so clients (kubelet, critest) know what to expect.
+type Features struct {
+	RecursiveReadOnlyMounts  bool // the OCI runtime supports "rro" mounts
+	SupplementalGroupsPolicy bool // the spec generator honours Merge/Strict
 }
 
 // Server implements runtimeapi.RuntimeServiceServer.

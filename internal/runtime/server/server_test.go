@@ -71,7 +71,7 @@ func (h *harness) removeAll() {
 func (h *harness) start() {
 	h.t.Helper()
 	srv, err := New(context.Background(), Config{
-		StateDir: h.stateDir, OCI: h.oci, Images: h.images, Specs: h.specs, Network: h.net,
+		StateDir: h.stateDir, OCI: h.oci, Features: Features{SupplementalGroupsPolicy: true}, Images: h.images, Specs: h.specs, Network: h.net,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -188,7 +188,8 @@ func TestVersionStatusAndConfig(t *testing.T) {
 	for _, c := range st.Status.Conditions {
 		ready[c.Type] = c.Status
 	}
-	if !ready[runtimeapi.RuntimeReady] || !ready[runtimeapi.NetworkReady] || st.Info["config"] == "" {
+	if !ready[runtimeapi.RuntimeReady] || !ready[runtimeapi.NetworkReady] || st.Info["config"] == "" ||
+		!st.Features.GetSupplementalGroupsPolicy() || st.RuntimeHandlers[0].Features.GetRecursiveReadOnlyMounts() {
 		t.Fatalf("Status = %+v", st)
 	}
 	rc, err := h.client.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
@@ -302,6 +303,9 @@ func TestContainerLifecycle(t *testing.T) {
 	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 || st.Image.Image != testImage ||
 		st.ImageRef == "" || st.Labels["c"] != "app" || filepath.Base(st.LogPath) != "app.log" {
 		t.Fatalf("status = %+v", st)
+	}
+	if u := st.User.GetLinux(); u.GetUid() != 1000 || u.GetGid() != 1000 || len(u.GetSupplementalGroups()) != 2 || u.GetSupplementalGroups()[1] != 5 {
+		t.Fatalf("status user = %v", st.User)
 	}
 
 	ex, err := h.client.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"echo", "hi"}})
