@@ -19,46 +19,34 @@ import (
 //go:embed csrc/*.c
 var csrc embed.FS
 
-// programs compiles the embedded C programs once per Programs value.
+// programs compiles the embedded C programs on first use, each once per
+// programs value (a catalogue build), and only those the catalogue needs.
 type programs struct {
-	once sync.Once
+	mu   sync.Mutex
 	bins map[string][]byte
-	err  error
 }
 
 // get returns the static executable built from csrc/<name>.c.
 func (p *programs) get(ctx context.Context, name string) ([]byte, error) {
-	p.once.Do(func() { p.bins, p.err = compileAll(ctx) })
-	if p.err != nil {
-		return nil, p.err
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b, ok := p.bins[name]; ok {
+		return b, nil
 	}
-	b, ok := p.bins[name]
-	if !ok {
-		return nil, fmt.Errorf("no C program %q", name)
-	}
-	return b, nil
-}
-
-func compileAll(ctx context.Context) (map[string][]byte, error) {
 	dir, err := os.MkdirTemp("", "berth-testkit-cprog-")
 	if err != nil {
-		return nil, fmt.Errorf("compile C programs: %w", err)
+		return nil, fmt.Errorf("compile %s: %w", name, err)
 	}
 	defer os.RemoveAll(dir)
-	srcs, err := csrc.ReadDir("csrc")
+	b, err := compile(ctx, dir, name+".c")
 	if err != nil {
-		return nil, fmt.Errorf("compile C programs: %w", err)
+		return nil, err
 	}
-	bins := make(map[string][]byte, len(srcs))
-	for _, s := range srcs {
-		name := s.Name()[:len(s.Name())-len(".c")]
-		bin, err := compile(ctx, dir, s.Name())
-		if err != nil {
-			return nil, err
-		}
-		bins[name] = bin
+	if p.bins == nil {
+		p.bins = map[string][]byte{}
 	}
-	return bins, nil
+	p.bins[name] = b
+	return b, nil
 }
 
 // compile builds one source with gcc -static -Os, stripped, in dir under
