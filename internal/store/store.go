@@ -112,4 +112,7 @@ var (
 	ErrAlreadyExists = errors.New("store: key already exists")
 	ErrConflict      = errors.New("store: revision conflict")
 	ErrCompacted     = errors.New("store: revision compacted")
+	// ErrTooLarge: the value or transaction exceeds the store's request size
+	// limit (the API serves it as 413).
+	ErrTooLarge = errors.New("store: request too large")
 )

@@ -115,8 +115,11 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 
 // mapErr turns etcd errors that callers act on into store sentinels.
 func mapErr(err error) error {
-	if errors.Is(err, rpctypes.ErrCompacted) {
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
 		return fmt.Errorf("%w: %w", store.ErrCompacted, err)
+	case errors.Is(err, rpctypes.ErrRequestTooLarge):
+		return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
 	}
 	return err
 }

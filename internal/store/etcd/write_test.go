@@ -168,3 +168,15 @@ func assertValue(t *testing.T, s store.Interface, key, want string) {
 		t.Fatalf("get %s = %q, want %q", key, kv.Value, want)
 	}
 }
+
+func TestOversizedValueIsErrTooLargeAndWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := etcdtest.New(t)
+	big := make([]byte, 2<<20) // etcd's request limit is 1.5 MiB
+	if _, err := s.Create(ctx, "/registry/configmaps/ns/big", big); !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("create of 2 MiB: got %v, want ErrTooLarge", err)
+	}
+	if _, err := s.Get(ctx, "/registry/configmaps/ns/big"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("oversized create left a key: %v", err)
+	}
+}
