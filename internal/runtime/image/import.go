@@ -158,7 +158,7 @@ func (s *Service) importLayout(ctx context.Context, dir string) ([]string, error
 		if names.ref.named != nil {
 			names.repoDigest = repoDigest(names.ref.Repository(), desc.Digest.String())
 		}
-		id, err := s.store(ctx, img, names, nil)
+		id, err := s.store(ctx, img, names, nil, &pullProgress{})
 		if err != nil {
 			return ids, err
 		}
@@ -206,7 +206,7 @@ func (s *Service) importDockerArchive(ctx context.Context, archive string) ([]st
 			if err != nil {
 				return ids, err
 			}
-			id, err := s.store(ctx, img, names, nil)
+			id, err := s.store(ctx, img, names, nil, &pullProgress{})
 			if err != nil {
 				return ids, err
 			}

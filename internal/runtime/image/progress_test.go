@@ -2,6 +2,9 @@ package image
 
 import (
 	"context"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -32,7 +35,7 @@ func TestPullLogsProgressWhileRunning(t *testing.T) {
 	progressSeen := make(chan map[string]any, 1)
 	var once sync.Once
 	log := slog.New(&recordingHandler{on: func(msg string, attrs map[string]any) {
-		if msg == "pull progress" {
+		if msg == "pull progress" && attrs["layers"] == int64(1) {
 			once.Do(func() { progressSeen <- attrs })
 		}
 	}})
@@ -63,5 +66,35 @@ func TestPullLogsProgressWhileRunning(t *testing.T) {
 	attrs := <-progressSeen
 	if attrs["image"] != reg.host+"/test/progress:1" || attrs["layers"] != int64(1) {
 		t.Fatalf("progress record %v", attrs)
+	}
+}
+
+func TestStalledPullIsCancelled(t *testing.T) {
+	img := simpleImage(t, "stalled")
+	layerPath := "/blobs/" + mustDigest(t, mustLayers(t, img)[0].Digest)
+	abandoned := make(chan struct{}, 1)
+	stall := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, layerPath) {
+				<-r.Context().Done() // sends nothing until the client gives up
+				abandoned <- struct{}{}
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	reg := startRegistry(t, stall)
+	reg.push(t, "test/stalled:1", img)
+	s := newTestService(t, t.TempDir(), func(c *Config) {
+		c.ProgressInterval = time.Millisecond
+		c.StallTimeout = 20 * time.Millisecond
+	})
+	_, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: reg.host + "/test/stalled:1"}})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no data received") {
+		t.Fatalf("stalled pull: %v, want Unavailable naming the stall", err)
+	}
+	<-abandoned
+	if st := imageStatus(t, s, reg.host+"/test/stalled:1"); st != nil {
+		t.Fatalf("stalled pull recorded an image: %v", st)
 	}
 }

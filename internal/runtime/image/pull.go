@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	goruntime "runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -141,11 +142,26 @@ func (s *Service) pullFrom(ctx context.Context, ref parsedRef, ep endpoint, criA
 	if err != nil {
 		return "", err
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(a), remote.WithPlatform(pullPlatform)}
+	opts := []remote.Option{remote.WithAuth(a), remote.WithPlatform(pullPlatform)}
 	if s.cfg.Transport != nil {
 		opts = append(opts, remote.WithTransport(s.cfg.Transport))
 	}
 	s.log.InfoContext(ctx, "pulling image", "image", ref.String(), "endpoint", ep.host)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	progress := &pullProgress{}
+	stopWatch := s.watchProgress(ctx, ref.String(), progress, cancel)
+	defer stopWatch()
+	id, err := s.fetch(ctx, remoteRef, ref, opts, progress)
+	if stalled := context.Cause(ctx); stalled != nil && errors.As(stalled, new(errPullStalled)) {
+		return "", stalled
+	}
+	return id, err
+}
+
+// fetch pulls remoteRef (ref as served by one endpoint) into the store.
+func (s *Service) fetch(ctx context.Context, remoteRef name.Reference, ref parsedRef, opts []remote.Option, progress *pullProgress) (string, error) {
+	opts = append(slices.Clone(opts), remote.WithContext(ctx))
 	desc, err := remote.Get(remoteRef, opts...)
 	if err != nil {
 		return "", err
@@ -158,7 +174,7 @@ func (s *Service) pullFrom(ctx context.Context, ref parsedRef, ep endpoint, criA
 	if desc.MediaType.IsIndex() {
 		extra = append(extra, namedBlob{digest: desc.Digest, data: desc.Manifest})
 	}
-	return s.store(ctx, img, storeNames{ref: ref, repoDigest: repoDigest(ref.Repository(), desc.Digest.String())}, extra)
+	return s.store(ctx, img, storeNames{ref: ref, repoDigest: repoDigest(ref.Repository(), desc.Digest.String())}, extra, progress)
 }
 
 // countingReader counts bytes read into a shared counter.

@@ -42,7 +42,11 @@ type Config struct {
 	// ProgressInterval is how often a running pull logs its progress;
 	// zero means every 2 seconds.
 	ProgressInterval time.Duration
-	Logger           *slog.Logger
+	// StallTimeout cancels a pull that has received no data for this long
+	// (containerd's image_pull_progress_timeout); zero means 5 minutes,
+	// negative never.
+	StallTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // Service is the image store and the CRI ImageService. Safe for concurrent use.

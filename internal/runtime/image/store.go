@@ -32,7 +32,8 @@ type storeNames struct {
 
 // store writes img's blobs, unpacks its layers and records it under names.
 // It returns the image ID (the config digest).
-func (s *Service) store(ctx context.Context, img v1.Image, names storeNames, extra []namedBlob) (string, error) {
+// progress counts the bytes and layers it fetches.
+func (s *Service) store(ctx context.Context, img v1.Image, names storeNames, extra []namedBlob, progress *pullProgress) (string, error) {
 	start := time.Now()
 	rec, err := s.describe(img)
 	if err != nil {
@@ -47,15 +48,13 @@ func (s *Service) store(ctx context.Context, img v1.Image, names storeNames, ext
 	if err != nil {
 		return "", fmt.Errorf("layers: %w", err)
 	}
-	progress := &pullProgress{layers: len(layers)}
-	stopProgress := s.reportProgress(ctx, names.ref.String(), progress)
-	defer stopProgress()
+	progress.layers.Store(int64(len(layers)))
 	var fetched atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(layerJobs)
 	for i, layer := range layers {
 		g.Go(func() error {
-			n, err := s.storeLayer(gctx, layer, rec.ChainIDs[i], rec.DiffIDs[i], &progress.bytes)
+			n, err := s.storeLayer(gctx, layer, rec.ChainIDs[i], rec.DiffIDs[i], progress)
 			if n > 0 {
 				fetched.Add(1)
 			}
@@ -137,7 +136,7 @@ func (s *Service) describe(img v1.Image) (*imageRecord, error) {
 
 // storeLayer downloads the compressed layer unless present and unpacks it
 // unless its snapshot exists. It returns the bytes downloaded.
-func (s *Service) storeLayer(ctx context.Context, layer v1.Layer, chainID, diffID string, counter *atomic.Int64) (int64, error) {
+func (s *Service) storeLayer(ctx context.Context, layer v1.Layer, chainID, diffID string, progress *pullProgress) (int64, error) {
 	digest, err := layer.Digest()
 	if err != nil {
 		return 0, fmt.Errorf("layer digest: %w", err)
@@ -148,7 +147,7 @@ func (s *Service) storeLayer(ctx context.Context, layer v1.Layer, chainID, diffI
 		if err != nil {
 			return 0, fmt.Errorf("fetch layer %s: %w", digest, err)
 		}
-		n, err = s.blobs.Write(digest, countingReader{r: &ctxReader{ctx: ctx, r: rc}, n: counter})
+		n, err = s.blobs.Write(digest, countingReader{r: &ctxReader{ctx: ctx, r: rc}, n: &progress.bytes})
 		rc.Close()
 		if err != nil {
 			return n, fmt.Errorf("fetch layer %s: %w", digest, err)
@@ -160,7 +159,14 @@ func (s *Service) storeLayer(ctx context.Context, layer v1.Layer, chainID, diffI
 		if err != nil {
 			return nil, err
 		}
-		return stored.Uncompressed() // gzip, zstd or plain, detected from the content
+		rc, err := stored.Uncompressed() // gzip, zstd or plain, detected from the content
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{countingReader{r: rc, n: &progress.unpacked}, rc}, nil
 	})
 	return n, err
 }
