@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
 )
 
 // testRegistry is an in-process OCI registry on 127.0.0.1 that counts the
@@ -188,8 +190,11 @@ func simpleImage(t testing.TB, marker string) v1.Image {
 	return testImage(t, "", layer(t, dir("etc"), file("etc/marker", marker)))
 }
 
+// newTestService opens a Service on root. Every store test needs root:
+// unpacking sets file ownership and makes device nodes.
 func newTestService(t testing.TB, root string, edit func(*Config)) *Service {
 	t.Helper()
+	hostcheck.Require(t, hostcheck.Root)
 	cfg := Config{Root: root}
 	if edit != nil {
 		edit(&cfg)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,27 +84,27 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image: resolve root %q: %w", cfg.Root, err)
 	}
+	if strings.ContainsAny(root, ":,") {
+		// They separate overlayfs mount options; layer paths live under root.
+		return nil, fmt.Errorf("image: root %q must not contain ':' or ','", root)
+	}
 	cfg.Root = root
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("image: create root: %w", err)
-	}
 	mirrors, err := newMirrorResolver(cfg.Mirrors, cfg.Insecure)
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := newPullMetrics(cfg.Metrics)
-	if err != nil {
-		return nil, err
-	}
-	blobs, err := newBlobStore(filepath.Join(root, "blobs"))
-	if err != nil {
-		return nil, err
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("image: create root: %w", err)
 	}
 	meta, err := openMetadataStore(filepath.Join(root, "metadata.json"))
+	if err != nil {
+		return nil, fmt.Errorf("image: %w", err)
+	}
+	blobs, err := newBlobStore(filepath.Join(root, "blobs"))
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +113,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	rootfs, err := newRootfsManager(filepath.Join(root, "containers"))
+	if err != nil {
+		return nil, err
+	}
+	// Registered last, so a failure above leaves the registerer untouched.
+	metrics, err := newPullMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
 	}
