@@ -114,7 +114,7 @@ type Process struct {
 
 // ProcessOf reads the identity of a live process.
 func ProcessOf(pid int) (Process, error) {
-	st, err := procStartTime(pid)
+	st, _, err := procStat(pid)
 	if err != nil {
 		return Process{}, err
 	}
@@ -122,13 +122,15 @@ func ProcessOf(pid int) (Process, error) {
 }
 
 // Alive reports whether the recorded process still runs, and is the same
-// process rather than a newer one that reused its PID.
+// process rather than a newer one that reused its PID. A zombie is not
+// alive: after a runtime restart a monitor's parent is init, which may be
+// slow to (or, in some containers, never) reap it.
 func (p Process) Alive() bool {
 	if p.Pid <= 0 {
 		return false
 	}
-	st, err := procStartTime(p.Pid)
-	return err == nil && st == p.StartTime
+	st, state, err := procStat(p.Pid)
+	return err == nil && st == p.StartTime && state != "Z" && state != "X"
 }
 
 // WriteProcess records a process identity in path.
@@ -158,22 +160,24 @@ func ReadProcess(path string) (Process, error) {
 	return Process{Pid: pid, StartTime: st}, nil
 }
 
-func procStartTime(pid int) (uint64, error) {
+// procStat returns a process's start time and state letter.
+func procStat(pid int) (uint64, string, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	// The command name (field 2) may hold spaces and parentheses: fields
 	// are counted after its closing parenthesis.
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
+		return 0, "", errors.New("malformed /proc stat")
 	}
 	f := strings.Fields(s[i+1:])
 	// f[0] is field 3 (state); field 22 is f[19].
 	if len(f) < 20 {
-		return 0, errors.New("malformed /proc stat")
+		return 0, "", errors.New("malformed /proc stat")
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	st, err := strconv.ParseUint(f[19], 10, 64)
+	return st, f[0], err
 }

@@ -116,7 +116,21 @@ func TestProcessIdentityDetectsPidReuse(t *testing.T) {
 	if reused.Alive() {
 		t.Error("a process with another start time was taken for the recorded one")
 	}
+	// Killed but not yet reaped: a zombie is not alive.
 	cmd.Process.Kill()
+	for {
+		_, state, err := procStat(p.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state == "Z" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.Alive() {
+		t.Error("a zombie is alive")
+	}
 	cmd.Wait()
 	if p.Alive() {
 		t.Error("a dead process is alive")
