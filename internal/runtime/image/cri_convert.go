@@ -8,8 +8,10 @@ import (
 )
 
 // toCRIImage converts a record and its config to the CRI Image message.
-func toCRIImage(rec *imageRecord, cfg *v1.ConfigFile) *runtimeapi.Image {
+// pinned says whether the kubelet must never garbage-collect the image.
+func toCRIImage(rec *imageRecord, cfg *v1.ConfigFile, pinned bool) *runtimeapi.Image {
 	img := &runtimeapi.Image{
+		Pinned:      pinned,
 		Id:          rec.ID,
 		RepoTags:    rec.RepoTags,
 		RepoDigests: rec.RepoDigests,

@@ -36,7 +36,7 @@ func (s *Service) ListImages(ctx context.Context, req *runtimeapi.ListImagesRequ
 			// status call reports the damage.
 			s.log.WarnContext(ctx, "image config unreadable", "image", rec.ID, "err", err)
 		}
-		resp.Images = append(resp.Images, toCRIImage(rec, cfg))
+		resp.Images = append(resp.Images, toCRIImage(rec, cfg, s.isPinned(rec)))
 	}
 	return resp, nil
 }

@@ -245,3 +245,21 @@ func isAncestor(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (rel == "." || rel[:min(3, len(rel))] != "../")
 }
+
+func TestPinnedImagesAreReported(t *testing.T) {
+	reg := startRegistry(t, nil)
+	reg.push(t, "pause:3.9", simpleImage(t, "pause"))
+	reg.push(t, "app:1", simpleImage(t, "app"))
+	s := newTestService(t, t.TempDir(), func(c *Config) {
+		c.Mirrors = map[string][]string{"registry.k8s.io": {"http://" + reg.host}}
+		c.Pinned = []string{"registry.k8s.io/pause:3.9"}
+	})
+	pull(t, s, "registry.k8s.io/pause:3.9")
+	pull(t, s, reg.host+"/app:1")
+	if st := imageStatus(t, s, "registry.k8s.io/pause:3.9"); st == nil || !st.Pinned {
+		t.Fatalf("pause image not pinned: %v", st)
+	}
+	if st := imageStatus(t, s, reg.host+"/app:1"); st == nil || st.Pinned {
+		t.Fatalf("ordinary image pinned: %v", st)
+	}
+}

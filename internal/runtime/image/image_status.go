@@ -22,7 +22,7 @@ func (s *Service) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusRe
 	if err != nil {
 		return nil, err
 	}
-	resp := &runtimeapi.ImageStatusResponse{Image: toCRIImage(rec, cfg)}
+	resp := &runtimeapi.ImageStatusResponse{Image: toCRIImage(rec, cfg, s.isPinned(rec))}
 	if req.GetVerbose() {
 		if resp.Info, err = verboseInfo(rec, cfg); err != nil {
 			return nil, status.Errorf(codes.Internal, "verbose info of %s: %v", rec.ID, err)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,9 @@ type Config struct {
 	Transport http.RoundTripper
 	// Metrics receives the pull metrics; nil means they are not registered.
 	Metrics prometheus.Registerer
+	// Pinned lists image references (e.g. the pause image) reported as
+	// pinned, which the kubelet's image garbage collection never removes.
+	Pinned []string
 	// ProgressInterval is how often a running pull logs its progress;
 	// zero means every 2 seconds.
 	ProgressInterval time.Duration
@@ -67,6 +71,7 @@ type Service struct {
 	pins       pinSet
 	metrics    *pullMetrics
 	mirrors    *mirrorResolver
+	pinned     map[string]bool // normalised references of Config.Pinned
 
 	// mu serialises changes to the metadata (pull commit, remove, use/release)
 	// so that RemoveImage can never race a container taking the image.
@@ -96,6 +101,14 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mirrors, err := newMirrorResolver(cfg.Mirrors, cfg.Insecure)
 	if err != nil {
 		return nil, err
+	}
+	pinned := map[string]bool{}
+	for _, ref := range cfg.Pinned {
+		parsed, err := parseRef(ref)
+		if err != nil {
+			return nil, fmt.Errorf("image: pinned image: %w", err)
+		}
+		pinned[parsed.String()] = true
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("image: create root: %w", err)
@@ -131,6 +144,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		metrics:  metrics,
 		mirrors:  mirrors,
 		inflight: map[string]*sharedPull{},
+		pinned:   pinned,
 	}
 	// Content left by a crash between recording a removal and deleting its
 	// files, or by a pull that never completed, is garbage now.
@@ -141,4 +155,14 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		log.WarnContext(ctx, "image store garbage collection incomplete", "err", err)
 	}
 	return s, nil
+}
+
+// isPinned reports whether one of the image's names is pinned.
+func (s *Service) isPinned(rec *imageRecord) bool {
+	for _, name := range append(slices.Clone(rec.RepoTags), rec.RepoDigests...) {
+		if s.pinned[name] {
+			return true
+		}
+	}
+	return false
 }
