@@ -21,6 +21,8 @@ APT_PACKAGES=(
   ip:iproute2
   containerd:containerd
   gcc:gcc
+  /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev # static C helpers in test images (pause, pgrep, ...)
+  dpkg-deb:dpkg
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
