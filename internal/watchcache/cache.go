@@ -189,75 +189,91 @@ func (c *Cache) follow(ctx context.Context, rv int64, bookmarkTick <-chan time.T
 	}
 }
 
+// decodedEvent is a store event decoded outside the cache's lock.
+type decodedEvent struct {
+	kind eventKind
+	cur  *entry // for a delete without a usable value, only the key is set
+	rv   int64
+}
+
 // apply decodes a batch outside the lock, then updates state, history and
-// watchers under it.
+// watchers under it, one revision at a time.
 func (c *Cache) apply(res store.WatchResult) {
-	type decoded struct {
-		kind eventKind
-		cur  *entry
-		rv   int64
+	batch := c.decodeBatch(res.Events)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var group []*event // the events of one revision
+	for _, d := range batch {
+		if len(group) > 0 && group[0].rv != d.rv {
+			c.commitRevisionLocked(group)
+			group = nil
+		}
+		if d.rv <= c.rv {
+			continue // already reflected (cannot happen with an ordered store watch)
+		}
+		if e := c.applyEventLocked(d); e != nil {
+			group = append(group, e)
+		}
 	}
-	batch := make([]decoded, 0, len(res.Events))
-	for _, ev := range res.Events {
+	c.commitRevisionLocked(group)
+	c.advanceLocked(res.Revision)
+}
+
+func (c *Cache) decodeBatch(events []store.Event) []decodedEvent {
+	batch := make([]decodedEvent, 0, len(events))
+	for _, ev := range events {
 		kind := toEventKind(ev.Type)
 		e, err := c.newEntry(ev.KV)
 		if err != nil && kind == kindDelete {
 			// A delete must never be lost, even without a usable previous
-			// value: the cached object stands in for it below.
-			batch = append(batch, decoded{kind: kind, cur: &entry{key: ev.KV.Key}, rv: ev.KV.ModRevision})
-			continue
+			// value: the cached object stands in for it (applyEventLocked).
+			e, err = &entry{key: ev.KV.Key}, nil
 		}
 		if err != nil {
 			c.log.Error("skipping undecodable event", "key", ev.KV.Key, "revision", ev.KV.ModRevision, "err", err)
 			continue
 		}
-		batch = append(batch, decoded{kind: kind, cur: e, rv: ev.KV.ModRevision})
+		batch = append(batch, decodedEvent{kind: kind, cur: e, rv: ev.KV.ModRevision})
 	}
+	return batch
+}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var group []*event // the events of one revision
-	flush := func() {
-		if len(group) == 0 {
-			return
-		}
-		snap := c.live.Clone()
-		for _, e := range group {
-			e.snap = snap
-		}
-		c.snap = snap
-		c.history.pushBatch(group)
-		for _, e := range group {
-			c.watchers.dispatch(e)
-		}
-		c.advanceLocked(group[0].rv)
-		addCounter(c.metrics.events, float64(len(group)))
-		group = nil
+// applyEventLocked changes the live state and returns the event watchers
+// will see, or nil if there is nothing to report.
+func (c *Cache) applyEventLocked(d decodedEvent) *event {
+	e := &event{kind: d.kind, rv: d.rv, cur: d.cur}
+	e.prev, _ = c.live.Get(d.cur)
+	if d.kind == kindPut {
+		c.live.ReplaceOrInsert(d.cur)
+		return e
 	}
-	for _, d := range batch {
-		if len(group) > 0 && group[0].rv != d.rv {
-			flush()
-		}
-		if d.rv <= c.rv {
-			continue // already reflected (cannot happen with an ordered store watch)
-		}
-		e := &event{kind: d.kind, rv: d.rv, cur: d.cur}
-		e.prev, _ = c.live.Get(d.cur)
-		if d.kind == kindDelete && d.cur.obj == nil {
-			if e.prev == nil {
-				continue // deleting what the cache never had
-			}
-			e.cur = &entry{key: e.prev.key, ns: e.prev.ns, obj: e.prevObjectAtRV(), labels: e.prev.labels, fields: e.prev.fields}
-		}
-		if d.kind == kindDelete {
-			c.live.Delete(d.cur)
-		} else {
-			c.live.ReplaceOrInsert(d.cur)
-		}
-		group = append(group, e)
+	if e.prev == nil {
+		return nil // deleting what the cache never had
 	}
-	flush()
-	c.advanceLocked(res.Revision)
+	if d.cur.obj == nil {
+		e.cur = &entry{key: e.prev.key, ns: e.prev.ns, obj: e.prevObjectAtRV(), labels: e.prev.labels, fields: e.prev.fields}
+	}
+	c.live.Delete(d.cur)
+	return e
+}
+
+// commitRevisionLocked snapshots the state after one revision's events,
+// records them in history and hands them to watchers.
+func (c *Cache) commitRevisionLocked(group []*event) {
+	if len(group) == 0 {
+		return
+	}
+	snap := c.live.Clone()
+	for _, e := range group {
+		e.snap = snap
+	}
+	c.snap = snap
+	c.history.pushBatch(group)
+	for _, e := range group {
+		c.watchers.dispatch(e)
+	}
+	c.advanceLocked(group[0].rv)
+	addCounter(c.metrics.events, float64(len(group)))
 }
 
 // advanceLocked moves rv forward and wakes readers waiting for freshness.

@@ -80,55 +80,69 @@ func (c *Cache) List(ctx context.Context, opts ListOptions) ([]runtime.Object, i
 // listState picks the snapshot a List reads, its revision and the first key.
 func (c *Cache) listState(ctx context.Context, opts ListOptions) (*tree, int64, string, error) {
 	if opts.Continue != "" {
-		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return nil, 0, "", errBadRequest("specifying resource version is not allowed when using continue")
-		}
-		tok, err := decodeContinue(opts.Continue)
-		if err != nil {
-			return nil, 0, "", err
-		}
-		snap, err := c.snapshotAt(ctx, tok.RV)
-		if err != nil {
-			return nil, 0, "", apierrors.NewResourceExpired("the provided continue parameter is too old; re-list without it")
-		}
-		return snap, tok.RV, c.cfg.Prefix + tok.Start, nil
+		return c.continueState(ctx, opts)
 	}
 	switch opts.ResourceVersionMatch {
 	case "Exact":
-		if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
-			return nil, 0, "", errBadRequest("resourceVersionMatch %q needs a resourceVersion above 0", opts.ResourceVersionMatch)
-		}
-		rv, err := parseRV(opts.ResourceVersion)
-		if err != nil {
-			return nil, 0, "", err
-		}
-		snap, err := c.snapshotAt(ctx, rv)
-		return snap, rv, c.cfg.Prefix, err
+		return c.exactState(ctx, opts)
 	case "", "NotOlderThan":
 	default:
 		return nil, 0, "", errBadRequest("unknown resourceVersionMatch %q", opts.ResourceVersionMatch)
 	}
-	var err error
-	switch opts.ResourceVersion {
-	case "":
-		if opts.ResourceVersionMatch != "" {
-			return nil, 0, "", errBadRequest("resourceVersionMatch needs a resourceVersion")
-		}
-		err = c.waitConsistent(ctx)
-	case "0":
-		err = c.waitFresh(ctx, 0, false)
-	default:
-		var rv int64
-		if rv, err = parseRV(opts.ResourceVersion); err == nil {
-			err = c.waitFresh(ctx, rv, false)
-		}
-	}
-	if err != nil {
+	if err := c.waitForList(ctx, opts); err != nil {
 		return nil, 0, "", err
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.snap, c.rv, c.cfg.Prefix, nil
+}
+
+// continueState resumes a paginated list at its token's revision.
+func (c *Cache) continueState(ctx context.Context, opts ListOptions) (*tree, int64, string, error) {
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		return nil, 0, "", errBadRequest("specifying resource version is not allowed when using continue")
+	}
+	tok, err := decodeContinue(opts.Continue)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	snap, err := c.snapshotAt(ctx, tok.RV)
+	if err != nil {
+		return nil, 0, "", apierrors.NewResourceExpired("the provided continue parameter is too old; re-list without it")
+	}
+	return snap, tok.RV, c.cfg.Prefix + tok.Start, nil
+}
+
+// exactState serves resourceVersionMatch=Exact from history.
+func (c *Cache) exactState(ctx context.Context, opts ListOptions) (*tree, int64, string, error) {
+	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
+		return nil, 0, "", errBadRequest("resourceVersionMatch %q needs a resourceVersion above 0", opts.ResourceVersionMatch)
+	}
+	rv, err := parseRV(opts.ResourceVersion)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	snap, err := c.snapshotAt(ctx, rv)
+	return snap, rv, c.cfg.Prefix, err
+}
+
+// waitForList waits until the cache may serve a list at opts.ResourceVersion
+// from its current state: "" consistent, "0" any, N not older than N.
+func (c *Cache) waitForList(ctx context.Context, opts ListOptions) error {
+	switch opts.ResourceVersion {
+	case "":
+		if opts.ResourceVersionMatch != "" {
+			return errBadRequest("resourceVersionMatch needs a resourceVersion")
+		}
+		return c.waitConsistent(ctx)
+	case "0":
+		return c.waitFresh(ctx, 0, false)
+	}
+	rv, err := parseRV(opts.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	return c.waitFresh(ctx, rv, false)
 }
 
 // snapshotAt returns the state at exactly rv, waiting if rv is ahead of the

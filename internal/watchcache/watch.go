@@ -50,32 +50,14 @@ type initialEvents struct {
 
 // Watch streams matching events; see WatchOptions for where it starts.
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, error) {
-	sendInitial := opts.ResourceVersion == "" || opts.ResourceVersion == "0"
-	if opts.SendInitialEvents != nil {
-		sendInitial = *opts.SendInitialEvents
-		if sendInitial && !opts.AllowBookmarks {
-			return nil, errBadRequest("sendInitialEvents requires allowWatchBookmarks")
-		}
-		if sendInitial && c.cfg.NewObject == nil {
-			return nil, apierrors.NewInternalError(fmt.Errorf("watch cache %s cannot send bookmarks (no NewObject)", c.cfg.Prefix))
-		}
-	}
-	var fromRV int64
-	var err error
-	switch opts.ResourceVersion {
-	case "":
-		err = c.waitConsistent(ctx)
-	case "0":
-		err = c.waitFresh(ctx, 0, false)
-	default:
-		if fromRV, err = parseRV(opts.ResourceVersion); err == nil {
-			err = c.waitFresh(ctx, fromRV, false)
-		}
-	}
+	sendInitial, err := c.wantsInitialEvents(opts)
 	if err != nil {
 		return nil, err
 	}
-
+	fromRV, err := c.waitForWatchStart(ctx, opts.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
 	f := newFilter(opts.Namespace, opts.Label, opts.Field)
 	w := &watcher{
 		c:         c,
@@ -86,14 +68,56 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, 
 		result:    make(chan watch.Event),
 		done:      make(chan struct{}),
 	}
-	init := initialEvents{endBookmark: opts.SendInitialEvents != nil && *opts.SendInitialEvents}
+	init, err := c.register(w, opts, sendInitial, fromRV)
+	if err != nil {
+		return nil, err
+	}
+	go w.run(ctx, init)
+	return w, nil
+}
 
-	// Take the starting point and register under one lock, so no event falls
-	// between the initial events and the live ones.
+// wantsInitialEvents says whether the watch starts with the current state as
+// ADDED events: by default for RV "" and "0", or as SendInitialEvents says.
+func (c *Cache) wantsInitialEvents(opts WatchOptions) (bool, error) {
+	if opts.SendInitialEvents == nil {
+		return opts.ResourceVersion == "" || opts.ResourceVersion == "0", nil
+	}
+	if !*opts.SendInitialEvents {
+		return false, nil
+	}
+	if !opts.AllowBookmarks {
+		return false, errBadRequest("sendInitialEvents requires allowWatchBookmarks")
+	}
+	if c.cfg.NewObject == nil {
+		return false, apierrors.NewInternalError(fmt.Errorf("watch cache %s cannot send bookmarks (no NewObject)", c.cfg.Prefix))
+	}
+	return true, nil
+}
+
+// waitForWatchStart waits until the cache can serve a watch from rv ("" is
+// consistent with the store) and returns rv as a number (0 for "" and "0").
+func (c *Cache) waitForWatchStart(ctx context.Context, rv string) (int64, error) {
+	switch rv {
+	case "":
+		return 0, c.waitConsistent(ctx)
+	case "0":
+		return 0, c.waitFresh(ctx, 0, false)
+	}
+	fromRV, err := parseRV(rv)
+	if err != nil {
+		return 0, err
+	}
+	return fromRV, c.waitFresh(ctx, fromRV, false)
+}
+
+// register takes the watcher's starting point and adds it to the index under
+// one lock, so no event falls between the initial events and the live ones.
+func (c *Cache) register(w *watcher, opts WatchOptions, sendInitial bool, fromRV int64) (initialEvents, error) {
+	init := initialEvents{endBookmark: opts.SendInitialEvents != nil && *opts.SendInitialEvents}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.stopped {
-		c.mu.Unlock()
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("watch cache %s stopped", c.cfg.Prefix))
+		return init, apierrors.NewServiceUnavailable(fmt.Sprintf("watch cache %s stopped", c.cfg.Prefix))
 	}
 	switch {
 	case sendInitial:
@@ -104,17 +128,12 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, 
 	default:
 		events, ok := c.history.since(fromRV)
 		if !ok {
-			oldest := c.history.baseRV
-			c.mu.Unlock()
-			return nil, errTooOld(fromRV, oldest)
+			return init, errTooOld(fromRV, c.history.baseRV)
 		}
 		init.history, init.rv = events, fromRV
 	}
 	c.watchers.add(w)
-	c.mu.Unlock()
-
-	go w.run(ctx, init)
-	return w, nil
+	return init, nil
 }
 
 // run is the watcher's goroutine.
@@ -186,7 +205,7 @@ func (w *watcher) convert(e *event) (watch.Event, bool) {
 		}
 		return w.bookmark(e.rv, false), true
 	case kindDelete:
-		if w.filter.matches(e.prev) || (e.prev == nil && w.filter.matches(e.cur)) {
+		if w.filter.matches(e.prev) { // deletes always carry the cached object
 			return watch.Event{Type: watch.Deleted, Object: e.cur.obj}, true
 		}
 		return watch.Event{}, false
