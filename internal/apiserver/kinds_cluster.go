@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	"fmt"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -9,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // finalizerKubernetes is the namespace finalizer the namespace controller removes.
@@ -18,7 +21,7 @@ func namespaceRules() kindRules {
 	return kindRules{
 		name:      apivalidation.NameIsDNSLabel,
 		hasStatus: true,
-		prepareForCreate: func(obj runtime.Object) {
+		prepareForCreate: func(_ context.Context, obj runtime.Object) {
 			ns := obj.(*corev1.Namespace)
 			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 			if !hasNamespaceFinalizer(ns.Spec.Finalizers) {
@@ -64,6 +67,26 @@ func nodeRules() kindRules {
 func csrRules() kindRules {
 	return kindRules{
 		hasStatus: true,
+		// The requester's identity is recorded by the server, never taken
+		// from the body: approvers (and node bootstrap) trust it.
+		prepareForCreate: func(ctx context.Context, obj runtime.Object) {
+			csr := obj.(*certificatesv1.CertificateSigningRequest)
+			csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
+			if u, ok := genericapirequest.UserFrom(ctx); ok {
+				csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups = u.GetName(), u.GetUID(), u.GetGroups()
+				for k, v := range u.GetExtra() {
+					if csr.Spec.Extra == nil {
+						csr.Spec.Extra = map[string]certificatesv1.ExtraValue{}
+					}
+					csr.Spec.Extra[k] = v
+				}
+			}
+		},
+		statusUpdate: func(subresource string, obj, old runtime.Object) {
+			if subresource == "approval" { // approvers decide; signers issue
+				obj.(*certificatesv1.CertificateSigningRequest).Status.Certificate = old.(*certificatesv1.CertificateSigningRequest).Status.Certificate
+			}
+		},
 		validate: func(obj runtime.Object) field.ErrorList {
 			csr := obj.(*certificatesv1.CertificateSigningRequest)
 			path := field.NewPath("spec")

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -34,7 +36,7 @@ func secretRules() kindRules {
 				s.Type = corev1.SecretTypeOpaque
 			}
 		},
-		prepareForCreate: func(obj runtime.Object) {
+		prepareForCreate: func(_ context.Context, obj runtime.Object) {
 			// stringData is write-only: merged into data, never stored.
 			s := obj.(*corev1.Secret)
 			for k, v := range s.StringData {

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -12,7 +14,7 @@ func podRules() kindRules {
 	return kindRules{
 		hasStatus: true,
 		defaults:  func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
-		prepareForCreate: func(obj runtime.Object) {
+		prepareForCreate: func(_ context.Context, obj runtime.Object) {
 			pod := obj.(*corev1.Pod)
 			pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(pod)}
 		},

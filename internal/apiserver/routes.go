@@ -40,7 +40,7 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 	for _, sub := range res.subresources {
 		switch sub {
 		case "status", "approval":
-			ep, err = f.statusEndpoint(res, sub, r.forStatus())
+			ep, err = f.statusEndpoint(res, sub, r.forStatus(sub))
 		case "binding":
 			b := &bindingREST{pods: r.objectStore, nodes: all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore}
 			ep, err = f.createEndpoint(res, sub, corev1.SchemeGroupVersion.WithKind("Binding"), b, r)

@@ -221,9 +221,10 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, 
 	}, nil
 }
 
-// forStatus returns a view of r that updates only status.
-func (r *resourceREST) forStatus() *resourceREST {
+// forStatus returns a view of r that updates only status, through subresource.
+func (r *resourceREST) forStatus(subresource string) *resourceREST {
 	status := *r
 	status.strategy.forStatus = true
+	status.strategy.subresource = subresource
 	return &status
 }

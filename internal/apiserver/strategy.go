@@ -22,8 +22,9 @@ type kindRules struct {
 	// defaults fills in what the user left out, on create and update, as
 	// upstream's generated defaulters do for the served fields.
 	defaults func(obj runtime.Object)
-	// prepareForCreate clears or sets server-owned fields (e.g. status).
-	prepareForCreate func(obj runtime.Object)
+	// prepareForCreate clears or sets server-owned fields (e.g. status); ctx
+	// carries the requesting user.
+	prepareForCreate func(ctx context.Context, obj runtime.Object)
 	// validate checks the kind's own fields (metadata is checked generically).
 	validate func(obj runtime.Object) field.ErrorList
 	// validateUpdate checks a change against the stored object (immutability).
@@ -39,18 +40,23 @@ type kindRules struct {
 	// keepStatusOnCreate accepts the status a creator sends (nodes: the
 	// kubelet registers its Node with capacity and allocatable).
 	keepStatusOnCreate bool
+	// statusUpdate narrows what a status-like subresource may change
+	// (certificatesigningrequests/approval: only the conditions).
+	statusUpdate func(subresource string, obj, old runtime.Object)
 	// allowCreateOnUpdate lets PUT create a missing object (events, leases).
 	allowCreateOnUpdate bool
 }
 
 // strategy adapts kindRules to k8s.io/apiserver's rest strategy interfaces.
-// forStatus selects the status subresource's update rules.
+// forStatus selects the status-like subresource's update rules;
+// subresource names it.
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
-	rules      kindRules
-	namespaced bool
-	forStatus  bool
+	rules       kindRules
+	namespaced  bool
+	forStatus   bool
+	subresource string
 }
 
 var (
@@ -61,7 +67,7 @@ var (
 
 func (s strategy) NamespaceScoped() bool { return s.namespaced }
 
-func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	if s.rules.hasStatus && !s.rules.keepStatusOnCreate {
 		resetStatus(obj)
 	}
@@ -69,7 +75,7 @@ func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 		s.rules.defaults(obj)
 	}
 	if s.rules.prepareForCreate != nil {
-		s.rules.prepareForCreate(obj)
+		s.rules.prepareForCreate(ctx, obj)
 	}
 }
 
@@ -108,6 +114,9 @@ func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	switch {
 	case s.forStatus:
 		keepOnlyStatusChange(obj, old)
+		if s.rules.statusUpdate != nil {
+			s.rules.statusUpdate(s.subresource, obj, old)
+		}
 		return // defaults are already in place in the stored spec
 	case s.rules.hasStatus:
 		copyStatus(obj, old)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,4 +177,39 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestCSRRecordsRequesterAndApproves(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	csrs := s.client.CertificatesV1().CertificateSigningRequests()
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-csr"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    []byte("-----BEGIN CERTIFICATE REQUEST-----\n-----END CERTIFICATE REQUEST-----\n"),
+			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth},
+			Username:   "someone-else",
+		},
+	}
+	created, err := csrs.Create(ctx, csr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if created.Spec.Username != "admin" || len(created.Spec.Groups) != 1 || created.Spec.Groups[0] != "system:masters" {
+		t.Fatalf("requester = %q %v, want the authenticated admin", created.Spec.Username, created.Spec.Groups)
+	}
+	created.Status.Conditions = append(created.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"})
+	created.Status.Certificate = []byte("not for approvers to set")
+	approved, err := csrs.UpdateApproval(ctx, "node-csr", created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	if len(approved.Status.Conditions) != 1 || approved.Status.Conditions[0].Type != certificatesv1.CertificateApproved {
+		t.Fatalf("conditions after approval: %+v", approved.Status.Conditions)
+	}
+	if len(approved.Status.Certificate) != 0 {
+		t.Fatalf("approval set the certificate")
+	}
 }
