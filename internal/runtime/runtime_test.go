@@ -3,9 +3,11 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +20,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	utilexec "k8s.io/utils/exec"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
@@ -234,6 +239,7 @@ func TestRuntimeEndToEndWithRestart(t *testing.T) {
 	if out := e.execSync(long, "hostname"); out != "web\n" {
 		t.Fatalf("hostname %q", out)
 	}
+	e.checkStreamingExec(long)
 	short := e.runContainer(sb, "short", "sh", "-c", "echo bye >&2; exit 3")
 	st := e.waitExited(short)
 	if st.ExitCode != 3 || st.Reason != "Error" {
@@ -314,4 +320,41 @@ func pidOf(t *testing.T, st *runtimeapi.ContainerStatusResponse) int {
 		t.Fatalf("no pid in verbose status %v: %v", st.Info, err)
 	}
 	return info.Pid
+}
+
+// checkStreamingExec runs commands through the CRI streaming server with
+// client-go's SPDY executor, as kubectl exec does through the kubelet.
+func (e *e2e) checkStreamingExec(id string) {
+	e.t.Helper()
+	ctx := context.Background()
+	run := func(stdin string, cmd ...string) (string, string, error) {
+		resp, err := e.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Stdin: stdin != "", Stdout: true, Stderr: true})
+		if err != nil {
+			e.t.Fatalf("Exec: %v", err)
+		}
+		u, err := url.Parse(resp.Url)
+		if err != nil || !net.ParseIP(u.Hostname()).IsLoopback() {
+			e.t.Fatalf("streaming URL %q is not on loopback: %v", resp.Url, err)
+		}
+		exe, err := remotecommand.NewSPDYExecutor(&rest.Config{}, "POST", u)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var stdout, stderr strings.Builder
+		opts := remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}
+		if stdin != "" {
+			opts.Stdin = strings.NewReader(stdin)
+		}
+		err = exe.StreamWithContext(ctx, opts)
+		return stdout.String(), stderr.String(), err
+	}
+	out, errOut, err := run("", "sh", "-c", "echo streamed; echo oops >&2; exit 4")
+	var exitErr utilexec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 4 || out != "streamed\n" || errOut != "oops\n" {
+		e.t.Fatalf("streamed exec: out=%q err=%q %v", out, errOut, err)
+	}
+	out, _, err = run("from-stdin\n", "cat")
+	if err != nil || out != "from-stdin\n" {
+		e.t.Fatalf("streamed exec with stdin: %q %v", out, err)
+	}
 }
