@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -210,8 +211,14 @@ func TestBadReferencesAreInvalidArgument(t *testing.T) {
 			t.Errorf("PullImage(%v): %v, want InvalidArgument", req, err)
 		}
 	}
-	if _, err := s.Resolve(ctx, "example.com/absent:1"); status.Code(err) != codes.NotFound {
-		t.Errorf("Resolve of an absent image: %v, want NotFound", err)
+	for _, absent := range []string{"example.com/absent:1", strings.Repeat("ab", 32), "sha256:" + strings.Repeat("ab", 32)} {
+		if _, err := s.Resolve(ctx, absent); status.Code(err) != codes.NotFound {
+			t.Errorf("Resolve(%q) of an absent image: %v, want NotFound", absent, err)
+		}
+		resp, err := s.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: absent}})
+		if err != nil || resp.Image != nil {
+			t.Errorf("ImageStatus(%q) of an absent image: %v, %v; want an empty answer", absent, resp, err)
+		}
 	}
 }
 

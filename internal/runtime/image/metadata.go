@@ -127,7 +127,14 @@ func (md *metadata) find(ref string) (*imageRecord, error) {
 	if rec := md.byIDPrefix(ref); rec != nil {
 		return rec, nil
 	}
+	if isHex(strings.TrimPrefix(ref, "sha256:")) {
+		return nil, nil // an image ID (not a valid name) of an absent image
+	}
 	return nil, perr
+}
+
+func isHex(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 func (md *metadata) byID(ref string) *imageRecord {
@@ -144,7 +151,7 @@ func (md *metadata) byID(ref string) *imageRecord {
 // crictl's truncated IDs need; ambiguous or too-short prefixes match nothing.
 func (md *metadata) byIDPrefix(prefix string) *imageRecord {
 	prefix = strings.TrimPrefix(prefix, "sha256:")
-	if len(prefix) < 4 || strings.Trim(prefix, "0123456789abcdef") != "" {
+	if len(prefix) < 4 || !isHex(prefix) {
 		return nil
 	}
 	var found *imageRecord
