@@ -31,6 +31,8 @@ func TestEmbeddedKeepsAcknowledgedWritesAcrossKill9(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEmbeddedKeepsAcknowledgedWritesAcrossKill9$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
 	cmd.Stderr = os.Stderr
+	// The child must not outlive a failed test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +40,13 @@ func TestEmbeddedKeepsAcknowledgedWritesAcrossKill9(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
 	lastAck := -1
 	sc := bufio.NewScanner(out)
 	for sc.Scan() && lastAck+1 < acksBeforeKill {
@@ -54,6 +63,7 @@ func TestEmbeddedKeepsAcknowledgedWritesAcrossKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	killed = true
 	if lastAck+1 < acksBeforeKill {
 		t.Fatalf("child stopped after %d acknowledgements", lastAck+1)
 	}
@@ -76,7 +86,8 @@ func TestEmbeddedKeepsAcknowledgedWritesAcrossKill9(t *testing.T) {
 
 func crashKey(i int) string { return fmt.Sprintf("/registry/crash/%06d", i) }
 
-// crashChild writes keys until it is killed, printing "ack N" once key N is stored.
+// crashChild writes keys until it is killed (or, as a backstop, until a
+// bound), printing "ack N" once key N is stored.
 func crashChild(dir string) {
 	s, err := etcd.Embedded(context.Background(), dir, nil)
 	if err != nil {
@@ -84,7 +95,7 @@ func crashChild(dir string) {
 		os.Exit(2)
 	}
 	w := bufio.NewWriter(os.Stdout)
-	for i := 0; ; i++ {
+	for i := 0; i < 1_000_000; i++ {
 		if _, err := s.Create(context.Background(), crashKey(i), []byte(strconv.Itoa(i))); err != nil {
 			fmt.Fprintln(os.Stderr, "child write:", err)
 			os.Exit(2)
@@ -92,4 +103,5 @@ func crashChild(dir string) {
 		fmt.Fprintf(w, "ack %d\n", i)
 		w.Flush()
 	}
+	os.Exit(3) // never reached in a passing run: the parent kills the child first
 }
