@@ -29,6 +29,13 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	if err != nil {
 		return nil, err
 	}
+	// Held for the whole create, so a concurrent Stop or RemovePodSandbox
+	// cannot leave a container behind in a sandbox it has just cleared.
+	unlock := s.locks.lock(sb.ID)
+	defer unlock()
+	if sb, err = s.sandboxes.get(sb.ID); err != nil {
+		return nil, err
+	}
 	if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", sb.ID)
 	}
