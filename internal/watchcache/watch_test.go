@@ -103,7 +103,9 @@ func TestWatchOfOneNodeIgnoresOtherNodesAndSeesMoves(t *testing.T) {
 
 func TestSlowWatcherIsCutOffWithoutDelayingOthers(t *testing.T) {
 	ctx := context.Background()
-	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.WatcherBuffer = 2 })
+	// The fast watcher only fails if it falls 8 events behind; the slow one,
+	// reading nothing, is cut off after 9 (1 in hand + 8 buffered).
+	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.WatcherBuffer = 8 })
 	slow, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +116,17 @@ func TestSlowWatcherIsCutOffWithoutDelayingOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fast.Stop()
-	const n = 10
+	const n = 30
 	got := make(chan []string, 1)
-	go func() { got <- nextEvents(t, fast, n) }()
+	go func() { // not the test goroutine: no t.Fatal here
+		var evs []string
+		for ev := range fast.ResultChan() {
+			if evs = append(evs, eventDesc(ev)); len(evs) == n {
+				break
+			}
+		}
+		got <- evs
+	}()
 	for i := 0; i < n; i++ {
 		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
 	}
