@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/testkit/etcdtest"
@@ -115,18 +116,24 @@ func TestRequestProgressReportsCurrentRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	retry := time.NewTicker(100 * time.Millisecond)
+	defer retry.Stop()
 	for {
+		// etcd ignores a request while the watch is still catching up, and a
+		// notification may predate the write: ask until one covers it.
 		if err := s.RequestProgress(ctx); err != nil {
 			t.Fatal(err)
 		}
-		res := <-ch
-		if res.Err != nil || len(res.Events) != 0 {
-			t.Fatalf("unexpected watch result %+v", res)
+		select {
+		case res := <-ch:
+			if res.Err != nil || len(res.Events) != 0 {
+				t.Fatalf("unexpected watch result %+v", res)
+			}
+			if res.Revision >= other {
+				return
+			}
+		case <-retry.C:
 		}
-		if res.Revision >= other {
-			return
-		}
-		// A notification may predate the write reaching the watcher; ask again.
 	}
 }
 
