@@ -111,7 +111,7 @@ func extractPlain(archive, dir string) error {
 			if _, err := u.ensureDir(rel); err != nil {
 				return err
 			}
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg:
 			parent, err := u.ensureDir(filepath.Dir(rel))
 			if err != nil {
 				return err

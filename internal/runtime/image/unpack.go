@@ -194,7 +194,7 @@ func (u *unpacker) create(target string, hdr *tar.Header, body io.Reader) error 
 			return nil
 		}
 		return os.Mkdir(target, 0o700)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg:
 		return writeRegular(target, body)
 	case tar.TypeSymlink:
 		// The link's text may point anywhere: it is resolved inside the

@@ -1,0 +1,170 @@
+package image
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// rootfsManager owns the per-container directories dir/<id>/{upper,work,merged}
+// and the overlay mounts on merged.
+type rootfsManager struct {
+	dir string
+}
+
+// mountRecord is persisted beside each container's overlay so Recover can
+// remount it exactly after a restart or reboot.
+type mountRecord struct {
+	ImageID   string   `json:"imageID"`
+	LowerDirs []string `json:"lowerDirs"` // topmost layer first, as overlayfs wants
+	ReadOnly  bool     `json:"readOnly"`
+}
+
+var validContainerID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+func newRootfsManager(dir string) (*rootfsManager, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create container rootfs dir: %w", err)
+	}
+	return &rootfsManager{dir: dir}, nil
+}
+
+func (m *rootfsManager) containerDir(id string) string { return filepath.Join(m.dir, id) }
+func (m *rootfsManager) merged(id string) string       { return filepath.Join(m.dir, id, "merged") }
+
+// prepare creates the container's directories, records the mount and mounts it.
+func (m *rootfsManager) prepare(id string, rec mountRecord) (string, error) {
+	dir := m.containerDir(id)
+	for _, sub := range []string{"upper", "work", "merged"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return "", fmt.Errorf("create %s dir: %w", sub, err)
+		}
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return "", fmt.Errorf("encode mount record: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "mount.json"), raw, 0o600); err != nil {
+		return "", err
+	}
+	if err := m.mount(id, rec); err != nil {
+		return "", err
+	}
+	return m.merged(id), nil
+}
+
+func (m *rootfsManager) readRecord(id string) (mountRecord, error) {
+	var rec mountRecord
+	raw, err := os.ReadFile(filepath.Join(m.containerDir(id), "mount.json"))
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return rec, fmt.Errorf("mount record of %s is corrupt: %w", id, err)
+	}
+	return rec, nil
+}
+
+// mount mounts the overlay unless it is mounted already.
+func (m *rootfsManager) mount(id string, rec mountRecord) error {
+	merged := m.merged(id)
+	if mounted, err := isMountPoint(merged); err != nil {
+		return err
+	} else if mounted {
+		return nil
+	}
+	lowers := rec.LowerDirs
+	if len(lowers) == 0 {
+		// An image without layers: overlayfs still needs a lowerdir.
+		empty := filepath.Join(m.containerDir(id), "empty")
+		if err := os.MkdirAll(empty, 0o755); err != nil {
+			return fmt.Errorf("create empty lowerdir: %w", err)
+		}
+		lowers = []string{empty}
+	}
+	dir := m.containerDir(id)
+	paths := append(slices.Clone(lowers), dir)
+	for _, p := range paths {
+		if strings.ContainsAny(p, ":,") {
+			return fmt.Errorf("overlay path %q contains ':' or ','", p)
+		}
+	}
+	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off",
+		strings.Join(lowers, ":"), filepath.Join(dir, "upper"), filepath.Join(dir, "work"))
+	if len(data) >= os.Getpagesize() {
+		return fmt.Errorf("overlay options for %d layers exceed one page (%d bytes)", len(lowers), len(data))
+	}
+	var flags uintptr
+	if rec.ReadOnly {
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount("overlay", merged, "overlay", flags, data); err != nil {
+		return fmt.Errorf("mount overlay on %s: %w", merged, err)
+	}
+	return nil
+}
+
+// remove unmounts and deletes the container's directories.
+func (m *rootfsManager) remove(id string) error {
+	merged := m.merged(id)
+	if mounted, err := isMountPoint(merged); err == nil && mounted {
+		if err := unix.Unmount(merged, 0); err != nil {
+			if !errors.Is(err, unix.EBUSY) {
+				return fmt.Errorf("unmount %s: %w", merged, err)
+			}
+			// Still busy (a process holds it): detach so the directory
+			// can go now and the kernel frees the mount when unused.
+			if err := unix.Unmount(merged, unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("detach %s: %w", merged, err)
+			}
+		}
+	}
+	if err := os.RemoveAll(m.containerDir(id)); err != nil {
+		return fmt.Errorf("remove rootfs of %s: %w", id, err)
+	}
+	return nil
+}
+
+// list returns the IDs of the containers that have a rootfs directory.
+func (m *rootfsManager) list() ([]string, error) {
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list container rootfs dirs: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// isMountPoint reports whether path is the root of a mount: its device
+// differs from its parent's (true of every overlay mount).
+func isMountPoint(path string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if err := unix.Lstat(filepath.Dir(path), &parent); err != nil {
+		return false, fmt.Errorf("stat %s: %w", filepath.Dir(path), err)
+	}
+	return st.Dev != parent.Dev, nil
+}
+
+func checkContainerID(id string) error {
+	if !validContainerID.MatchString(id) {
+		return status.Errorf(codes.InvalidArgument, "invalid container ID %q", id)
+	}
+	return nil
+}
