@@ -250,3 +250,12 @@ func mustHash(t testing.TB, s string) v1.Hash {
 	}
 	return h
 }
+
+func mustConfig(t testing.TB, img v1.Image) *v1.ConfigFile {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cf
+}

@@ -22,9 +22,12 @@ func (s *Service) PrepareRootfs(ctx context.Context, imageID, containerID string
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, err := s.useLocked(imageID, containerID)
+	rec, err := s.lookup(imageID)
 	if err != nil {
 		return "", err
+	}
+	if rec == nil {
+		return "", notFound(imageID)
 	}
 	lowers := make([]string, 0, len(rec.ChainIDs))
 	for i := len(rec.ChainIDs) - 1; i >= 0; i-- {
@@ -34,8 +37,22 @@ func (s *Service) PrepareRootfs(ctx context.Context, imageID, containerID string
 		}
 		lowers = append(lowers, p)
 	}
+	_, statErr := os.Stat(s.rootfs.containerDir(containerID))
+	repeat := statErr == nil
+	if _, err := s.useLocked(rec.ID, containerID); err != nil {
+		return "", err
+	}
 	path, err := s.rootfs.prepare(containerID, mountRecord{ImageID: rec.ID, LowerDirs: lowers, ReadOnly: readOnly})
 	if err != nil {
+		if !repeat {
+			// Leave nothing half-created: no directories, no use of the image.
+			if rerr := s.rootfs.remove(containerID); rerr != nil {
+				s.log.WarnContext(ctx, "cleanup of failed rootfs", "container", containerID, "err", rerr)
+			}
+			if rerr := s.releaseLocked(containerID); rerr != nil {
+				s.log.WarnContext(ctx, "release of failed rootfs", "container", containerID, "err", rerr)
+			}
+		}
 		return "", status.Errorf(codes.Internal, "prepare rootfs of %s: %v", containerID, err)
 	}
 	s.log.DebugContext(ctx, "rootfs mounted", "container", containerID, "image", rec.ID, "path", path, "layers", len(lowers))

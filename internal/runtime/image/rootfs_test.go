@@ -255,3 +255,32 @@ func TestPrepareRootfsRejectsBadInput(t *testing.T) {
 		t.Fatalf("failed PrepareRootfs left %d container dirs", len(entries))
 	}
 }
+
+func TestFailedPrepareRootfsLeavesNothing(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root, hostcheck.Overlayfs)
+	reg := startRegistry(t, nil)
+	img := simpleImage(t, "broken")
+	reg.push(t, "test/broken:1", img)
+	root := t.TempDir()
+	s := newTestService(t, root, nil)
+	id := pull(t, s, reg.host+"/test/broken:1")
+	// Damage the layer so that the overlay mount itself fails.
+	diffIDs := mustConfig(t, img).RootFS.DiffIDs
+	snap := s.layers.path(chainIDs(diffIDs)[0])
+	if err := os.RemoveAll(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.PrepareRootfs(ctx, id, "doomed", false); status.Code(err) != codes.Internal {
+		t.Fatalf("PrepareRootfs over a damaged layer: %v, want Internal", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "containers", "doomed")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("failed PrepareRootfs left its directory: %v", err)
+	}
+	if _, err := s.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}}); err != nil {
+		t.Fatalf("image still counted as used after a failed PrepareRootfs: %v", err)
+	}
+}
