@@ -2,6 +2,17 @@
 // disk, pulls from OCI registries (auth, mirrors, plain-HTTP hosts), layers
 // unpacked once into shared snapshot directories laid out for overlayfs,
 // per-container overlay root filesystems, and the CRI v1 ImageService.
+//
+// On disk, under Config.Root:
+//
+//	metadata.json                  images by ID (config digest) with their tags,
+//	                               digests and layers, and which container uses
+//	                               which image; replaced atomically
+//	blobs/sha256/HEX               manifests, configs, compressed layers
+//	snapshots/CHAINID/fs           one unpacked layer in overlayfs form, shared
+//	containers/ID/{upper,work}     a container's writable layer
+//	containers/ID/merged           the container's overlay mount (its rootfs)
+//	containers/ID/mount.json       how to mount it again after a reboot
 package image
 
 import (
@@ -37,7 +48,7 @@ type Config struct {
 	// when a pull request carries no AuthConfig. Empty means none.
 	DockerConfig string
 	// Transport is the HTTP transport for registry traffic; nil means
-	// http.DefaultTransport. Tests use it to count requests.
+	// http.DefaultTransport.
 	Transport http.RoundTripper
 	// Metrics receives the pull metrics; nil means they are not registered.
 	Metrics prometheus.Registerer
