@@ -23,9 +23,11 @@ const (
 )
 
 // Embedded starts (or reopens) a single etcd member whose data lives in
-// dataDir (created, or restricted, to mode 0700) and returns a store reached in-process through v3client. The
-// member listens on no socket at all: no client URL, no peer URL, no metrics
-// URL, so nothing else on the machine can reach it. Close stops the member.
+// dataDir (created, or restricted, to mode 0700) and returns a store reached
+// in-process through v3client. The member listens on no socket at all: no
+// client URL, no peer URL, no metrics URL, so nothing else on the machine can
+// reach it. The directory is locked while the member runs, so a second member
+// on it fails at once. Close stops the member.
 func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -40,33 +42,47 @@ func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store,
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: restrict data dir: %w", err)
 	}
-	cfg := embeddedConfig(dir, logger)
-	member, err := embed.StartEtcd(cfg)
+	lock, err := lockDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd in %s: start: %w", dir, err)
+		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	select {
-	case <-member.Server.ReadyNotify():
-	case err := <-member.Err():
-		member.Close()
+	member, err := startMember(ctx, embeddedConfig(dir, logger))
+	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
-	case <-time.After(embeddedStartTimeout):
-		member.Close()
-		return nil, fmt.Errorf("embedded etcd in %s: not ready after %s", dir, embeddedStartTimeout)
-	case <-ctx.Done():
-		member.Close()
-		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, ctx.Err())
 	}
 	client := v3client.New(member.Server)
 	closeFn := func() error {
 		err := client.Close()
 		member.Close()
+		lock.Close() // only once the member has let go of its files
 		if errors.Is(err, context.Canceled) {
 			err = nil
 		}
 		return err
 	}
 	return newStore(client, logger, closeFn), nil
+}
+
+// startMember starts the member and waits until it serves.
+func startMember(ctx context.Context, cfg *embed.Config) (*embed.Etcd, error) {
+	member, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	timeout := time.NewTimer(embeddedStartTimeout)
+	defer timeout.Stop()
+	select {
+	case <-member.Server.ReadyNotify():
+		return member, nil
+	case err = <-member.Err():
+	case <-timeout.C:
+		err = fmt.Errorf("not ready after %s", embeddedStartTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	member.Close()
+	return nil, err
 }
 
 // embeddedConfig is a single-member configuration with no listeners.

@@ -115,3 +115,25 @@ func TestEmbeddedDataDirIsPrivate(t *testing.T) {
 		t.Fatalf("etcd data dir mode %o, want 700", perm)
 	}
 }
+
+func TestEmbeddedRefusesADataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	s, err := etcd.Embedded(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := etcd.Embedded(context.Background(), dir, nil); err == nil {
+		s2.Close()
+		t.Fatal("a second member opened a data dir in use")
+	} else if !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second member: %v, want an in-use error", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := etcd.Embedded(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatalf("reopen after close: %v", err)
+	}
+	s3.Close()
+}
