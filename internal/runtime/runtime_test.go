@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -279,6 +280,23 @@ func TestRuntimeEndToEndWithRestart(t *testing.T) {
 	sst, _ = e.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
 	if sst.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || sst.Status.Network.Ip != ip {
 		t.Fatalf("sandbox after restart: %+v", sst.GetStatus())
+	}
+
+	// Separately, one container's monitor is killed under a live runtime.
+	lost := e.runContainer(sb, "lost", "sleep", "100000")
+	pidLine, err := os.ReadFile(filepath.Join(e.cfg.StateDir, "monitors", lost, "monitor.pid"))
+	if err != nil {
+		t.Fatalf("monitor pid: %v", err)
+	}
+	monitorPid, err := strconv.Atoi(strings.Fields(string(pidLine))[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(monitorPid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill monitor: %v", err)
+	}
+	if got := e.waitExited(lost); got.Reason != "Unknown" || got.ExitCode == 0 {
+		t.Fatalf("container whose monitor was killed: %+v", got)
 	}
 
 	if _, err := e.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: long, Timeout: 1}); err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -52,13 +53,13 @@ func (s *Server) recordExit(id string, st oci.State) {
 			already = true
 			return
 		}
-		v.State = runtimeapi.ContainerState_CONTAINER_EXITED
-		v.ExitCode = st.ExitCode
-		v.FinishedAt = st.FinishedAt.UnixNano()
-		if st.FinishedAt.IsZero() {
+		if st.Status != oci.StatusStopped {
+			// Its monitor is gone: the real exit can never be known.
+			markUnknownExit(v, brokenMessage(st))
 			v.FinishedAt = time.Now().UnixNano()
+			return
 		}
-		v.Reason = exitReason(st)
+		markExited(v, st)
 	})
 	if err != nil || already {
 		return
@@ -96,4 +97,11 @@ func (s *Server) publish(containerID, sandboxID string, typ runtimeapi.Container
 // could not be observed.
 func exitedNow(code int32) oci.State {
 	return oci.State{Status: oci.StatusStopped, ExitCode: code, FinishedAt: time.Now()}
+}
+
+func brokenMessage(st oci.State) string {
+	if st.Broken != "" {
+		return st.Broken
+	}
+	return fmt.Sprintf("the container's state is %s: its monitor is gone", st.Status)
 }

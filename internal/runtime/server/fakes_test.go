@@ -30,7 +30,15 @@ type fakeOCI struct {
 
 type fakeTask struct {
 	state oci.State
-	done  chan struct{}
+	done  chan struct{} // closed once the task is no longer running
+}
+
+func (t *fakeTask) finish() {
+	select {
+	case <-t.done:
+	default:
+		close(t.done)
+	}
 }
 
 func newFakeOCI() *fakeOCI { return &fakeOCI{containers: map[string]*fakeTask{}, nextPid: 1000} }
@@ -84,7 +92,17 @@ func (f *fakeOCI) exit(id string, code int32) {
 	defer f.mu.Unlock()
 	if t, ok := f.containers[id]; ok && t.state.Status != oci.StatusStopped {
 		t.state.Status, t.state.ExitCode, t.state.FinishedAt = oci.StatusStopped, code, time.Now()
-		close(t.done)
+		t.finish()
+	}
+}
+
+// loseMonitor makes a container unmanageable, as when its monitor is killed.
+func (f *fakeOCI) loseMonitor(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.containers[id]; ok && t.state.Status != oci.StatusStopped {
+		t.state.Status, t.state.Broken = oci.StatusUnknown, "monitor is gone"
+		t.finish()
 	}
 }
 

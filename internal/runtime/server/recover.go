@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -114,8 +115,8 @@ func (s *Server) recoverContainer(c *container, live map[string]oci.State) {
 		case ok && st.Status == oci.StatusStopped:
 			markExited(c, st) // exited while the runtime was down
 		default:
-			s.log.Warn("recovery: running container's monitor is gone", "id", c.ID)
-			markUnknownExit(c, "the container's monitor is gone")
+			s.log.Warn("recovery: running container's monitor is gone", "id", c.ID, "broken", st.Broken)
+			markUnknownExit(c, brokenMessage(st))
 		}
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		if !ok || st.Status != oci.StatusCreated {
@@ -133,6 +134,9 @@ func markExited(c *container, st oci.State) {
 	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.ExitCode = st.ExitCode
 	c.FinishedAt = st.FinishedAt.UnixNano()
+	if st.FinishedAt.IsZero() {
+		c.FinishedAt = time.Now().UnixNano()
+	}
 	c.Reason = exitReason(st)
 }
 

@@ -108,3 +108,26 @@ func TestSandboxWhosePauseDiesBecomesNotReady(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the watcher records the exit asynchronously
 	}
 }
+
+// TestLostMonitorIsReportedNotCompleted kills a running container's
+// monitor (in the fake): its exit is unknown and must not read as success.
+func TestLostMonitorIsReportedNotCompleted(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	events, err := h.client.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, sbCfg := h.runSandbox("pod")
+	id := h.createContainer(sb, sbCfg, "c")
+	h.startContainer(id)
+	h.oci.loseMonitor(id)
+	nextEvent(t, events, id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	st := h.containerStatus(id)
+	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.Reason != "Unknown" || st.ExitCode == 0 || st.Message != "monitor is gone" || st.FinishedAt <= 0 {
+		t.Fatalf("status after losing the monitor: %+v", st)
+	}
+	if _, err := h.client.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
+	}
+}
