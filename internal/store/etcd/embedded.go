@@ -27,7 +27,7 @@ const (
 // in-process through v3client. The member listens on no socket at all: no
 // client URL, no peer URL, no metrics URL, so nothing else on the machine can
 // reach it. The directory is locked while the member runs, so a second member
-// on it fails at once. Close stops the member.
+// on it fails at once. ctx bounds start-up only; Close stops the member.
 func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
