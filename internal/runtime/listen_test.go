@@ -3,8 +3,11 @@ package runtime
 import (
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
@@ -74,5 +77,27 @@ func TestListenUnix(t *testing.T) {
 	}
 	if _, err := listenUnix(filepath.Join(dir, "g.sock"), "no-such-group-berth"); err == nil {
 		t.Fatal("unknown group accepted")
+	}
+}
+
+func TestListenUnixSocketGroup(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	g, err := user.LookupGroup("daemon") // present on every Debian system
+	if err != nil {
+		t.Fatalf("look up group daemon: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "cri.sock")
+	lis, err := listenUnix(path, "daemon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if strconv.Itoa(int(st.Gid)) != g.Gid || st.Uid != 0 || fi.Mode().Perm() != 0o660 {
+		t.Fatalf("socket owner %d:%d mode %v, want 0:%s 0660", st.Uid, st.Gid, fi.Mode().Perm(), g.Gid)
 	}
 }
