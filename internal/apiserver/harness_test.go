@@ -35,12 +35,12 @@ var adminAuthenticator = authenticator.RequestFunc(func(*http.Request) (*authent
 	return &authenticator.Response{User: &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}}, true, nil
 })
 
-func newTestServer(t *testing.T) *testServer {
+func newTestServer(t testing.TB) *testServer {
 	t.Helper()
 	return newTestServerWith(t, func(*Config) {})
 }
 
-func newTestServerWith(t *testing.T, configure func(*Config)) *testServer {
+func newTestServerWith(t testing.TB, configure func(*Config)) *testServer {
 	t.Helper()
 	st := etcdtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,14 +72,14 @@ func newTestServerWith(t *testing.T, configure func(*Config)) *testServer {
 	}
 }
 
-type testLogWriter struct{ t *testing.T }
+type testLogWriter struct{ t testing.TB }
 
 func (w testLogWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
