@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -129,5 +130,20 @@ func TestLostMonitorIsReportedNotCompleted(t *testing.T) {
 	}
 	if _, err := h.client.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRestartMarksSandboxWithLostNetNSNotReady(t *testing.T) {
+	h := newHarness(t)
+	sb, _ := h.runSandbox("pod")
+	h.stop()
+	// What a reboot or a stray `ip netns delete` leaves: no namespace.
+	if err := network.RemoveNetNS(filepath.Join(h.stateDir, "netns", sb)); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	sst, err := h.client.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	if err != nil || sst.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("sandbox without its netns: %v %v", sst, err)
 	}
 }
