@@ -16,7 +16,10 @@ type endpoint struct {
 }
 
 // mirrorResolver turns an image's registry host into the endpoints to try:
-// its mirrors in order, then the host itself.
+// its mirrors in order if it has any, else the host itself. A mirrored host
+// is replaced, never contacted (unlike Docker's fallback to the upstream), so
+// a machine configured to pull through a local mirror sends nothing, not
+// even a DNS query, to the upstream registry.
 type mirrorResolver struct {
 	mirrors  map[string][]endpoint
 	insecure map[string]bool
@@ -70,8 +73,11 @@ func parseMirrorURL(raw string) (endpoint, error) {
 // endpoints lists where to pull an image named on host from.
 func (r *mirrorResolver) endpoints(host string) []endpoint {
 	eps := slices.Clone(r.mirrors[host])
+	if len(eps) == 0 {
+		return []endpoint{{host: host, insecure: r.insecure[host]}}
+	}
 	for i := range eps {
 		eps[i].insecure = eps[i].insecure || r.insecure[eps[i].host]
 	}
-	return append(eps, endpoint{host: host, insecure: r.insecure[host]})
+	return eps
 }

@@ -327,3 +327,36 @@ func TestCancelledCallerDoesNotFailSharedPull(t *testing.T) {
 	}
 	<-abandoned // the registry saw the request cancelled; the test hangs if it never is
 }
+
+// hostRecorder is a transport that records the hosts requests are sent to
+// and dials only the loopback registry.
+type hostRecorder struct {
+	mu    sync.Mutex
+	hosts map[string]int
+	next  http.RoundTripper
+}
+
+func (h *hostRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.hosts[r.URL.Host]++
+	h.mu.Unlock()
+	return h.next.RoundTrip(r)
+}
+
+func TestMirroredHostIsNeverContacted(t *testing.T) {
+	reg := startRegistry(t, nil)
+	rec := &hostRecorder{hosts: map[string]int{}, next: loopbackTransport(reg.host)}
+	s := newTestService(t, t.TempDir(), func(c *Config) {
+		c.Mirrors = map[string][]string{"registry.k8s.io": {"http://" + reg.host}}
+		c.Transport = rec
+	})
+	_, err := s.PullImage(context.Background(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "registry.k8s.io/absent:1"}})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("pull of an image the mirror lacks: %v, want NotFound", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.hosts["registry.k8s.io"] != 0 || rec.hosts[reg.host] == 0 {
+		t.Fatalf("requests by host %v: want the mirror only", rec.hosts)
+	}
+}

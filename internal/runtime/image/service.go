@@ -40,7 +40,8 @@ type Config struct {
 	// Mirrors maps a registry host (as written in image names, e.g.
 	// "registry.k8s.io" or "docker.io") to the endpoints tried in order
 	// instead of it, e.g. "http://127.0.0.1:5000". The repository path is
-	// kept; the image keeps its upstream name in repo tags and digests.
+	// kept; the image keeps its upstream name in repo tags and digests. A
+	// mirrored host itself is never contacted.
 	Mirrors map[string][]string
 	// Insecure lists registry hosts (host or host:port) reached over plain HTTP.
 	Insecure []string
