@@ -78,9 +78,14 @@ func (n *namespaceREST) markTerminating(ctx context.Context, name string, delete
 }
 
 // namespaceLive is upstream's NamespaceLifecycle admission for creates: no
-// new content in a namespace that does not exist or is terminating.
+// new content in a namespace that does not exist or is terminating. Like
+// upstream it reads the cache, and the store only when the cache has not
+// seen the namespace yet (it may have just been created).
 func (n *namespaceREST) namespaceLive(ctx context.Context, namespace string) error {
-	obj, _, err := n.get(withObjectNamespace(ctx, ""), namespace)
+	obj, _, err := n.reader.Get(ctx, n.res.key("", namespace), 0)
+	if apierrors.IsNotFound(err) {
+		obj, _, err = n.get(withObjectNamespace(ctx, ""), namespace)
+	}
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,9 @@ import (
 // is the watch cache (internal/watchcache); the query types mirror that
 // package's ListOptions and WatchOptions field for field.
 type collectionReader interface {
+	// Get reads one object at least as fresh as minRV (0: any); the
+	// returned object is shared and must not be modified.
+	Get(ctx context.Context, key string, minRV int64) (runtime.Object, int64, error)
 	List(ctx context.Context, q listQuery) (objs []runtime.Object, listRV int64, continueToken string, err error)
 	Watch(ctx context.Context, q watchQuery) (watch.Interface, error)
 }

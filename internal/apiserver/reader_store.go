@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,21 @@ type storeReader struct {
 
 func newStoreReader(_ context.Context, spec readerSpec) (collectionReader, error) {
 	return &storeReader{spec: spec}, nil
+}
+
+func (r *storeReader) Get(ctx context.Context, key string, _ int64) (runtime.Object, int64, error) {
+	kv, err := r.spec.Store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, apierrors.NewNotFound(r.spec.Resource, key[strings.LastIndex(key, "/")+1:])
+	}
+	if err != nil {
+		return nil, 0, apierrors.NewInternalError(err)
+	}
+	obj, err := r.spec.Decode(kv)
+	if err != nil {
+		return nil, 0, apierrors.NewInternalError(err)
+	}
+	return obj, kv.ModRevision, nil
 }
 
 // listPageSize is how many keys one store range read fetches while filling

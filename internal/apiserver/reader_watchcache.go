@@ -42,6 +42,10 @@ func newWatchCacheReader(ctx context.Context, spec readerSpec) (collectionReader
 	return watchCacheReader{cache: cache}, nil
 }
 
+func (r watchCacheReader) Get(ctx context.Context, key string, minRV int64) (runtime.Object, int64, error) {
+	return r.cache.Get(ctx, key, minRV)
+}
+
 func (r watchCacheReader) List(ctx context.Context, q listQuery) ([]runtime.Object, int64, string, error) {
 	return r.cache.List(ctx, watchcache.ListOptions(q))
 }
