@@ -66,13 +66,13 @@ func (s *Service) collectGarbageLocked() error {
 			}
 		}
 	})
-	errs := []error{s.layers.prune(func(id string) bool { return keepSnapshots[id] || s.pins.has(id) })}
+	errs := []error{s.layers.prune(keepSnapshots, &s.pins)}
 	stored, err := s.blobs.list()
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	for _, d := range stored {
-		if keepBlobs[d] || s.pins.has(d) {
+		if keepBlobs[d] {
 			continue
 		}
 		h, err := v1.NewHash(d)
@@ -80,7 +80,7 @@ func (s *Service) collectGarbageLocked() error {
 			errs = append(errs, fmt.Errorf("blob %s: %w", d, err))
 			continue
 		}
-		errs = append(errs, s.blobs.Remove(h))
+		errs = append(errs, s.pins.unlessPinned(d, func() error { return s.blobs.Remove(h) }))
 	}
 	return errors.Join(errs...)
 }

@@ -31,8 +31,14 @@ func (p *pinSet) pin(ids []string) (unpin func()) {
 	}
 }
 
-func (p *pinSet) has(id string) bool {
+// unlessPinned runs remove unless id is pinned, holding the set's lock
+// meanwhile: a pull pins its content before checking whether it exists, so
+// content is either pinned in time or already gone when the pull looks.
+func (p *pinSet) unlessPinned(id string, remove func() error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.counts[id] > 0
+	if p.counts[id] > 0 {
+		return nil
+	}
+	return remove()
 }

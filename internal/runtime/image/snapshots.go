@@ -103,8 +103,10 @@ func (s *snapshotter) unpackInto(ctx context.Context, chainID, diffID string, op
 	return syncDir(s.dir)
 }
 
-// prune removes every snapshot for which keep is false.
-func (s *snapshotter) prune(keep func(chainID string) bool) error {
+// prune removes every snapshot that keep does not list and pins does not
+// hold. Each goes by an atomic rename out of sight first, so no pull ever
+// sees a half-deleted snapshot.
+func (s *snapshotter) prune(keep map[string]bool, pins *pinSet) error {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("list snapshots: %w", err)
@@ -115,10 +117,18 @@ func (s *snapshotter) prune(keep func(chainID string) bool) error {
 			continue
 		}
 		id := "sha256:" + e.Name()
-		if keep(id) {
+		if keep[id] {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+		trash := filepath.Join(s.dir, ".tmp-gc-"+e.Name())
+		err := pins.unlessPinned(id, func() error {
+			return os.Rename(filepath.Join(s.dir, e.Name()), trash)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", id, err))
+			continue
+		}
+		if err := os.RemoveAll(trash); err != nil {
 			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", id, err))
 		}
 	}
