@@ -2,7 +2,7 @@
 // /usr/bin/containerd) with its CRI plugin for the agent's tests: its own
 // root, state and socket, runc, the host's CNI plugins with a loopback-only
 // bridge network, and images served from the in-process test registry
-// through a registry mirror. The agent is thereby tested against a real,
+// through containerd's registry host configuration (hosts.toml). The agent is thereby tested against a real,
 // upstream CRI runtime, as the design requires.
 package containerdtest
 
@@ -27,7 +27,7 @@ import (
 )
 
 // RegistryHost is the registry name the test images are pulled under; the
-// containerd config mirrors it to the in-process registry on 127.0.0.1.
+// containerd config maps it to the in-process registry on 127.0.0.1.
 const RegistryHost = "registry.berth.test"
 
 // Image returns the pullable name of a testkit image (images.Busybox, ...).
@@ -203,6 +203,18 @@ func writeConfig(dir, regHost string) (string, error) {
 	if err := os.WriteFile(filepath.Join(confDir, "10-berth-agent-test.conflist"), []byte(conflist), 0o644); err != nil {
 		return "", err
 	}
+	// The registry host's hosts.toml names the loopback registry as its
+	// server, so containerd never falls back to resolving RegistryHost
+	// itself (an inline mirror would, and a missing image would then wait
+	// for DNS to time out).
+	hostsDir := filepath.Join(dir, "certs.d")
+	if err := os.MkdirAll(filepath.Join(hostsDir, RegistryHost), 0o755); err != nil {
+		return "", err
+	}
+	hosts := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", regHost, regHost)
+	if err := os.WriteFile(filepath.Join(hostsDir, RegistryHost, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+		return "", err
+	}
 	cfg := fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -224,10 +236,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
-  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%q]
-    endpoint = ["http://%s"]
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
-		Image(images.Pause), confDir, RegistryHost, regHost)
+		Image(images.Pause), confDir, hostsDir)
 	path := filepath.Join(dir, "config.toml")
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
 }

@@ -50,7 +50,7 @@ func (m *Manager) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 	}
 	out := make([]*runtimeapi.KeyValue, 0, len(order))
 	for _, k := range order {
-		out = append(out, &runtimeapi.KeyValue{Key: k, Value: values[k]})
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(values[k])})
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -50,7 +51,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 			return "", imageError{reasonErrImageNeverPull, fmt.Errorf("container image %q is not present with pull policy of Never", c.Image)}
 		}
 	}
-	key := "image/" + string(pod.UID) + "/" + c.Image
+	key := imageBackoffKey(pod.UID, c.Image)
 	if _, _, waiting := m.backoff.Waiting(key); waiting {
 		return "", imageError{reasonImagePullBackOff, fmt.Errorf("Back-off pulling image %q", c.Image)}
 	}
@@ -131,4 +132,10 @@ func registryHost(image string) string {
 		return first
 	}
 	return "docker.io"
+}
+
+// imageBackoffKey keys a pod's image pull back-off; it starts with the pod
+// UID so the pod's keys are dropped together.
+func imageBackoffKey(uid types.UID, image string) string {
+	return string(uid) + "/image/" + image
 }

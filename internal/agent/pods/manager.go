@@ -1,0 +1,170 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// Config configures the pod Manager.
+type Config struct {
+	NodeName      string
+	NodeIP        string
+	DataDir       string   // per-pod files (termination messages) under DataDir/pods
+	PodLogDir     string   // CRI log directories, NS_NAME_UID under it
+	ClusterDNS    []string // nameservers for dnsPolicy ClusterFirst; empty: use the host's
+	ClusterDomain string
+	ResolvConf    string // the host's resolver configuration, "" for none
+	RuntimeName   string // from CRI Version; prefixes container IDs ("containerd://...")
+
+	// RelistPeriod paces the runtime relist that notices container changes
+	// when the runtime has no event stream; ResyncPeriod is how often each
+	// pod is converged even when nothing was noticed.
+	RelistPeriod time.Duration
+	ResyncPeriod time.Duration
+	// Clock measures back-off and stamps status times; a fake one in tests.
+	Clock clock.WithTicker
+}
+
+// Manager runs the pods bound to one node.
+type Manager struct {
+	cfg     Config
+	client  kubernetes.Interface
+	rt      runtimeapi.RuntimeServiceClient
+	images  runtimeapi.ImageServiceClient
+	log     *slog.Logger
+	backoff *backoff
+	sent    sentStatuses
+	clock   clock.WithTicker
+
+	// afterSync, when set (tests), is called after every sync of a pod.
+	afterSync func(types.UID, error)
+
+	recorder record.EventRecorder
+	store    cache.Store // the informer's pods
+
+	mu      sync.Mutex
+	workers map[types.UID]*worker
+	wg      sync.WaitGroup // one per running worker
+}
+
+// New returns a Manager; Run starts it.
+func New(cfg Config, client kubernetes.Interface, rt runtimeapi.RuntimeServiceClient, images runtimeapi.ImageServiceClient, log *slog.Logger) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.RelistPeriod == 0 {
+		cfg.RelistPeriod = time.Second
+	}
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = 10 * time.Second
+	}
+	if cfg.ClusterDomain == "" {
+		cfg.ClusterDomain = "cluster.local"
+	}
+	return &Manager{
+		cfg: cfg, client: client, rt: rt, images: images, log: log,
+		backoff: newBackoff(cfg.Clock), clock: cfg.Clock,
+		workers: map[types.UID]*worker{},
+	}
+}
+
+// Run watches the node's pods and runs them until ctx ends. Stopping the
+// Manager leaves the pods' containers running: the next Manager carries on
+// from the runtime.
+func (m *Manager) Run(ctx context.Context) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	m.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "berth-agent", Host: m.cfg.NodeName})
+
+	factory := informers.NewSharedInformerFactoryWithOptions(m.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", m.cfg.NodeName).String()
+		}))
+	inf := factory.Core().V1().Pods().Informer()
+	m.store = inf.GetStore()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.podChanged(ctx, obj) },
+		UpdateFunc: func(_, obj any) { m.podChanged(ctx, obj) },
+		DeleteFunc: func(obj any) { m.podGone(ctx, obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced, reg.HasSynced) {
+		m.wg.Wait()
+		return nil // stopped before the first list completed: a clean shutdown
+	}
+	m.log.Info("pod informer synced", "node", m.cfg.NodeName)
+	relist := &relister{m: m}
+	relist.run(ctx) // returns when ctx ends
+	m.wg.Wait()
+	return nil
+}
+
+func (m *Manager) podChanged(ctx context.Context, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	m.workerFor(ctx, pod.UID).update(pod)
+}
+
+func (m *Manager) podGone(ctx context.Context, obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		m.workerFor(ctx, pod.UID).update(nil)
+	}
+}
+
+// wake nudges the worker of uid, starting one if the runtime has a pod the
+// API does not (an orphan to clean up).
+func (m *Manager) wake(ctx context.Context, uid types.UID) {
+	m.workerFor(ctx, uid).poke()
+}
+
+// workerFor returns uid's worker, starting it if needed.
+func (m *Manager) workerFor(ctx context.Context, uid types.UID) *worker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w, ok := m.workers[uid]; ok {
+		return w
+	}
+	w := newWorker(m, uid)
+	m.workers[uid] = w
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		w.run(ctx)
+		m.mu.Lock()
+		delete(m.workers, uid)
+		m.mu.Unlock()
+	}()
+	return w
+}
+
+func (m *Manager) event(pod *corev1.Pod, eventType, reason, message string) {
+	if m.recorder != nil && pod != nil {
+		m.recorder.Event(pod, eventType, reason, message)
+	}
+}

@@ -1,0 +1,313 @@
+package pods
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// maxTerminationMessage is the kubelet's limit on a termination message.
+const maxTerminationMessage = 4096
+
+// podStatus computes the pod's status from what the runtime holds and why
+// containers are waiting. Times of unchanged conditions carry over.
+func (m *Manager) podStatus(ctx context.Context, pod *corev1.Pod, st podState, why map[string]waiting) (corev1.PodStatus, error) {
+	now := metav1.NewTime(m.clock.Now().Truncate(time.Second))
+	status := corev1.PodStatus{
+		QOSClass:  qosClass(pod),
+		HostIP:    m.cfg.NodeIP,
+		StartTime: pod.Status.StartTime,
+	}
+	if m.cfg.NodeIP != "" {
+		status.HostIPs = []corev1.HostIP{{IP: m.cfg.NodeIP}}
+	}
+	if status.StartTime == nil {
+		status.StartTime = &now
+	}
+	sandboxReady := st.readySandbox() != nil
+	if sb := st.readySandbox(); sb != nil && !pod.Spec.HostNetwork {
+		resp, err := m.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.Id})
+		if err != nil {
+			return status, fmt.Errorf("sandbox status %s: %w", sb.Id, err)
+		}
+		if n := resp.Status.GetNetwork(); n != nil && n.Ip != "" {
+			status.PodIP = n.Ip
+			status.PodIPs = []corev1.PodIP{{IP: n.Ip}}
+			for _, ip := range n.AdditionalIps {
+				status.PodIPs = append(status.PodIPs, corev1.PodIP{IP: ip.Ip})
+			}
+		}
+	} else if pod.Spec.HostNetwork && sandboxReady {
+		status.PodIP, status.PodIPs = m.cfg.NodeIP, []corev1.PodIP{{IP: m.cfg.NodeIP}}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		status.InitContainerStatuses = append(status.InitContainerStatuses, m.containerStatus(pod, &c, st, why[c.Name], true))
+	}
+	for _, c := range pod.Spec.Containers {
+		status.ContainerStatuses = append(status.ContainerStatuses, m.containerStatus(pod, &c, st, why[c.Name], false))
+	}
+	status.Phase = phase(pod, status)
+	status.Conditions = conditions(pod, status, sandboxReady, now)
+	return status, nil
+}
+
+func (m *Manager) containerStatus(pod *corev1.Pod, c *corev1.Container, st podState, why waiting, init bool) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
+	latest := st.latest(c.Name)
+	if latest == nil {
+		reason := why.reason
+		if reason == "" {
+			reason = reasonContainerCreating
+			if init || len(pod.Spec.InitContainers) > 0 && !initDone(st, pod) {
+				reason = reasonPodInitializing
+			}
+		}
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: why.message}
+		return cs
+	}
+	cs.RestartCount = int32(latest.Metadata.Attempt)
+	cs.ImageID = latest.ImageRef
+	cs.ContainerID = m.cfg.RuntimeName + "://" + latest.Id
+	cs.State = m.state(pod, c, latest)
+	if prev := st.previous(c.Name); prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		cs.LastTerminationState = m.state(pod, c, prev)
+	}
+	if why.reason != "" && latest.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		// Waiting to be restarted: the exit becomes the last state.
+		cs.LastTerminationState = cs.State
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: why.reason, Message: why.message}}
+	}
+	running := cs.State.Running != nil
+	cs.Started = &running
+	// Without readiness probes a running container is ready; an init
+	// container is ready once it succeeded.
+	cs.Ready = running
+	if init {
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+	}
+	return cs
+}
+
+func initDone(st podState, pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.InitContainers {
+		l := st.latest(c.Name)
+		if l == nil || l.State != runtimeapi.ContainerState_CONTAINER_EXITED || l.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Manager) state(pod *corev1.Pod, c *corev1.Container, s *runtimeapi.ContainerStatus) corev1.ContainerState {
+	id := m.cfg.RuntimeName + "://" + s.Id
+	switch s.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, s.StartedAt))}}
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		t := &corev1.ContainerStateTerminated{
+			ExitCode:    s.ExitCode,
+			Reason:      s.Reason,
+			Message:     m.terminationMessage(pod, c, s),
+			StartedAt:   metav1.NewTime(time.Unix(0, s.StartedAt)),
+			FinishedAt:  metav1.NewTime(time.Unix(0, s.FinishedAt)),
+			ContainerID: id,
+		}
+		if t.Reason == "" {
+			t.Reason = "Error"
+			if t.ExitCode == 0 {
+				t.Reason = "Completed"
+			}
+		}
+		return corev1.ContainerState{Terminated: t}
+	default:
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}}
+	}
+}
+
+// terminationMessage reads what the container wrote to its
+// terminationMessagePath (the host file bound there), or CRI's message.
+func (m *Manager) terminationMessage(pod *corev1.Pod, c *corev1.Container, s *runtimeapi.ContainerStatus) string {
+	path := filepath.Join(m.cfg.DataDir, "pods", string(pod.UID), "containers", c.Name, strconv.FormatUint(uint64(s.Metadata.Attempt), 10)+".termination-log")
+	f, err := os.Open(path)
+	if err != nil {
+		return s.Message
+	}
+	defer f.Close()
+	buf := make([]byte, maxTerminationMessage)
+	n, _ := f.Read(buf)
+	if n == 0 {
+		return s.Message
+	}
+	return string(buf[:n])
+}
+
+// phase follows the kubelet's rules for regular containers.
+func phase(pod *corev1.Pod, st corev1.PodStatus) corev1.PodPhase {
+	for _, ic := range st.InitContainerStatuses {
+		if t := ic.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			return corev1.PodFailed
+		}
+		if !ic.Ready {
+			return corev1.PodPending
+		}
+	}
+	var waitingN, running, succeeded, failed, stopped int
+	for _, cs := range st.ContainerStatuses {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			} else {
+				failed++
+			}
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			stopped++ // restarting
+		default:
+			waitingN++
+		}
+	}
+	n := len(st.ContainerStatuses)
+	switch {
+	case waitingN > 0:
+		return corev1.PodPending
+	case running > 0:
+		return corev1.PodRunning
+	case stopped == n && pod.Spec.RestartPolicy == corev1.RestartPolicyAlways:
+		return corev1.PodRunning // all restarting
+	case succeeded == n:
+		return corev1.PodSucceeded
+	case stopped == n && failed > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+		return corev1.PodFailed
+	case stopped == n && succeeded+failed == n && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && failed == 0:
+		return corev1.PodSucceeded
+	default:
+		return corev1.PodRunning
+	}
+}
+
+func conditions(pod *corev1.Pod, st corev1.PodStatus, sandboxReady bool, now metav1.Time) []corev1.PodCondition {
+	var unready []string
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	initialized := true
+	var uninit []string
+	for _, ic := range st.InitContainerStatuses {
+		if !ic.Ready {
+			initialized = false
+			uninit = append(uninit, ic.Name)
+		}
+	}
+	terminal := isTerminal(st.Phase)
+	cond := func(t corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: now}
+		if ok {
+			c = corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
+		}
+		for _, old := range pod.Status.Conditions {
+			if old.Type == t && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		return c
+	}
+	ready, reason, msg := len(unready) == 0, "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+	if terminal {
+		ready, reason, msg = false, "PodCompleted", ""
+	}
+	initReason, initMsg := "ContainersNotInitialized", fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(uninit, " "))
+	if terminal && initialized {
+		initReason = "PodCompleted"
+	}
+	out := []corev1.PodCondition{
+		cond(corev1.PodReadyToStartContainers, sandboxReady, "", ""),
+		cond(corev1.PodInitialized, initialized, initReason, initMsg),
+		cond(corev1.PodReady, ready, reason, msg),
+		cond(corev1.ContainersReady, ready, reason, msg),
+		cond(corev1.PodScheduled, true, "", ""),
+	}
+	for _, old := range pod.Status.Conditions {
+		if old.Type == corev1.PodScheduled {
+			out[4] = old
+		}
+	}
+	return out
+}
+
+// patchStatus sends the status to the API server only when it differs from
+// what the server has, as a strategic merge patch of the status subresource
+// with the pod's UID as precondition (the kubelet's way). What the server
+// has is the status this Manager last sent, when it sent one: the
+// informer's copy may not have caught up with it yet.
+func (m *Manager) patchStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
+	old := m.sent.get(pod.UID, pod.Status)
+	if equality.Semantic.DeepEqual(old, status) {
+		return nil
+	}
+	oldData, err := json.Marshal(corev1.Pod{Status: old})
+	if err != nil {
+		return err
+	}
+	newData, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: pod.UID}, Status: status})
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("status patch for %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if _, err := m.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		m.sent.forget(pod.UID)
+		return fmt.Errorf("patch status of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	m.sent.set(pod.UID, status)
+	return nil
+}
+
+// sentStatuses remembers the last status sent per pod.
+type sentStatuses struct {
+	mu sync.Mutex
+	m  map[types.UID]corev1.PodStatus
+}
+
+func (s *sentStatuses) get(uid types.UID, fallback corev1.PodStatus) corev1.PodStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.m[uid]; ok {
+		return st
+	}
+	return fallback
+}
+
+func (s *sentStatuses) set(uid types.UID, st corev1.PodStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.UID]corev1.PodStatus{}
+	}
+	s.m[uid] = st
+}
+
+func (s *sentStatuses) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, uid)
+}

@@ -1,0 +1,264 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Upstream waiting reasons for containers.
+const (
+	reasonContainerCreating   = "ContainerCreating"
+	reasonPodInitializing     = "PodInitializing"
+	reasonCrashLoopBackOff    = "CrashLoopBackOff"
+	reasonCreateConfigError   = "CreateContainerConfigError"
+	reasonCreateContainerErr  = "CreateContainerError"
+	reasonRunContainerError   = "RunContainerError"
+	reasonCreatePodSandboxErr = "CreatePodSandboxError"
+)
+
+// syncResult tells the worker what to do next.
+type syncResult struct {
+	done         bool          // the pod is gone and cleaned up: stop the worker
+	requeueAfter time.Duration // sync again this soon (a back-off ending)
+}
+
+// waiting is why a container is not running right now.
+type waiting struct{ reason, message string }
+
+// syncRun is the state of one sync of a live pod.
+type syncRun struct {
+	m        *Manager
+	pod      *corev1.Pod
+	state    podState
+	sandbox  *runtimeapi.PodSandbox
+	sbConfig *runtimeapi.PodSandboxConfig
+	waiting  map[string]waiting
+	requeue  time.Duration
+}
+
+// syncPod converges the runtime to pod (nil: the pod is gone from the API).
+func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (syncResult, error) {
+	st, err := observe(ctx, m.rt, string(uid))
+	if err != nil {
+		return syncResult{}, err
+	}
+	switch {
+	case pod == nil:
+		return m.cleanup(ctx, uid, st)
+	case pod.DeletionTimestamp != nil:
+		return m.terminate(ctx, pod, st)
+	case isTerminal(pod.Status.Phase):
+		// A finished pod's containers stay as they are; only stop its sandbox.
+		m.stopSandboxes(ctx, st)
+		return syncResult{}, nil
+	}
+	s := &syncRun{m: m, pod: pod, state: st, waiting: map[string]waiting{}}
+	if err := s.ensureSandbox(ctx); err != nil {
+		s.waitAll(reasonContainerCreating, err.Error())
+	} else {
+		if s.runInitContainers(ctx) {
+			s.runContainers(ctx)
+		}
+		if s.state, err = observe(ctx, m.rt, string(uid)); err != nil {
+			return syncResult{}, err
+		}
+	}
+	status, err := m.podStatus(ctx, pod, s.state, s.waiting)
+	if err != nil {
+		return syncResult{}, err
+	}
+	if err := m.patchStatus(ctx, pod, status); err != nil {
+		return syncResult{requeueAfter: s.requeue}, err
+	}
+	if isTerminal(status.Phase) {
+		m.stopSandboxes(ctx, s.state)
+	}
+	return syncResult{requeueAfter: s.requeue}, nil
+}
+
+func isTerminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }
+
+func (s *syncRun) waitAll(reason, message string) {
+	for _, c := range s.pod.Spec.InitContainers {
+		s.waiting[c.Name] = waiting{reason, message}
+	}
+	for _, c := range s.pod.Spec.Containers {
+		s.waiting[c.Name] = waiting{reason, message}
+	}
+}
+
+// ensureSandbox uses the ready sandbox or starts a new attempt, after
+// stopping and removing any dead one (and so its containers).
+func (s *syncRun) ensureSandbox(ctx context.Context) error {
+	if sb := s.state.readySandbox(); sb != nil {
+		cfg, err := s.m.sandboxConfig(s.pod, sb.Metadata.Attempt)
+		s.sandbox, s.sbConfig = sb, cfg
+		return err
+	}
+	var attempt uint32
+	if len(s.state.sandboxes) > 0 {
+		attempt = s.state.sandboxes[0].Metadata.Attempt + 1
+		s.m.stopSandboxes(ctx, s.state)
+		s.m.removeSandboxes(ctx, s.state)
+		s.state.containers = map[string][]*runtimeapi.ContainerStatus{}
+	}
+	cfg, err := s.m.sandboxConfig(s.pod, attempt)
+	if err != nil {
+		return err
+	}
+	resp, err := s.m.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: runtimeHandler(s.pod)})
+	if err != nil {
+		s.m.event(s.pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
+		s.requeue = backoffInitial
+		return fmt.Errorf("%s: %w", reasonCreatePodSandboxErr, err)
+	}
+	s.sandbox = &runtimeapi.PodSandbox{Id: resp.PodSandboxId, Metadata: cfg.Metadata, State: runtimeapi.PodSandboxState_SANDBOX_READY}
+	s.sbConfig = cfg
+	s.state.sandboxes = append([]*runtimeapi.PodSandbox{s.sandbox}, s.state.sandboxes...)
+	return nil
+}
+
+func runtimeHandler(pod *corev1.Pod) string {
+	if pod.Spec.RuntimeClassName != nil {
+		return *pod.Spec.RuntimeClassName
+	}
+	return ""
+}
+
+// runInitContainers runs the init containers one at a time, in order, and
+// reports whether all of them have succeeded.
+func (s *syncRun) runInitContainers(ctx context.Context) bool {
+	for i := range s.pod.Spec.InitContainers {
+		c := &s.pod.Spec.InitContainers[i]
+		latest := s.state.latest(c.Name)
+		switch {
+		case latest == nil:
+			s.start(ctx, c, true, 0)
+		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0:
+			continue
+		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED:
+			if s.pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				s.restart(ctx, c, true, latest)
+			}
+		case latest.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+			s.startCreated(ctx, c, latest)
+		}
+		for _, rest := range s.pod.Spec.Containers {
+			s.waiting[rest.Name] = waiting{reason: reasonPodInitializing}
+		}
+		return false
+	}
+	return true
+}
+
+func (s *syncRun) runContainers(ctx context.Context) {
+	for i := range s.pod.Spec.Containers {
+		c := &s.pod.Spec.Containers[i]
+		latest := s.state.latest(c.Name)
+		switch {
+		case latest == nil:
+			s.start(ctx, c, false, 0)
+		case latest.State == runtimeapi.ContainerState_CONTAINER_CREATED:
+			s.startCreated(ctx, c, latest)
+		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(s.pod.Spec.RestartPolicy, latest.ExitCode):
+			s.restart(ctx, c, false, latest)
+		}
+	}
+}
+
+func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+// restart starts the next attempt of an exited container unless it is
+// backing off (CrashLoopBackOff).
+func (s *syncRun) restart(ctx context.Context, c *corev1.Container, init bool, latest *runtimeapi.ContainerStatus) {
+	key := string(s.pod.UID) + "/container/" + c.Name
+	if remaining, delay, backingOff := s.m.backoff.Waiting(key); backingOff {
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.Name, s.pod.Name, s.pod.Namespace, s.pod.UID)
+		s.waiting[c.Name] = waiting{reasonCrashLoopBackOff, msg}
+		s.m.event(s.pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+c.Name)
+		s.requeueIn(remaining)
+		return
+	}
+	s.requeueIn(s.m.backoff.Next(key))
+	s.start(ctx, c, init, latest.Metadata.Attempt+1)
+}
+
+func (s *syncRun) requeueIn(d time.Duration) {
+	if s.requeue == 0 || d < s.requeue {
+		s.requeue = d
+	}
+}
+
+// start pulls c's image and creates and starts its attempt-th container.
+// Failures become the container's waiting reason.
+func (s *syncRun) start(ctx context.Context, c *corev1.Container, init bool, attempt uint32) {
+	image, err := s.m.ensureImage(ctx, s.pod, c, s.sbConfig)
+	if err != nil {
+		var ie imageError
+		if errors.As(err, &ie) {
+			s.waiting[c.Name] = waiting{ie.reason, ie.Error()}
+			if remaining, _, ok := s.m.backoff.Waiting(imageBackoffKey(s.pod.UID, c.Image)); ok {
+				s.requeueIn(remaining)
+			}
+			return
+		}
+		s.waiting[c.Name] = waiting{reasonErrImagePull, err.Error()}
+		return
+	}
+	cfg, err := s.m.containerConfig(ctx, s.pod, c, init, attempt, image)
+	if err != nil {
+		s.waiting[c.Name] = waiting{reasonCreateConfigError, err.Error()}
+		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+		return
+	}
+	resp, err := s.m.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: s.sandbox.Id, Config: cfg, SandboxConfig: s.sbConfig})
+	if err != nil {
+		s.waiting[c.Name] = waiting{reasonCreateContainerErr, err.Error()}
+		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+		return
+	}
+	s.m.event(s.pod, corev1.EventTypeNormal, "Created", "Created container "+c.Name)
+	if _, err := s.m.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err != nil {
+		s.waiting[c.Name] = waiting{reasonRunContainerError, err.Error()}
+		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+		return
+	}
+	s.m.event(s.pod, corev1.EventTypeNormal, "Started", "Started container "+c.Name)
+	s.pruneOld(ctx, c.Name)
+}
+
+// startCreated starts a container the runtime created but never started
+// (the agent stopped between the two calls).
+func (s *syncRun) startCreated(ctx context.Context, c *corev1.Container, latest *runtimeapi.ContainerStatus) {
+	if _, err := s.m.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: latest.Id}); err != nil {
+		s.waiting[c.Name] = waiting{reasonRunContainerError, err.Error()}
+		return
+	}
+	s.m.event(s.pod, corev1.EventTypeNormal, "Started", "Started container "+c.Name)
+}
+
+// pruneOld removes dead instances of a container older than the one just
+// replaced: the previous one stays for lastState and `logs --previous`.
+func (s *syncRun) pruneOld(ctx context.Context, name string) {
+	instances := s.state.containers[name]
+	for i := 1; i < len(instances); i++ {
+		if _, err := s.m.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: instances[i].Id}); err != nil {
+			s.m.log.Warn("remove old container", "id", instances[i].Id, "err", err)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// terminate stops a pod being deleted: every running container gets
+// SIGTERM and the grace period (CRI StopContainer's timeout) before the
+// runtime kills it; then the sandbox goes, the final status is reported and
+// the pod object is deleted for good (grace 0, only this UID).
+func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (syncResult, error) {
+	grace := gracePeriod(pod)
+	var wg sync.WaitGroup
+	for name, instances := range st.containers {
+		for _, c := range instances {
+			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+				continue
+			}
+			m.event(pod, corev1.EventTypeNormal, "Killing", "Stopping container "+name)
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				if _, err := m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: grace}); err != nil {
+					m.log.Warn("stop container", "id", id, "err", err)
+				}
+			}(c.Id)
+		}
+	}
+	wg.Wait()
+	m.stopSandboxes(ctx, st)
+	st, err := observe(ctx, m.rt, string(pod.UID))
+	if err != nil {
+		return syncResult{}, err
+	}
+	status, err := m.podStatus(ctx, pod, st, nil)
+	if err != nil {
+		return syncResult{}, err
+	}
+	if err := m.patchStatus(ctx, pod, status); err != nil && !apierrors.IsNotFound(err) {
+		return syncResult{}, err
+	}
+	m.removeSandboxes(ctx, st)
+	err = m.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64),
+		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return syncResult{}, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	m.log.Info("pod terminated", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
+	return syncResult{done: true}, nil
+}
+
+// cleanup removes what the runtime still holds of a pod the API no longer
+// has (deleted meanwhile, or never known to this agent).
+func (m *Manager) cleanup(ctx context.Context, uid types.UID, st podState) (syncResult, error) {
+	if len(st.sandboxes) == 0 {
+		return syncResult{done: true}, nil
+	}
+	m.log.Info("removing pod no longer in the API", "uid", uid)
+	m.stopSandboxes(ctx, st)
+	m.removeSandboxes(ctx, st)
+	return syncResult{done: true}, nil
+}
+
+func (m *Manager) stopSandboxes(ctx context.Context, st podState) {
+	for _, sb := range st.sandboxes {
+		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if _, err := m.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			m.log.Warn("stop sandbox", "id", sb.Id, "err", err)
+		}
+	}
+}
+
+func (m *Manager) removeSandboxes(ctx context.Context, st podState) {
+	for _, sb := range st.sandboxes {
+		if _, err := m.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			m.log.Warn("remove sandbox", "id", sb.Id, "err", err)
+		}
+	}
+}
