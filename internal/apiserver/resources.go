@@ -21,8 +21,8 @@ type resource struct {
 	rules      kindRules
 	// subresources served besides the main resource ("status", "binding", ...).
 	subresources []string
-	// storagePrefix is the store key prefix ("/registry/pods").
-	storagePrefix string
+	// stored, when set, keeps the objects as another version of the kind.
+	stored *storedForm
 	// indexFields index watchers by exact-match field selectors.
 	indexFields []string
 }
@@ -57,8 +57,8 @@ func servedResources() []*resource {
 		{
 			gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &eventsv1.Event{} }, newList: func() runtime.Object { return &eventsv1.EventList{} },
-			rules:         eventsV1Rules(),
-			storagePrefix: "/registry/events.k8s.io/events",
+			rules:  eventsV1Rules(),
+			stored: &storedForm{gv: corev1.SchemeGroupVersion, toStorage: eventToStorage, fromStorage: eventFromStorage},
 		},
 		{
 			gvr: core.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", shortNames: []string{"cm"}, namespaced: true,
@@ -90,11 +90,23 @@ func servedResources() []*resource {
 	}
 }
 
+// storedForm is the version objects are stored as, with the conversions.
+type storedForm struct {
+	gv          schema.GroupVersion
+	toStorage   func(runtime.Object) (runtime.Object, error)
+	fromStorage func(runtime.Object) (runtime.Object, error)
+}
+
+// storageGroupVersion is the version of what the store holds.
+func (r *resource) storageGroupVersion() schema.GroupVersion {
+	if r.stored != nil {
+		return r.stored.gv
+	}
+	return r.gvr.GroupVersion()
+}
+
 // keyPrefix is the store prefix of the resource's objects.
 func (r *resource) keyPrefix() string {
-	if r.storagePrefix != "" {
-		return r.storagePrefix
-	}
 	return "/registry/" + r.gvr.Resource // as upstream: no group in the key
 }
 

@@ -34,7 +34,10 @@ func (s *objectStore) groupResource() schema.GroupResource { return s.res.gvr.Gr
 // decode turns a stored value into an object whose resourceVersion is the
 // value's mod revision (the stored bytes never carry one).
 func (s *objectStore) decode(kv store.KV) (runtime.Object, error) {
-	obj, err := s.codecs.decodeFromStorage(kv.Value, s.res.gvr.GroupVersion())
+	obj, err := s.codecs.decodeFromStorage(kv.Value, s.res.storageGroupVersion())
+	if err == nil && s.res.stored != nil {
+		obj, err = s.res.stored.fromStorage(obj)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", kv.Key, err)
 	}
@@ -52,7 +55,12 @@ func (s *objectStore) encode(obj runtime.Object) ([]byte, error) {
 	rv := accessor.GetResourceVersion()
 	accessor.SetResourceVersion("")
 	defer accessor.SetResourceVersion(rv)
-	return s.codecs.encodeForStorage(obj, s.res.gvr.GroupVersion())
+	if s.res.stored != nil {
+		if obj, err = s.res.stored.toStorage(obj); err != nil {
+			return nil, err
+		}
+	}
+	return s.codecs.encodeForStorage(obj, s.res.storageGroupVersion())
 }
 
 func setResourceVersion(obj runtime.Object, rev int64) error {

@@ -6,6 +6,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -211,5 +212,30 @@ func TestCSRRecordsRequesterAndApproves(t *testing.T) {
 	}
 	if len(approved.Status.Certificate) != 0 {
 		t.Fatalf("approval set the certificate")
+	}
+}
+
+// TestEventsShareStorage: an events.k8s.io/v1 Event is a core/v1 Event too.
+func TestEventsShareStorage(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "e1"}, EventTime: metav1.NowMicro(),
+		ReportingController: "berth/scheduler", ReportingInstance: "i1", Action: "Binding", Reason: "Scheduled",
+		Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web"}, Note: "assigned", Type: "Normal",
+	}
+	if _, err := s.client.EventsV1().Events("default").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create events/v1: %v", err)
+	}
+	core, err := s.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+	if err != nil || len(core.Items) != 1 {
+		t.Fatalf("core/v1 list by involvedObject.name: %v %v", err, core)
+	}
+	if e := core.Items[0]; e.Message != "assigned" || e.InvolvedObject.Name != "web" || e.ReportingController != "berth/scheduler" {
+		t.Fatalf("core/v1 view: %+v", e)
+	}
+	back, err := s.client.EventsV1().Events("default").Get(ctx, "e1", metav1.GetOptions{})
+	if err != nil || back.Note != "assigned" || back.Regarding.Name != "web" {
+		t.Fatalf("events/v1 read back: %v %+v", err, back)
 	}
 }
