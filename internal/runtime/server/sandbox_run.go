@@ -59,17 +59,29 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
-	if err := s.setupSandboxNetwork(ctx, sb, &undo); err != nil {
+	if err := s.createNetNS(sb, &undo); err != nil {
 		return nil, err
 	}
+	// CNI runs while the pause container is created: the pause process only
+	// needs its namespace to exist, not to be configured yet.
+	pod := podNetwork(sb)
+	attached := s.attachNetwork(ctx, pod)
+	pid, pauseErr := s.startPause(ctx, sb, pause, &undo)
+	net := <-attached
+	if net.err == nil && sb.NetNS != "" {
+		undo.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, pod) })
+	}
+	if pauseErr != nil {
+		return nil, pauseErr
+	}
+	if net.err != nil {
+		return nil, net.err
+	}
+	sb.IP, sb.AdditionalIPs = net.res.IP, net.res.AdditionalIPs
 	if sb.IP != "" {
 		if err := addHostsEntry(files.Hosts, sb.IP, hostnameOf(cfg)); err != nil {
 			return nil, status.Errorf(codes.Internal, "%v", err)
 		}
-	}
-	pid, err := s.startPause(ctx, sb, pause, &undo)
-	if err != nil {
-		return nil, err
 	}
 	sb.Pid = pid
 	sb.State = runtimeapi.PodSandboxState_SANDBOX_READY
@@ -81,9 +93,9 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
 }
 
-// setupSandboxNetwork gives the pod its own pinned network namespace wired
-// through CNI, unless it uses the host's network.
-func (s *Server) setupSandboxNetwork(ctx context.Context, sb *sandbox, undo *undoStack) error {
+// createNetNS gives the pod its own pinned network namespace, unless it
+// uses the host's network.
+func (s *Server) createNetNS(sb *sandbox, undo *undoStack) error {
 	if sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
 		return nil
 	}
@@ -93,16 +105,33 @@ func (s *Server) setupSandboxNetwork(ctx context.Context, sb *sandbox, undo *und
 	}
 	sb.NetNS = nsPath
 	undo.add("remove netns", func(context.Context) error { return network.RemoveNetNS(nsPath) })
-	pod := podNetwork(sb)
-	start := time.Now()
-	res, err := s.cfg.Network.Setup(ctx, pod)
-	s.cfg.Metrics.cniSetup.Observe(time.Since(start).Seconds())
-	if err != nil {
-		return status.Errorf(codes.Internal, "set up pod network: %v", err)
-	}
-	undo.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, pod) })
-	sb.IP, sb.AdditionalIPs = res.IP, res.AdditionalIPs
 	return nil
+}
+
+type attachResult struct {
+	res network.Result
+	err error
+}
+
+// attachNetwork wires the pod's namespace through CNI in the background; the
+// caller always receives the result, so the goroutine never outlives the
+// request. Host-network pods have nothing to attach.
+func (s *Server) attachNetwork(ctx context.Context, pod network.Pod) <-chan attachResult {
+	out := make(chan attachResult, 1)
+	if pod.NetNS == "" {
+		out <- attachResult{}
+		return out
+	}
+	go func() {
+		start := time.Now()
+		res, err := s.cfg.Network.Setup(ctx, pod)
+		s.cfg.Metrics.cniSetup.Observe(time.Since(start).Seconds())
+		if err != nil {
+			err = status.Errorf(codes.Internal, "set up pod network: %v", err)
+		}
+		out <- attachResult{res, err}
+	}()
+	return out
 }
 
 // startPause creates and starts the sandbox's pause container, whose
