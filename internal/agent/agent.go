@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/internal/agent/node"
+	"github.com/berth/berth/internal/agent/pods"
+	"github.com/berth/berth/internal/version"
+)
+
+// Run starts the agent from cfg and runs it until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags(cfg.Server, cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	restCfg.UserAgent = "berth-agent/" + version.Get().Version
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("API client: %w", err)
+	}
+	rt, v, err := cri.Dial(ctx, cfg.RuntimeEndpoint)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	return New(cfg, client, rt, v, clock.RealClock{}, log).Run(ctx)
+}
+
+// Agent is one running node agent.
+type Agent struct {
+	cfg     Config
+	client  kubernetes.Interface
+	rt      *cri.Client
+	version *runtimeapi.VersionResponse
+	clock   clock.WithTicker
+	log     *slog.Logger
+	facts   func() (node.Facts, error)
+}
+
+// New assembles an agent from an API client and a connected runtime, so
+// tests can use a fake clientset and a real CRI endpoint.
+func New(cfg Config, client kubernetes.Interface, rt *cri.Client, v *runtimeapi.VersionResponse, clk clock.WithTicker, log *slog.Logger) *Agent {
+	return &Agent{cfg: cfg, client: client, rt: rt, version: v, clock: clk, log: log,
+		facts: func() (node.Facts, error) { return node.Gather(cfg.DataDir) }}
+}
+
+// Run registers the node and runs the heartbeat and the pods until ctx
+// ends or one of them fails.
+func (a *Agent) Run(ctx context.Context) error {
+	facts, err := a.facts()
+	if err != nil {
+		return fmt.Errorf("read node facts: %w", err)
+	}
+	a.log.Info("agent starting", "node", a.cfg.NodeName, "runtime", a.version.RuntimeName+" "+a.version.RuntimeVersion)
+	registrar := &node.Registrar{Client: a.client, Name: a.cfg.NodeName, Clock: a.clock, Observe: a.observe, Logger: a.log}
+	// Register before anything else: the Lease is owned by the Node and
+	// pods are only bound to registered nodes.
+	if err := registrar.Sync(ctx); err != nil {
+		return err
+	}
+	podManager := pods.New(pods.Config{
+		NodeName:    a.cfg.NodeName,
+		NodeIP:      facts.InternalIP,
+		DataDir:     a.cfg.DataDir,
+		PodLogDir:   filepath.Join(a.cfg.DataDir, "pod-logs"),
+		ResolvConf:  "/etc/resolv.conf",
+		RuntimeName: a.version.RuntimeName,
+		Clock:       a.clock,
+	}, a.client, a.rt.Runtime, a.rt.Images, a.log.With("component", "pods"))
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return registrar.Run(ctx) })
+	g.Go(func() error {
+		node.NewLeaseController(a.client, a.cfg.NodeName, a.clock, node.LeaseRenewInterval).Run(ctx)
+		return nil
+	})
+	g.Go(func() error { return podManager.Run(ctx) })
+	err = g.Wait()
+	a.log.Info("agent stopped", "node", a.cfg.NodeName)
+	return err
+}
+
+// observe looks at the machine and the runtime for the node's status.
+func (a *Agent) observe(ctx context.Context) (node.Observation, error) {
+	facts, err := a.facts()
+	if err != nil {
+		return node.Observation{}, err
+	}
+	return node.Observation{
+		Facts:          facts,
+		Reserved:       node.Reserved{CPU: a.cfg.ReservedCPU, Memory: a.cfg.ReservedMemory, Storage: a.cfg.ReservedStorage},
+		Thresholds:     node.DefaultThresholds,
+		RuntimeName:    a.version.RuntimeName,
+		RuntimeVersion: a.version.RuntimeVersion,
+		RuntimeErr:     runtimeReady(ctx, a.rt.Runtime),
+		AgentVersion:   version.Get().Version,
+	}, nil
+}
+
+// runtimeReady asks the runtime for its RuntimeReady and NetworkReady
+// conditions, as the kubelet does for the node's Ready condition.
+func runtimeReady(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error {
+	resp, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("CRI Status: %w", err)
+	}
+	var problems []string
+	for _, c := range resp.GetStatus().GetConditions() {
+		if (c.Type == runtimeapi.RuntimeReady || c.Type == runtimeapi.NetworkReady) && !c.Status {
+			problems = append(problems, fmt.Sprintf("%s=false reason:%s message:%s", c.Type, c.Reason, c.Message))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}

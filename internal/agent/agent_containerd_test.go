@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/agent/node"
+	"github.com/berth/berth/internal/testkit/images"
+)
+
+// TestAgentAgainstContainerd runs the whole agent (registration, lease,
+// pods) against containerd's CRI socket, with the API played by client-go's
+// fake clientset.
+func TestAgentAgainstContainerd(t *testing.T) {
+	ctd := containerdtest.Start(t)
+	client := fake.NewClientset()
+	cfg := Config{NodeName: "node-a", DataDir: t.TempDir(), RuntimeEndpoint: ctd.Endpoint}
+	a := New(cfg, client, ctd.Client, ctd.Version, clock.RealClock{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent Run: %v", err)
+		}
+	}()
+
+	poll := func(what string, cond func(context.Context) bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+			return cond(ctx), nil
+		}); err != nil {
+			t.Fatalf("never %s", what)
+		}
+	}
+	var n *corev1.Node
+	poll("registered", func(ctx context.Context) bool {
+		var err error
+		n, err = client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		return err == nil
+	})
+	if rv := n.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(rv, "containerd://1.6") {
+		t.Errorf("container runtime version = %q", rv)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			t.Errorf("node Ready = %+v", c)
+		}
+	}
+	poll("holding its lease", func(ctx context.Context) bool {
+		l, err := client.CoordinationV1().Leases(node.LeaseNamespace).Get(ctx, "node-a", metav1.GetOptions{})
+		return err == nil && *l.Spec.HolderIdentity == "node-a"
+	})
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default", UID: "uid-hello"},
+		Spec: corev1.PodSpec{NodeName: "node-a", RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{
+			Name: "web", Image: containerdtest.Image(images.Httpd), TerminationMessagePath: corev1.TerminationMessagePathDefault,
+		}}},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("ran the pod", func(ctx context.Context) bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 &&
+			p.Status.ContainerStatuses[0].Ready && p.Status.HostIP == n.Status.Addresses[0].Address
+	})
+}

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth/berth/internal/agent"
+)
+
+func newAgentCommand() *cobra.Command {
+	cfg := agent.Config{DataDir: filepath.Join(DefaultDataDir, "agent")}
+	var reservedCPU, reservedMemory, reservedStorage string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: register this node, run the pods bound to it through a CRI runtime, report their status",
+		Long: `Run berth's node agent (the kubelet's role) for one node.
+
+Until the token join flow exists, the agent authenticates with --kubeconfig: a
+kubeconfig an administrator issued for the identity system:node:NAME. --token
+is accepted but refused with an explanation. Starting berth runtime as a child
+is not available yet either: pass --runtime-endpoint (berth runtime's socket or
+containerd's, e.g. unix:///run/containerd/containerd.sock).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, r := range []struct {
+				flag string
+				in   string
+				out  *resource.Quantity
+			}{
+				{"--reserved-cpu", reservedCPU, &cfg.ReservedCPU},
+				{"--reserved-memory", reservedMemory, &cfg.ReservedMemory},
+				{"--reserved-ephemeral-storage", reservedStorage, &cfg.ReservedStorage},
+			} {
+				q, err := resource.ParseQuantity(r.in)
+				if err != nil {
+					return fmt.Errorf("%s %q: %w", r.flag, r.in, err)
+				}
+				*r.out = q
+			}
+			return agent.Run(cmd.Context(), cfg, slog.Default())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Server, "server", "", "API server URL (https://HOST:PORT); overrides the kubeconfig's server")
+	f.StringVar(&cfg.Token, "token", "", "join token (the join flow is not available yet; use --kubeconfig)")
+	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for system:node:NAME issued by an administrator")
+	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name (a DNS subdomain)")
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the agent's per-pod files and pod logs")
+	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
+	f.StringVar(&reservedCPU, "reserved-cpu", "0", "CPU kept back from pods (allocatable = capacity - reserved)")
+	f.StringVar(&reservedMemory, "reserved-memory", "0", "memory kept back from pods")
+	f.StringVar(&reservedStorage, "reserved-ephemeral-storage", "0", "ephemeral storage kept back from pods")
+	return cmd
+}
