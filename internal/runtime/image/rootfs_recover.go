@@ -12,6 +12,11 @@ type RecoverResult struct {
 	Mounted []string
 	// Failed maps containers whose rootfs could not be restored to why.
 	Failed map[string]error
+	// Uses maps every container recorded as using an image to that image's
+	// ID, so the caller can Release (or RemoveRootfs) the containers it no
+	// longer knows, e.g. after a crash between recording a use and creating
+	// the container.
+	Uses map[string]string
 }
 
 // Recover restores every container root filesystem after a restart: it
@@ -20,7 +25,12 @@ type RecoverResult struct {
 func (s *Service) Recover(ctx context.Context) (RecoverResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := RecoverResult{Failed: map[string]error{}}
+	res := RecoverResult{Failed: map[string]error{}, Uses: map[string]string{}}
+	s.meta.view(func(md *metadata) {
+		for c, img := range md.Users {
+			res.Uses[c] = img
+		}
+	})
 	ids, err := s.rootfs.list()
 	if err != nil {
 		return res, err

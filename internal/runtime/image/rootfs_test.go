@@ -209,6 +209,9 @@ func TestStoreAndRootfsSurviveRestart(t *testing.T) {
 	if len(res.Mounted) != 1 || res.Mounted[0] != "survivor" || len(res.Failed) != 0 {
 		t.Fatalf("Recover = %+v, want survivor mounted", res)
 	}
+	if len(res.Uses) != 1 || res.Uses["survivor"] != id {
+		t.Fatalf("Recover uses = %v, want survivor using %s", res.Uses, id)
+	}
 	t.Cleanup(func() { second.RemoveRootfs(ctx, "survivor") })
 	if got, err := os.ReadFile(filepath.Join(rootfs, "written")); err != nil || string(got) != "before" {
 		t.Fatalf("container's own file after recovery: %q %v", got, err)
