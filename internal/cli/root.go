@@ -70,6 +70,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newVersionCommand(),
 		newKubectlCommand(),
 		newRuntimeCommand(),
+		newAgentCommand(),
 	)
 	return root
 }
