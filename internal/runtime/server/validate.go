@@ -3,6 +3,7 @@ package server
 import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func invalid(format string, args ...any) error {
@@ -23,6 +24,14 @@ func validateSandboxConfig(cfg *PodSandboxConfig) error {
 		return invalid("sandbox metadata.namespace is required")
 	case md.GetUid() == "":
 		return invalid("sandbox metadata.uid is required")
+	}
+	// Status advertises no user-namespace support (the spec generator makes
+	// no ID mappings yet), so a pod asking for one must fail rather than
+	// silently run with the host's IDs.
+	// No options at all also means the host's user namespace (POD is the
+	// enum's zero value, so only an explicit UserNamespace can ask for one).
+	if userns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(); userns != nil && userns.GetMode() != runtimeapi.NamespaceMode_NODE {
+		return invalid("user namespace mode %s is not supported: berth runs pods in the host user namespace", userns.GetMode())
 	}
 	for _, pm := range cfg.GetPortMappings() {
 		if pm.GetHostPort() < 0 || pm.GetHostPort() > 65535 || pm.GetContainerPort() <= 0 || pm.GetContainerPort() > 65535 {

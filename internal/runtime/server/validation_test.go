@@ -21,6 +21,9 @@ func TestBadInputGetsCodeAndChangesNothing(t *testing.T) {
 	noMeta.Metadata.Uid = ""
 	badPort := sandboxConfig("y")
 	badPort.PortMappings = []*runtimeapi.PortMapping{{HostPort: 70000, ContainerPort: 80}}
+	userns := sandboxConfig("userns")
+	userns.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}}}}
 	invalidSpec := containerConfig("bad")
 	invalidSpec.Annotations = map[string]string{"invalid": ""}
 	missingImage := containerConfig("noimg")
@@ -41,6 +44,10 @@ func TestBadInputGetsCodeAndChangesNothing(t *testing.T) {
 		}, codes.InvalidArgument},
 		{"run with bad port", func() error {
 			_, err := h.client.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: badPort})
+			return err
+		}, codes.InvalidArgument},
+		{"run in a user namespace", func() error {
+			_, err := h.client.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: userns})
 			return err
 		}, codes.InvalidArgument},
 		{"run with unknown handler", func() error {
