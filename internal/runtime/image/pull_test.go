@@ -1,8 +1,10 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,14 +14,17 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/compression"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 func TestPullByTagAndByDigest(t *testing.T) {
@@ -358,5 +363,27 @@ func TestMirroredHostIsNeverContacted(t *testing.T) {
 	defer rec.mu.Unlock()
 	if rec.hosts["registry.k8s.io"] != 0 || rec.hosts[reg.host] == 0 {
 		t.Fatalf("requests by host %v: want the mirror only", rec.hosts)
+	}
+}
+
+func TestPullZstdAndUncompressedLayers(t *testing.T) {
+	reg := startRegistry(t, nil)
+	zraw := tarBytes(t, file("zstd-file", "zstd"))
+	zl, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(zraw)), nil },
+		tarball.WithCompression(compression.ZStd), tarball.WithMediaType(types.OCILayerZStd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := static.NewLayer(tarBytes(t, file("plain-file", "plain")), types.OCIUncompressedLayer)
+	img := testImage(t, "", zl, plain)
+	reg.push(t, "test/formats:1", img)
+	s := newTestService(t, t.TempDir(), nil)
+	id := pull(t, s, reg.host+"/test/formats:1")
+	chains := chainIDs(mustConfig(t, img).RootFS.DiffIDs)
+	for i, want := range map[int][2]string{0: {"zstd-file", "zstd"}, 1: {"plain-file", "plain"}} {
+		got, err := os.ReadFile(filepath.Join(s.layers.path(chains[i]), want[0]))
+		if err != nil || string(got) != want[1] {
+			t.Errorf("image %s layer %d: %s = %q, %v; want %q", id, i, want[0], got, err, want[1])
+		}
 	}
 }
