@@ -73,9 +73,11 @@ func (f *scopeFactory) scope(res *resource, kind schema.GroupVersionKind, subres
 }
 
 // patchTypes are the patch content types every resource accepts.
-var patchTypes = []string{
-	string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType),
-	string(types.ApplyYAMLPatchType), string(types.ApplyCBORPatchType),
+func patchTypes() []string {
+	return []string{
+		string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType),
+		string(types.ApplyYAMLPatchType), string(types.ApplyCBORPatchType),
+	}
 }
 
 // mainEndpoint serves the resource itself.
@@ -92,7 +94,7 @@ func (f *scopeFactory) mainEndpoint(res *resource, r *resourceREST, deleter rest
 		"watch":            list,
 		"create":           handlers.CreateResource(r, scope, f.admit),
 		"update":           handlers.UpdateResource(r, scope, f.admit),
-		"patch":            handlers.PatchResource(r, scope, f.admit, patchTypes),
+		"patch":            handlers.PatchResource(r, scope, f.admit, patchTypes()),
 		"delete":           handlers.DeleteResource(deleter, true, scope, f.admit),
 		"deletecollection": handlers.DeleteCollection(r, true, scope, f.admit),
 	}}, nil
@@ -108,7 +110,7 @@ func (f *scopeFactory) statusEndpoint(res *resource, subresource string, r *reso
 	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
 		"get":    handlers.GetResource(r, scope),
 		"update": handlers.UpdateResource(r, scope, f.admit),
-		"patch":  handlers.PatchResource(r, scope, f.admit, patchTypes),
+		"patch":  handlers.PatchResource(r, scope, f.admit, patchTypes()),
 	}}, nil
 }
 

@@ -98,7 +98,7 @@ func TestFinalizersHoldDeletion(t *testing.T) {
 func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 	s := newTestServer(t)
 	ctx := testContext(t)
-	for _, name := range systemNamespaces {
+	for _, name := range systemNamespaces() {
 		if _, err := s.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Fatalf("system namespace %s: %v", name, err)
 		}

@@ -12,7 +12,9 @@ import (
 )
 
 // systemNamespaces exist from the first start; the first three may never be deleted.
-var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+func systemNamespaces() []string {
+	return []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+}
 
 func isUndeletableNamespace(name string) bool {
 	return name == metav1.NamespaceDefault || name == metav1.NamespaceSystem || name == metav1.NamespacePublic
@@ -99,7 +101,7 @@ func (n *namespaceREST) namespaceLive(ctx context.Context, namespace string) err
 // ensureSystemNamespaces creates the namespaces every cluster has.
 func (n *namespaceREST) ensureSystemNamespaces(ctx context.Context) error {
 	ctx = withObjectNamespace(ctx, "")
-	for _, name := range systemNamespaces {
+	for _, name := range systemNamespaces() {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if _, err := n.Create(ctx, ns, nil, &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", name, err)

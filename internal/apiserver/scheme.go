@@ -3,11 +3,9 @@ package apiserver
 import (
 	"fmt"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -20,7 +18,7 @@ import (
 // for CRDs upstream), the meta.k8s.io types that Table and
 // PartialObjectMetadata responses need, and the field selectors each kind
 // accepts. A private scheme keeps the conversions out of client-go's global.
-func newScheme() (*runtime.Scheme, error) {
+func newScheme(resources []*resource) (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("registering client-go types: %w", err)
@@ -32,38 +30,23 @@ func newScheme() (*runtime.Scheme, error) {
 	if err := metav1beta1.AddMetaToScheme(s); err != nil {
 		return nil, fmt.Errorf("registering meta.k8s.io/v1beta1: %w", err)
 	}
-	for gvk, allowed := range fieldSelectorsByKind {
-		if err := s.AddFieldLabelConversionFunc(gvk, allowFieldLabels(gvk, allowed)); err != nil {
-			return nil, fmt.Errorf("registering field selectors of %s: %w", gvk, err)
+	for _, res := range resources {
+		if res.rules.fields == nil {
+			continue // the scheme's default: metadata.name and metadata.namespace
+		}
+		allowed := res.rules.fields(res.newObj())
+		if err := s.AddFieldLabelConversionFunc(res.gvk(), allowFieldLabels(res.gvk(), allowed)); err != nil {
+			return nil, fmt.Errorf("registering field selectors of %s: %w", res.gvk(), err)
 		}
 	}
 	return s, nil
 }
 
-// fieldSelectorsByKind lists the field selectors each kind accepts beyond
-// metadata.name and metadata.namespace, as upstream's conversion functions do.
-var fieldSelectorsByKind = map[schema.GroupVersionKind][]string{
-	corev1.SchemeGroupVersion.WithKind("Pod"): {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-		"spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"},
-	corev1.SchemeGroupVersion.WithKind("Node"):      {"spec.unschedulable"},
-	corev1.SchemeGroupVersion.WithKind("Namespace"): {"status.phase"},
-	corev1.SchemeGroupVersion.WithKind("Secret"):    {"type"},
-	corev1.SchemeGroupVersion.WithKind("Event"): {"involvedObject.kind", "involvedObject.namespace",
-		"involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-		"involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"},
-	eventsv1.SchemeGroupVersion.WithKind("Event"): {"regarding.kind", "regarding.namespace", "regarding.name",
-		"regarding.uid", "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath",
-		"reason", "reportingController", "type"},
-	certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"): {"spec.signerName"},
-}
-
-func allowFieldLabels(gvk schema.GroupVersionKind, allowed []string) runtime.FieldLabelConversionFunc {
-	set := map[string]bool{"metadata.name": true, "metadata.namespace": true}
-	for _, f := range allowed {
-		set[f] = true
-	}
+// allowFieldLabels accepts the field selectors a kind's fields function
+// computes (so what can be asked and what is matched never drift apart).
+func allowFieldLabels(gvk schema.GroupVersionKind, allowed fields.Set) runtime.FieldLabelConversionFunc {
 	return func(label, value string) (string, string, error) {
-		if !set[label] {
+		if _, ok := allowed[label]; !ok {
 			return "", "", fmt.Errorf("field label not supported for %s: %s", gvk.Kind, label)
 		}
 		return label, value, nil

@@ -96,12 +96,13 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	scheme, err := newScheme()
+	resources := servedResources()
+	scheme, err := newScheme(resources)
 	if err != nil {
 		return nil, err
 	}
 	c := newCodecs(scheme)
-	api, err := buildAPI(ctx, &cfg, c)
+	api, err := buildAPI(ctx, &cfg, c, resources)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ type apiSet struct {
 	nsController *namespaceController
 }
 
-func buildAPI(ctx context.Context, cfg *Config, c codecs) (*apiSet, error) {
+func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
 	typeConverter, err := openapi.TypeConverter()
 	if err != nil {
 		return nil, fmt.Errorf("schemas for server-side apply: %w", err)
@@ -164,7 +165,7 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs) (*apiSet, error) {
 	}
 	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger)}
 	stores := map[string]*resourceREST{}
-	for _, res := range servedResources() {
+	for _, res := range served {
 		r, err := newResourceREST(ctx, cfg, c, res, tableConvertor)
 		if err != nil {
 			return nil, err
