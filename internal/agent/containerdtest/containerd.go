@@ -102,7 +102,7 @@ func Start(t testing.TB) *Containerd {
 				t.Logf("containerd log (tail):\n%s", tail(string(data), 40))
 			}
 		}
-		unmountUnder(dir)
+		UnmountUnder(dir)
 		if err := os.RemoveAll(dir); err != nil {
 			t.Logf("remove %s: %v", dir, err)
 		}
@@ -152,9 +152,9 @@ func (c *Containerd) removeAllSandboxes(t testing.TB) {
 	}
 }
 
-// unmountUnder lazily unmounts whatever containerd left mounted below dir
+// UnmountUnder lazily unmounts whatever containerd left mounted below dir
 // (deepest first), so the directory can be removed.
-func unmountUnder(dir string) {
+func UnmountUnder(dir string) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return

@@ -12,10 +12,14 @@ import (
 )
 
 // containerConfig builds the CRI container for c's attempt-th run.
-func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32, image string) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32, image string, volumes map[string]string) (*runtimeapi.ContainerConfig, error) {
 	env, err := m.envFor(ctx, pod, c)
 	if err != nil {
 		return nil, err
+	}
+	mounts, err := volumeMounts(pod, c, volumes)
+	if err != nil {
+		return nil, configError{err}
 	}
 	labels := podLabels(string(pod.UID), pod.Name, pod.Namespace)
 	labels[labelContainerName] = c.Name
@@ -26,7 +30,6 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	if init {
 		annotations[annotationInit] = "true"
 	}
-	var mounts []*runtimeapi.Mount
 	if c.TerminationMessagePath != "" {
 		host, err := m.terminationMessageFile(pod, c.Name, attempt)
 		if err != nil {

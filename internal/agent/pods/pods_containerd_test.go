@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,8 @@ func newHarness(t *testing.T) *harness {
 		RuntimeName: ctd.Version.RuntimeName, RelistPeriod: 100 * time.Millisecond, ResyncPeriod: time.Second,
 		Clock: h.clock,
 	}
+	// Memory emptyDirs are tmpfs mounts the agent leaves for its next run.
+	t.Cleanup(func() { containerdtest.UnmountUnder(h.cfg.DataDir) })
 	return h
 }
 
@@ -465,4 +468,13 @@ func TestAgentRestartRestartsNothing(t *testing.T) {
 	if after.Status.Phase != corev1.PodRunning || podCondition(after, corev1.PodReady) != corev1.ConditionTrue {
 		t.Errorf("after restart: phase %s ready %s", after.Status.Phase, podCondition(after, corev1.PodReady))
 	}
+}
+
+func execReq(id string, cmd ...string) *runtimeapi.ExecSyncRequest {
+	return &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: 10}
+}
+
+func readFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	return string(data), err
 }

@@ -38,6 +38,7 @@ type syncRun struct {
 	state    podState
 	sandbox  *runtimeapi.PodSandbox
 	sbConfig *runtimeapi.PodSandboxConfig
+	volumes  map[string]string // volume name -> host path
 	waiting  map[string]waiting
 	requeue  time.Duration
 }
@@ -61,6 +62,10 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 	s := &syncRun{m: m, pod: pod, state: st, waiting: map[string]waiting{}}
 	if err := s.ensureSandbox(ctx); err != nil {
 		s.waitAll(reasonContainerCreating, err.Error())
+	} else if s.volumes, err = m.prepareVolumes(ctx, pod); err != nil {
+		m.event(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for "+err.Error())
+		s.waitAll(reasonContainerCreating, "MountVolume.SetUp failed for "+err.Error())
+		s.requeueIn(backoffInitial)
 	} else {
 		if s.runInitContainers(ctx) {
 			s.runContainers(ctx)
@@ -220,7 +225,7 @@ func (s *syncRun) start(ctx context.Context, c *corev1.Container, init bool, att
 		s.waiting[c.Name] = waiting{reasonErrImagePull, err.Error()}
 		return
 	}
-	cfg, err := s.m.containerConfig(ctx, s.pod, c, init, attempt, image)
+	cfg, err := s.m.containerConfig(ctx, s.pod, c, init, attempt, image, s.volumes)
 	if err != nil {
 		s.waiting[c.Name] = waiting{reasonCreateConfigError, err.Error()}
 		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())

@@ -48,6 +48,7 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (
 		return syncResult{}, err
 	}
 	m.removeSandboxes(ctx, st)
+	m.removePodDir(string(pod.UID))
 	err = m.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64),
 		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
@@ -62,6 +63,7 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (
 // cleanup removes what the runtime still holds of a pod the API no longer
 // has (deleted meanwhile, or never known to this agent).
 func (m *Manager) cleanup(ctx context.Context, uid types.UID, st podState) (syncResult, error) {
+	defer m.removePodDir(string(uid))
 	if len(st.sandboxes) == 0 {
 		return syncResult{done: true}, nil
 	}

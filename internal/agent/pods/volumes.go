@@ -1,0 +1,322 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/atomicfile"
+)
+
+// volumeDir is where the agent keeps pod volumes on the host.
+func (m *Manager) volumeDir(pod *corev1.Pod, name string) string {
+	return filepath.Join(m.cfg.DataDir, "pods", string(pod.UID), "volumes", name)
+}
+
+// prepareVolumes makes every volume of pod present on the host and returns
+// the host path of each. Content volumes (configMap, secret, downwardAPI,
+// projected) are rewritten on every sync, so changed sources reach mounted
+// files; each file is replaced atomically.
+func (m *Manager) prepareVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	paths := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		p, err := m.prepareVolume(ctx, pod, v)
+		if err != nil {
+			return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+		paths[v.Name] = p
+	}
+	return paths, nil
+}
+
+func (m *Manager) prepareVolume(ctx context.Context, pod *corev1.Pod, v corev1.Volume) (string, error) {
+	dir := m.volumeDir(pod, v.Name)
+	switch {
+	case v.HostPath != nil:
+		return hostPathVolume(v.HostPath)
+	case v.EmptyDir != nil:
+		return dir, emptyDirVolume(dir, v.EmptyDir)
+	case v.ConfigMap != nil:
+		files, err := m.configMapFiles(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
+		return dir, writeVolumeFiles(dir, files, v.ConfigMap.DefaultMode, err)
+	case v.Secret != nil:
+		files, err := m.secretFiles(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
+		return dir, writeVolumeFiles(dir, files, v.Secret.DefaultMode, err)
+	case v.DownwardAPI != nil:
+		files, err := m.downwardFiles(pod, v.DownwardAPI.Items)
+		return dir, writeVolumeFiles(dir, files, v.DownwardAPI.DefaultMode, err)
+	case v.Projected != nil:
+		files, err := m.projectedFiles(ctx, pod, v.Projected)
+		return dir, writeVolumeFiles(dir, files, v.Projected.DefaultMode, err)
+	}
+	return "", errors.New("unsupported volume type")
+}
+
+func hostPathVolume(hp *corev1.HostPathVolumeSource) (string, error) {
+	typ := corev1.HostPathUnset
+	if hp.Type != nil {
+		typ = *hp.Type
+	}
+	switch typ {
+	case corev1.HostPathDirectoryOrCreate:
+		return hp.Path, os.MkdirAll(hp.Path, 0o755)
+	case corev1.HostPathFileOrCreate:
+		f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_RDONLY, 0o644)
+		if err != nil {
+			return "", err
+		}
+		return hp.Path, f.Close()
+	case corev1.HostPathDirectory, corev1.HostPathFile:
+		st, err := os.Stat(hp.Path)
+		if err != nil {
+			return "", err
+		}
+		if st.IsDir() != (typ == corev1.HostPathDirectory) {
+			return "", fmt.Errorf("%s is not a %s", hp.Path, typ)
+		}
+	}
+	return hp.Path, nil
+}
+
+// emptyDirVolume creates the directory; medium Memory mounts a tmpfs
+// bounded by sizeLimit there.
+func emptyDirVolume(dir string, ed *corev1.EmptyDirVolumeSource) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	// World-writable like the kubelet's, so non-root containers can share it.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return err
+	}
+	if ed.Medium != corev1.StorageMediumMemory || isMountPoint(dir) {
+		return nil
+	}
+	opts := "mode=0777"
+	if ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
+		opts += fmt.Sprintf(",size=%d", ed.SizeLimit.Value())
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs: %w", err)
+	}
+	return nil
+}
+
+func isMountPoint(dir string) bool {
+	var st, parent syscall.Stat_t
+	if syscall.Stat(dir, &st) != nil || syscall.Stat(filepath.Dir(dir), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+// writeVolumeFiles writes files (relative path -> content) into dir and
+// removes files no longer projected.
+func writeVolumeFiles(dir string, files map[string][]byte, defaultMode *int32, err error) error {
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if defaultMode != nil {
+		mode = os.FileMode(*defaultMode)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for rel, data := range files {
+		if !filepath.IsLocal(rel) {
+			return fmt.Errorf("path %q escapes the volume", rel)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, rel), data, mode); err != nil {
+			return err
+		}
+	}
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if _, keep := files[rel]; !keep {
+			return os.Remove(path)
+		}
+		return nil
+	})
+}
+
+func project(data map[string][]byte, items []corev1.KeyToPath) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(items) == 0 {
+		for k, v := range data {
+			out[k] = v
+		}
+		return out, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			return nil, fmt.Errorf("key %q not found", it.Key)
+		}
+		out[it.Path] = v
+	}
+	return out, nil
+}
+
+func (m *Manager) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string][]byte, error) {
+	cm, err := m.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if optional(opt) {
+			return map[string][]byte{}, nil
+		}
+		return nil, fmt.Errorf("configmap %q: %w", name, err)
+	}
+	data := map[string][]byte{}
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		data[k] = v
+	}
+	return project(data, items)
+}
+
+func (m *Manager) secretFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string][]byte, error) {
+	s, err := m.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if optional(opt) {
+			return map[string][]byte{}, nil
+		}
+		return nil, fmt.Errorf("secret %q: %w", name, err)
+	}
+	return project(s.Data, items)
+}
+
+func (m *Manager) downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, it := range items {
+		var v string
+		var err error
+		switch {
+		case it.FieldRef != nil && it.FieldRef.FieldPath == "metadata.labels":
+			v = formatMap(pod.Labels)
+		case it.FieldRef != nil && it.FieldRef.FieldPath == "metadata.annotations":
+			v = formatMap(pod.Annotations)
+		case it.FieldRef != nil:
+			v, err = m.fieldValue(pod, it.FieldRef.FieldPath)
+		case it.ResourceFieldRef != nil:
+			v, err = resourceValue(containerNamed(pod, it.ResourceFieldRef.ContainerName), it.ResourceFieldRef)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[it.Path] = []byte(v)
+	}
+	return out, nil
+}
+
+func containerNamed(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return &corev1.Container{}
+}
+
+// formatMap renders labels or annotations as the downward API does: one
+// key="value" line each, sorted.
+func formatMap(m map[string]string) string {
+	lines := make([]string, 0, len(m))
+	for k, v := range m {
+		lines = append(lines, fmt.Sprintf("%s=%q", k, v))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, src := range p.Sources {
+		var files map[string][]byte
+		var err error
+		switch {
+		case src.ConfigMap != nil:
+			files, err = m.configMapFiles(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
+		case src.Secret != nil:
+			files, err = m.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
+		case src.DownwardAPI != nil:
+			files, err = m.downwardFiles(pod, src.DownwardAPI.Items)
+		default:
+			err = errors.New("unsupported projected source (serviceAccountToken needs the server's token issuer)")
+		}
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range files {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// volumeMounts turns c's volumeMounts into CRI mounts.
+func volumeMounts(pod *corev1.Pod, c *corev1.Container, paths map[string]string) ([]*runtimeapi.Mount, error) {
+	readOnlyByType := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		readOnlyByType[v.Name] = v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+	}
+	var out []*runtimeapi.Mount
+	for _, vm := range c.VolumeMounts {
+		host, ok := paths[vm.Name]
+		if !ok {
+			return nil, fmt.Errorf("volumeMount %q: no such volume", vm.Name)
+		}
+		if vm.SubPath != "" {
+			if !filepath.IsLocal(vm.SubPath) {
+				return nil, fmt.Errorf("volumeMount %q: subPath %q escapes the volume", vm.Name, vm.SubPath)
+			}
+			host = filepath.Join(host, vm.SubPath)
+			if err := os.MkdirAll(host, 0o755); err != nil && !errors.Is(err, syscall.ENOTDIR) {
+				return nil, err
+			}
+		}
+		prop := runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+		if vm.MountPropagation != nil {
+			switch *vm.MountPropagation {
+			case corev1.MountPropagationHostToContainer:
+				prop = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+			case corev1.MountPropagationBidirectional:
+				prop = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+			}
+		}
+		out = append(out, &runtimeapi.Mount{
+			ContainerPath: vm.MountPath, HostPath: host,
+			Readonly: vm.ReadOnly || readOnlyByType[vm.Name], Propagation: prop,
+		})
+	}
+	return out, nil
+}
+
+// removePodDir unmounts and removes the pod's host directory.
+func (m *Manager) removePodDir(uid string) {
+	dir := filepath.Join(m.cfg.DataDir, "pods", uid)
+	vols, _ := filepath.Glob(filepath.Join(dir, "volumes", "*"))
+	for _, v := range vols {
+		if isMountPoint(v) {
+			if err := syscall.Unmount(v, 0); err != nil {
+				m.log.Warn("unmount volume", "path", v, "err", err)
+				return // never remove files below a mount we could not undo
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		m.log.Warn("remove pod directory", "path", dir, "err", err)
+	}
+}
