@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +20,7 @@ import (
 // and the mount point of the filesystem it lives on (which the kubelet uses
 // to find that filesystem's capacity).
 func (s *Service) ImageFsInfo(ctx context.Context, _ *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
-	usedBytes, inodes, err := diskUsage(s.cfg.Root)
+	usedBytes, inodes, err := s.storeUsage()
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "image store usage: %v", err)
 	}
@@ -36,10 +37,22 @@ func (s *Service) ImageFsInfo(ctx context.Context, _ *runtimeapi.ImageFsInfoRequ
 	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{usage}}, nil
 }
 
+// storeUsage is the disk usage of the whole store. Layer snapshots never
+// change once unpacked, so each is measured once and remembered; only the
+// rest (blobs, index, containers' writable layers) is walked on every call.
+func (s *Service) storeUsage() (bytes, inodes uint64, err error) {
+	bytes, inodes, err = diskUsage(s.cfg.Root, s.layers.dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	snapBytes, snapInodes, err := s.layers.usage()
+	return bytes + snapBytes, inodes + snapInodes, err
+}
+
 // diskUsage walks dir and sums the disk blocks and inodes it holds, counting
-// each hard-linked inode once. Mounted container root filesystems are skipped:
-// they are not the store's usage.
-func diskUsage(dir string) (bytes, inodes uint64, err error) {
+// each hard-linked inode once and skipping the skip directories and other
+// mounts (a mounted container rootfs is not the store's usage).
+func diskUsage(dir string, skip ...string) (bytes, inodes uint64, err error) {
 	rootDev, err := deviceOf(dir)
 	if err != nil {
 		return 0, 0, err
@@ -51,6 +64,9 @@ func diskUsage(dir string) (bytes, inodes uint64, err error) {
 				return nil // removed while walking
 			}
 			return err
+		}
+		if slices.Contains(skip, path) {
+			return fs.SkipDir
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(path, &st); err != nil {

@@ -242,6 +242,16 @@ func TestImageFsInfoReportsStoreUsage(t *testing.T) {
 		t.Fatalf("usage before %d bytes %d inodes, after %d %d: want at least 64 KiB and more inodes",
 			b.UsedBytes.Value, b.InodesUsed.Value, a.UsedBytes.Value, a.InodesUsed.Value)
 	}
+	if _, err := s.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: reg.host + "/test/fs:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := s.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := removed.ImageFilesystems[0]; r.UsedBytes.Value+64<<10 > a.UsedBytes.Value {
+		t.Fatalf("usage %d bytes after removing the image, %d before: want at least 64 KiB less", r.UsedBytes.Value, a.UsedBytes.Value)
+	}
 	mp := a.FsId.Mountpoint
 	if mp == "" || !isAncestor(mp, root) {
 		t.Fatalf("mountpoint %q is not an ancestor of the store %q", mp, root)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/singleflight"
@@ -22,7 +23,13 @@ import (
 type snapshotter struct {
 	dir    string
 	unpack singleflight.Group
+
+	mu sync.Mutex
+	// sizes remembers each snapshot's disk usage: snapshots never change.
+	sizes map[string]snapshotSize
 }
+
+type snapshotSize struct{ bytes, inodes uint64 }
 
 func newSnapshotter(dir string) (*snapshotter, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -33,7 +40,7 @@ func newSnapshotter(dir string) (*snapshotter, error) {
 	for _, d := range stale {
 		os.RemoveAll(d)
 	}
-	return &snapshotter{dir: dir}, nil
+	return &snapshotter{dir: dir, sizes: map[string]snapshotSize{}}, nil
 }
 
 // path is the lowerdir of the snapshot for chainID.
@@ -135,11 +142,46 @@ func (s *snapshotter) prune(keep map[string]bool, pins *pinSet) error {
 			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", id, err))
 			continue
 		}
+		s.mu.Lock()
+		delete(s.sizes, e.Name())
+		s.mu.Unlock()
 		if err := os.RemoveAll(trash); err != nil {
 			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", id, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// usage sums the disk usage of every snapshot, measuring each only once.
+func (s *snapshotter) usage() (bytes, inodes uint64, err error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("list snapshots: %w", err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // being unpacked or removed
+		}
+		s.mu.Lock()
+		size, ok := s.sizes[e.Name()]
+		s.mu.Unlock()
+		if !ok {
+			b, n, err := diskUsage(filepath.Join(s.dir, e.Name()))
+			if errors.Is(err, os.ErrNotExist) {
+				continue // pruned since the listing
+			}
+			if err != nil {
+				return 0, 0, err
+			}
+			size = snapshotSize{bytes: b, inodes: n}
+			s.mu.Lock()
+			s.sizes[e.Name()] = size
+			s.mu.Unlock()
+		}
+		bytes += size.bytes
+		inodes += size.inodes
+	}
+	return bytes, inodes, nil
 }
 
 // chainIDs computes the chain ID of each layer from the diffIDs (OCI
