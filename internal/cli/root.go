@@ -68,6 +68,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(
 		newVersionCommand(),
+		newServerCommand(),
 		newKubectlCommand(),
 		newRuntimeCommand(),
 		newAgentCommand(),

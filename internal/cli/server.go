@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth/berth/internal/server"
+)
+
+func newServerCommand() *cobra.Command {
+	cfg := server.Config{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the API server over etcd (embedded by default), with the scheduler and controllers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = slog.Default().With("process", "server")
+			return server.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", DefaultDataDir, "directory for the store, PKI, admin.kubeconfig and join token")
+	f.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "IP address to serve the Kubernetes API on")
+	f.IntVar(&cfg.Port, "port", DefaultAPIPort, "HTTPS port of the Kubernetes API")
+	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate")
+	f.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd endpoints (https://...); empty runs an embedded member in --data-dir")
+	f.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "CA bundle that signed the external etcd's serving certificates")
+	f.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
+	f.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
+	f.BoolVar(&cfg.DisableAgent, "disable-agent", false, "do not run a node agent and runtime on this machine")
+	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
+	return cmd
+}

@@ -1,0 +1,77 @@
+// Package server assembles `berth server`: PKI, the store (embedded etcd by
+// default), the API server, and the HTTPS listener. It owns start-up order
+// and shutdown; each part lives in its own package.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Config is `berth server`'s configuration (the design's command-line contract).
+type Config struct {
+	DataDir     string
+	BindAddress string
+	Port        int
+	TLSSANs     []string
+
+	// External etcd; empty EtcdServers means the embedded member in DataDir.
+	EtcdServers  []string
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
+
+	DisableAgent bool
+	NodeName     string
+
+	Logger *slog.Logger
+}
+
+// Validate reports the first unusable setting as one clear error.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("--data-dir must not be empty")
+	}
+	if ip := net.ParseIP(c.BindAddress); ip == nil {
+		return fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress)
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		return fmt.Errorf("--port %d is out of range 1-65535", c.Port)
+	}
+	if len(c.EtcdServers) > 0 {
+		for flag, v := range map[string]string{"--etcd-cafile": c.EtcdCAFile, "--etcd-certfile": c.EtcdCertFile, "--etcd-keyfile": c.EtcdKeyFile} {
+			if v == "" {
+				return fmt.Errorf("%s is required with --etcd-servers (external etcd is reached over mutual TLS only)", flag)
+			}
+			if _, err := os.Stat(v); err != nil {
+				return fmt.Errorf("%s: %w", flag, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Address is host:port the API listens on.
+func (c *Config) Address() string { return net.JoinHostPort(c.BindAddress, strconv.Itoa(c.Port)) }
+
+// prepareDataDir creates DataDir (0700) or checks it is a usable directory.
+func (c *Config) prepareDataDir() error {
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("--data-dir %s: %w", c.DataDir, err)
+	}
+	probe, err := os.CreateTemp(c.DataDir, ".probe")
+	if err != nil {
+		return fmt.Errorf("--data-dir %s is not writable: %w", c.DataDir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+func (c *Config) path(elem ...string) string {
+	return filepath.Join(append([]string{c.DataDir}, elem...)...)
+}

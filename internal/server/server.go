@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/berth/berth/internal/apiserver"
+	"github.com/berth/berth/internal/atomicfile"
+	"github.com/berth/berth/internal/auth"
+	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/store/etcd"
+)
+
+// shutdownGrace bounds how long in-flight requests (long watches excepted:
+// they are cut) may take once SIGTERM arrives.
+const shutdownGrace = 10 * time.Second
+
+// Run starts berth server and blocks until ctx ends, then shuts down in order:
+// stop accepting, drain requests, stop the API server's loops, close the store.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.prepareDataDir(); err != nil {
+		return err
+	}
+	// Bind first: a port in use is the most common start-up failure and
+	// should be reported before anything is created.
+	ln, err := net.Listen("tcp", cfg.Address())
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Address(), err)
+	}
+	defer ln.Close()
+
+	cluster, err := pki.LoadOrCreateCluster(cfg.path("pki"), pki.DefaultServingNames(append(cfg.TLSSANs, cfg.BindAddress)))
+	if err != nil {
+		return fmt.Errorf("pki: %w", err)
+	}
+	if err := writeClientFiles(cfg, cluster); err != nil {
+		return err
+	}
+
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Warn("closing store", "err", err)
+		}
+	}()
+
+	clientCAs := x509.NewCertPool()
+	clientCAs.AddCert(cluster.ClientCA.Cert)
+	authz, err := auth.NewAuthorizer()
+	if err != nil {
+		return err
+	}
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	defer stopAPI()
+	handler, err := apiserver.New(apiCtx, apiserver.Config{
+		Store:         st,
+		Authenticator: auth.NewAuthenticator(clientCAs),
+		Authorizer:    authz,
+		Logger:        log.With("component", "apiserver"),
+	})
+	if err != nil {
+		return fmt.Errorf("api server: %w", err)
+	}
+	return serve(ctx, cfg, ln, handler, cluster, clientCAs)
+}
+
+func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool) error {
+	log := cfg.Logger
+	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
+	if err != nil {
+		return fmt.Errorf("load serving certificate: %w", err)
+	}
+	srv := &http.Server{
+		Handler: handler,
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{serving},
+			ClientCAs:    clientCAs,
+			// Certificates are verified here when given; requests without
+			// one reach the authenticator chain (tokens) or get 401 there.
+			ClientAuth: tls.VerifyClientCertIfGiven,
+			NextProtos: []string{"h2", "http/1.1"},
+		},
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	log.Info("berth server is serving", "address", cfg.Address(),
+		"kubeconfig", cfg.path("admin.kubeconfig"), "store", storeDescription(cfg))
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func openStore(ctx context.Context, cfg Config) (*etcd.Store, error) {
+	log := cfg.Logger.With("component", "etcd")
+	if len(cfg.EtcdServers) == 0 {
+		st, err := etcd.Embedded(ctx, cfg.path("etcd"), log)
+		if err != nil {
+			return nil, fmt.Errorf("embedded etcd in %s: %w", cfg.path("etcd"), err)
+		}
+		return st, nil
+	}
+	st, err := etcd.External(ctx, cfg.EtcdServers, cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile, log)
+	if err != nil {
+		return nil, fmt.Errorf("external etcd %v: %w", cfg.EtcdServers, err)
+	}
+	return st, nil
+}
+
+func storeDescription(cfg Config) string {
+	if len(cfg.EtcdServers) == 0 {
+		return "embedded etcd (in-process, no listener)"
+	}
+	return fmt.Sprintf("external etcd %v", cfg.EtcdServers)
+}
+
+// writeClientFiles publishes what clients need to trust and reach the server:
+// DATA_DIR/server-ca.crt and DATA_DIR/admin.kubeconfig (0600, kept across
+// restarts while its certificate is still valid for this cluster).
+func writeClientFiles(cfg Config, cluster *pki.Cluster) error {
+	if err := atomicfile.WriteFile(cfg.path("server-ca.crt"), cluster.ServerCA.CertPEM, 0o644); err != nil {
+		return err
+	}
+	adminPath := cfg.path("admin.kubeconfig")
+	if adminKubeconfigValid(adminPath, cluster, cfg.clientURL()) {
+		return nil
+	}
+	kc, err := cluster.ClientKubeconfig(cfg.clientURL(), pki.AdminIdentity)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(adminPath, kc, 0o600)
+}
+
+// clientURL is the URL local clients use: loopback when bound to all addresses.
+func (c *Config) clientURL() string {
+	host := c.BindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, fmt.Sprint(c.Port))
+}
+
+func adminKubeconfigValid(path string, cluster *pki.Cluster, server string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	return pki.KubeconfigMatches(data, server, cluster.ClientCA)
+}
