@@ -72,8 +72,8 @@ func TestVersionHealthDiscoveryOpenAPI(t *testing.T) {
 	if code != 200 || !strings.Contains(ctype, "protobuf") {
 		t.Fatalf("/openapi/v2 as protobuf: %d %s", code, ctype)
 	}
-	if code, _, _ := getWithAccept(t, s, "/nothing/here", ""); code != 404 {
-		t.Fatalf("unknown path: %d, want 404", code)
+	if code, _, body := getWithAccept(t, s, "/nothing/here", ""); code != 404 || !strings.Contains(string(body), "the server could not find the requested resource") {
+		t.Fatalf("unknown path: %d %s, want a 404 Status", code, body)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -99,9 +100,14 @@ func (a *apiSet) writeError(err error, gv schema.GroupVersion, w http.ResponseWr
 	responsewriters.ErrorNegotiated(err, a.codecs.negotiated, gv, w, req)
 }
 
+// notFoundHandler answers paths nothing serves, with upstream's Status.
 func notFoundHandler(c codecs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		responsewriters.ErrorNegotiated(apierrors.NewNotFound(schema.GroupResource{}, req.URL.Path), c.negotiated, schema.GroupVersion{Version: "v1"}, w, req)
+		err := &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: "the server could not find the requested resource",
+		}}
+		responsewriters.ErrorNegotiated(err, c.negotiated, schema.GroupVersion{Version: "v1"}, w, req)
 	})
 }
 
