@@ -60,8 +60,13 @@ func (r *Runc) Exec(ctx context.Context, id string, opts ExecOptions) (int32, er
 	cmd.WaitDelay = execWaitDelay
 	// When the caller gives up (an ExecSync timeout), the process in the
 	// container must die too: killing runc alone would orphan it there.
+	// Killing the process makes runc reap it and exit, so when Exec returns
+	// it is gone; runc itself is killed only if the process never started
+	// (or, after WaitDelay, if runc does not exit).
 	cmd.Cancel = func() error {
-		killExecProcess(pidFile)
+		if killExecProcess(pidFile) {
+			return nil
+		}
 		return cmd.Process.Kill()
 	}
 	var term *hostTerminal
@@ -93,15 +98,18 @@ func (r *Runc) Exec(ctx context.Context, id string, opts ExecOptions) (int32, er
 	return execExitCode(cmd, waitErr)
 }
 
-// killExecProcess kills the exec'd process by the host PID runc recorded.
-func killExecProcess(pidFile string) {
+// killExecProcess kills the exec'd process by the host PID runc recorded;
+// false if there is none yet.
+func killExecProcess(pidFile string) bool {
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
-		return
+		return false
 	}
-	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return false
 	}
+	return syscall.Kill(pid, syscall.SIGKILL) == nil
 }
 
 func execExitCode(cmd *exec.Cmd, waitErr error) (int32, error) {

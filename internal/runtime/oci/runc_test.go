@@ -536,7 +536,8 @@ func TestExecCancelKillsTheProcessInTheContainer(t *testing.T) {
 	eventually(t, "the exec to start", func() bool { return strings.Contains(out.String(), "started") })
 	cancel()
 	<-done
-	// Only the container's own sleep 1000 may remain.
+	// Only the container's own sleep 1000 may remain, right after Exec
+	// returned: not even a zombie of the killed process.
 	var ps syncBuffer
 	if _, err := e.rt.Exec(ctx(t), "ec", ExecOptions{
 		Process: &specs.Process{Args: []string{"sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"}, Cwd: "/", Env: []string{"PATH=/bin"}},

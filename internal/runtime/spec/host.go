@@ -12,7 +12,8 @@ import (
 )
 
 // DetectHost finds what the host and the OCI runtime binary offer: the
-// runtime's own oom_score_adj (the floor for containers) and whether the
+// runtime's own oom_score_adj (the floor for containers), its capability
+// bounding set (the ceiling), and whether the
 // OCI runtime supports recursive read-only mounts (it lists "rro" among
 // its mount options in `<runtime> features`, runc >= 1.1).
 func DetectHost(ctx context.Context, ociRuntime string) (Host, error) {
@@ -28,7 +29,11 @@ func DetectHost(ctx context.Context, ociRuntime string) (Host, error) {
 	if err != nil {
 		return Host{}, err
 	}
-	return Host{OOMScoreAdjMin: oom, RecursiveReadOnly: rro}, nil
+	caps, err := ownCapabilities()
+	if err != nil {
+		return Host{}, fmt.Errorf("read own capabilities: %w", err)
+	}
+	return Host{OOMScoreAdjMin: oom, RecursiveReadOnly: rro, Capabilities: caps}, nil
 }
 
 func supportsRecursiveReadOnly(ctx context.Context, ociRuntime string) (bool, error) {

@@ -1,9 +1,11 @@
 package spec
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/moby/profiles/seccomp"
@@ -12,6 +14,7 @@ import (
 )
 
 type securityRequest struct {
+	hostCaps      []string // nil: the runtime's own bounding set
 	privileged    bool
 	noCaps        bool // the pause container: no capabilities at all
 	caps          *runtimeapi.Capability
@@ -29,11 +32,18 @@ type securityRequest struct {
 func setSecurity(s *specs.Spec, req securityRequest) error {
 	s.Root.Readonly = req.readonlyRoot
 	s.Process.NoNewPrivileges = req.noNewPrivs
+	all := req.hostCaps
+	if all == nil {
+		var err error
+		if all, err = ownCapabilities(); err != nil {
+			return invalid("read the runtime's capabilities: %v", err)
+		}
+	}
 	if req.privileged {
-		setPrivileged(s)
+		setPrivileged(s, all)
 		return nil
 	}
-	caps, err := capabilities(req.caps, req.noCaps)
+	caps, err := capabilities(req.caps, req.noCaps, all)
 	if err != nil {
 		return err
 	}
@@ -62,8 +72,8 @@ func cleanPaths(paths []string) []string {
 
 // setPrivileged gives the container every capability and device and lifts
 // the masks, as Kubernetes defines privileged.
-func setPrivileged(s *specs.Spec) {
-	all := slices.Clone(allCapabilities)
+func setPrivileged(s *specs.Spec, all []string) {
+	all = slices.Clone(all)
 	s.Process.Capabilities = &specs.LinuxCapabilities{
 		Bounding: all, Effective: all, Permitted: all,
 	}
@@ -77,7 +87,7 @@ func setPrivileged(s *specs.Spec) {
 	}
 }
 
-func capabilities(req *runtimeapi.Capability, none bool) (*specs.LinuxCapabilities, error) {
+func capabilities(req *runtimeapi.Capability, none bool, all []string) (*specs.LinuxCapabilities, error) {
 	if none {
 		return &specs.LinuxCapabilities{Bounding: []string{}, Effective: []string{}, Permitted: []string{}}, nil
 	}
@@ -97,7 +107,7 @@ func capabilities(req *runtimeapi.Capability, none bool) (*specs.LinuxCapabiliti
 	// Order as containerd: ALL in add wins over drops of single caps, then
 	// drop ALL empties the set before the explicit adds.
 	if slices.Contains(add, "ALL") {
-		set = slices.Clone(allCapabilities)
+		set = slices.Clone(all)
 	}
 	if slices.Contains(drop, "ALL") {
 		set = nil
@@ -183,4 +193,36 @@ func setSeccomp(s *specs.Spec, p *runtimeapi.SecurityProfile) error {
 	default:
 		return invalid("unknown seccomp profile type %v", p.GetProfileType())
 	}
+}
+
+// ownCapabilities is this process's bounding set by name: the most any
+// container it starts can hold.
+func ownCapabilities() ([]string, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		hex, ok := strings.CutPrefix(line, "CapBnd:")
+		if !ok {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil {
+			return nil, err
+		}
+		return capabilitiesInMask(mask), nil
+	}
+	return nil, errors.New("no CapBnd in /proc/self/status")
+}
+
+// capabilitiesInMask names the capabilities whose bits are set.
+func capabilitiesInMask(mask uint64) []string {
+	var out []string
+	for bit, name := range allCapabilities {
+		if mask&(1<<bit) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -40,6 +40,10 @@ type Host struct {
 	// RecursiveReadOnly is true when the OCI runtime supports the "rro"
 	// mount option (runc >= 1.1 on Linux >= 5.12).
 	RecursiveReadOnly bool
+	// Capabilities is the runtime's own bounding set: what "privileged"
+	// and "add ALL" grant, since runc cannot give more (this host lacks
+	// CAP_SYS_RESOURCE, for one). nil reads it from /proc/self/status.
+	Capabilities []string
 }
 
 // Input is everything Generate needs for one application container.
@@ -122,6 +126,7 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 		func(s *specs.Spec) error { return setContainerNamespaces(s, in) },
 		func(s *specs.Spec) error {
 			return setSecurity(s, securityRequest{
+				hostCaps:      in.Host.Capabilities,
 				privileged:    sc.GetPrivileged(),
 				caps:          sc.GetCapabilities(),
 				noNewPrivs:    sc.GetNoNewPrivs(),
@@ -191,6 +196,7 @@ func GenerateSandbox(ctx context.Context, in SandboxInput) (*specs.Spec, error) 
 			// The pause process needs no privilege at all, whatever the pod asks for
 			// its containers; only the seccomp choice is honoured.
 			return setSecurity(s, securityRequest{
+				hostCaps:     in.Host.Capabilities,
 				noNewPrivs:   true,
 				readonlyRoot: sc.GetReadonlyRootfs(),
 				seccomp:      sc.GetSeccomp(),

@@ -385,6 +385,9 @@ func TestGenerateRejectsBadInput(t *testing.T) {
 			in.Container.Linux.Resources = &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: -1}
 		},
 		"no container config": func(in *Input) { in.Container = nil },
+		"group without user": func(in *Input) {
+			in.Container.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: &runtimeapi.Int64Value{Value: 5}}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := testInput(t)
@@ -446,5 +449,34 @@ func TestGenerateSandbox(t *testing.T) {
 	cfg.Linux.Sysctls = map[string]string{"vm.swappiness": "1"}
 	if _, err := GenerateSandbox(context.Background(), SandboxInput{ID: "s1", Config: cfg, RootfsPath: "/r", Image: &v1.ConfigFile{Config: v1.Config{Cmd: []string{"/pause"}}}}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("non-namespaced sysctl: %v", err)
+	}
+}
+
+func TestPrivilegedAndAllGetOnlyTheRuntimesCapabilities(t *testing.T) {
+	own := []string{"CAP_CHOWN", "CAP_KILL", "CAP_SYS_ADMIN"}
+	in := testInput(t)
+	in.Host.Capabilities = own
+	in.Container.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
+		Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"ALL"}},
+	}
+	if got := mustGenerate(t, in).Process.Capabilities.Bounding; !slices.Equal(got, own) {
+		t.Errorf("add ALL gave %v, want the runtime's own %v", got, own)
+	}
+	in.Sandbox.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{Privileged: true}
+	in.Container.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{Privileged: true}
+	if got := mustGenerate(t, in).Process.Capabilities.Effective; !slices.Equal(got, own) {
+		t.Errorf("privileged gave %v, want the runtime's own %v", got, own)
+	}
+}
+
+func TestCapabilitiesInMask(t *testing.T) {
+	// This host's bounding set: everything up to CAP_CHECKPOINT_RESTORE but CAP_SYS_RESOURCE.
+	got := capabilitiesInMask(0x000001fffeffffff)
+	if slices.Contains(got, "CAP_SYS_RESOURCE") || !slices.Contains(got, "CAP_CHECKPOINT_RESTORE") || len(got) != len(allCapabilities)-1 {
+		t.Errorf("mask gave %v", got)
+	}
+	own, err := ownCapabilities()
+	if err != nil || len(own) == 0 {
+		t.Fatalf("own capabilities %v: %v", own, err)
 	}
 }

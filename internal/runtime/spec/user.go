@@ -37,6 +37,11 @@ type groupEntry struct {
 // looked up in the image's own /etc/passwd and /etc/group, read through
 // os.Root so that a symlink in the image can never make us read a host file.
 func setUser(s *specs.Spec, rootfs string, req userRequest) error {
+	// The CRI requires this: a group alone would pair with whatever user
+	// the image happens to name.
+	if req.gid != nil && req.uid == nil && req.username == "" {
+		return invalid("run_as_group needs run_as_user or run_as_username")
+	}
 	db := userDB{rootfs: rootfs}
 	userPart, groupPart, _ := strings.Cut(req.imageUser, ":")
 	switch {
