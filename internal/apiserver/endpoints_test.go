@@ -87,3 +87,20 @@ func TestStrictFieldValidation(t *testing.T) {
 	}
 	assertStoreUnchanged(t, s, before)
 }
+
+func TestMetrics(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	if _, err := s.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := getWithAccept(t, s, "/metrics", "")
+	for _, want := range []string{
+		`berth_apiserver_requests_total{code="200",group="",resource="pods",subresource="",verb="list"} 1`,
+		`berth_watchcache_revision{prefix="/registry/pods/"}`,
+	} {
+		if code != 200 || !strings.Contains(string(body), want) {
+			t.Fatalf("/metrics: %d, lacks %s:\n%s", code, want, body)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -50,6 +51,7 @@ func newTestServerWith(t testing.TB, configure func(*Config)) *testServer {
 		Authenticator: adminAuthenticator,
 		Authorizer:    authorizerfactory.NewAlwaysAllowAuthorizer(),
 		Logger:        slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Metrics:       prometheus.NewRegistry(),
 	}
 	configure(&cfg)
 	handler, err := New(ctx, cfg)

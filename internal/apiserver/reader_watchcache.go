@@ -17,10 +17,18 @@ type watchCacheReader struct {
 	cache *watchcache.Cache
 }
 
+// watchCacheReaders makes watch-cache readers that share metrics (nil: none).
+func watchCacheReaders(metrics *watchcache.Metrics) readerFactory {
+	return func(ctx context.Context, spec readerSpec) (collectionReader, error) {
+		return newWatchCacheReader(ctx, spec, metrics)
+	}
+}
+
 // newWatchCacheReader starts the resource's cache (its goroutine lives until
 // ctx ends) and waits for its first list.
-func newWatchCacheReader(ctx context.Context, spec readerSpec) (collectionReader, error) {
+func newWatchCacheReader(ctx context.Context, spec readerSpec, metrics *watchcache.Metrics) (collectionReader, error) {
 	cache := watchcache.New(watchcache.Config{
+		Metrics:     metrics,
 		Store:       spec.Store,
 		Resource:    spec.Resource,
 		Prefix:      spec.Prefix,

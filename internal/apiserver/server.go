@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
@@ -29,6 +30,7 @@ import (
 	"github.com/berth/berth/internal/apiserver/openapi"
 	"github.com/berth/berth/internal/apiserver/tables"
 	"github.com/berth/berth/internal/store"
+	"github.com/berth/berth/internal/watchcache"
 )
 
 // Config is what the API server needs. Store, Authenticator and Authorizer
@@ -51,6 +53,10 @@ type Config struct {
 	// cache keeps, so that watches resume (older resourceVersions get 410
 	// Gone and clients re-list); 0 means the cache's default (1000).
 	WatchHistorySize int
+
+	// Metrics, when set, receives the API server's Prometheus series
+	// (requests, watch caches), which are then served at /metrics.
+	Metrics *prometheus.Registry
 
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
@@ -84,7 +90,14 @@ func (c *Config) complete() error {
 		c.MinRequestTimeout = defaultMinRequestTimeout
 	}
 	if c.newReader == nil {
-		c.newReader = newWatchCacheReader
+		var cacheMetrics *watchcache.Metrics
+		if c.Metrics != nil {
+			var err error
+			if cacheMetrics, err = watchcache.NewMetrics(c.Metrics); err != nil {
+				return fmt.Errorf("apiserver: watch cache metrics: %w", err)
+			}
+		}
+		c.newReader = watchCacheReaders(cacheMetrics)
 	}
 	return nil
 }
@@ -126,6 +139,14 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	mux.Handle("/", notFoundHandler(c))
 
 	var handler http.Handler = mux
+	if cfg.Metrics != nil {
+		mux.Handle("/metrics", metricsHandler(cfg.Metrics))
+		requests, err := newRequestMetrics(cfg.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		handler = requests.instrument(handler)
+	}
 	handler = filters.WithAuthorization(handler, cfg.Authorizer, c.negotiated)
 	handler = filters.WithAuthentication(handler, cfg.Authenticator, filters.Unauthorized(c.negotiated), nil, nil)
 	handler = filters.WithWarningRecorder(handler)
