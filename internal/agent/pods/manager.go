@@ -50,6 +50,7 @@ type Manager struct {
 	log     *slog.Logger
 	backoff *backoff
 	sent    sentStatuses
+	prober  *prober
 	clock   clock.WithTicker
 
 	// afterSync, when set (tests), is called after every sync of a pod.
@@ -77,11 +78,13 @@ func New(cfg Config, client kubernetes.Interface, rt runtimeapi.RuntimeServiceCl
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = "cluster.local"
 	}
-	return &Manager{
+	m := &Manager{
 		cfg: cfg, client: client, rt: rt, images: images, log: log,
 		backoff: newBackoff(cfg.Clock), clock: cfg.Clock,
 		workers: map[types.UID]*worker{},
 	}
+	m.prober = newProber(m)
+	return m
 }
 
 // Run watches the node's pods and runs them until ctx ends. Stopping the

@@ -91,14 +91,24 @@ func (m *Manager) containerStatus(pod *corev1.Pod, c *corev1.Container, st podSt
 		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: why.reason, Message: why.message}}
 	}
 	running := cs.State.Running != nil
-	cs.Started = &running
-	// Without readiness probes a running container is ready; an init
-	// container is ready once it succeeded.
-	cs.Ready = running
+	// A container has started once running and past its startup probe; it
+	// is ready once started and its readiness probe (if any) succeeded. An
+	// init container is ready once it succeeded.
+	started := running && m.probeOK(latest.Id, c.StartupProbe, startup)
+	cs.Started = &started
+	cs.Ready = started && m.probeOK(latest.Id, c.ReadinessProbe, readiness)
 	if init {
 		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 	}
 	return cs
+}
+
+func (m *Manager) probeOK(id string, probe *corev1.Probe, kind probeKind) bool {
+	if probe == nil {
+		return true
+	}
+	ok, _ := m.prober.result(id, kind)
+	return ok
 }
 
 func initDone(st podState, pod *corev1.Pod) bool {

@@ -82,9 +82,23 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 		return syncResult{requeueAfter: s.requeue}, err
 	}
 	if isTerminal(status.Phase) {
+		m.prober.stopPod(pod.UID)
 		m.stopSandboxes(ctx, s.state)
+	} else {
+		m.prober.sync(ctx, pod, runningIDs(s.state), status.PodIP)
 	}
 	return syncResult{requeueAfter: s.requeue}, nil
+}
+
+// runningIDs maps container names to their running instance's ID.
+func runningIDs(st podState) map[string]string {
+	ids := map[string]string{}
+	for name := range st.containers {
+		if l := st.latest(name); l.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			ids[name] = l.Id
+		}
+	}
+	return ids
 }
 
 func isTerminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }

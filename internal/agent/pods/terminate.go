@@ -18,6 +18,7 @@ import (
 // the pod object is deleted for good (grace 0, only this UID).
 func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (syncResult, error) {
 	grace := gracePeriod(pod)
+	m.prober.stopPod(pod.UID)
 	var wg sync.WaitGroup
 	for name, instances := range st.containers {
 		for _, c := range instances {
@@ -64,6 +65,7 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (
 // has (deleted meanwhile, or never known to this agent).
 func (m *Manager) cleanup(ctx context.Context, uid types.UID, st podState) (syncResult, error) {
 	defer m.removePodDir(string(uid))
+	m.prober.stopPod(uid)
 	if len(st.sandboxes) == 0 {
 		return syncResult{done: true}, nil
 	}

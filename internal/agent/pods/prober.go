@@ -1,0 +1,320 @@
+package pods
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+type probeKind string
+
+const (
+	liveness  probeKind = "Liveness"
+	readiness probeKind = "Readiness"
+	startup   probeKind = "Startup"
+)
+
+// probeKey names one probe of one container instance.
+type probeKey struct {
+	pod         types.UID
+	containerID string
+	kind        probeKind
+}
+
+// prober runs the containers' probes, one goroutine per probe of each
+// running container instance, and keeps their latest results.
+type prober struct {
+	m       *Manager
+	mu      sync.Mutex
+	workers map[probeKey]context.CancelFunc
+	results map[probeKey]bool // absent: no result yet
+}
+
+func newProber(m *Manager) *prober {
+	return &prober{m: m, workers: map[probeKey]context.CancelFunc{}, results: map[probeKey]bool{}}
+}
+
+// result returns the latest result of a probe and whether there is one.
+func (p *prober) result(id string, kind probeKind) (ok, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, v := range p.results {
+		if k.containerID == id && k.kind == kind {
+			return v, true
+		}
+	}
+	return false, false
+}
+
+// sync starts probes for the pod's running containers (ids maps container
+// name to the running instance's ID) and stops those of instances gone.
+// Probes without a host go to podIP.
+func (p *prober) sync(ctx context.Context, pod *corev1.Pod, ids map[string]string, podIP string) {
+	pod = pod.DeepCopy()
+	pod.Status.PodIP = podIP
+	want := map[probeKey]func(context.Context){}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		id, running := ids[c.Name]
+		if !running {
+			continue
+		}
+		for kind, probe := range map[probeKind]*corev1.Probe{liveness: c.LivenessProbe, readiness: c.ReadinessProbe, startup: c.StartupProbe} {
+			if probe != nil {
+				key := probeKey{pod.UID, id, kind}
+				want[key] = func(ctx context.Context) { p.run(ctx, pod, c, key, probe) }
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, cancel := range p.workers {
+		if _, keep := want[key]; !keep && key.pod == pod.UID {
+			cancel()
+			delete(p.workers, key)
+			delete(p.results, key)
+		}
+	}
+	for key, run := range want {
+		if _, running := p.workers[key]; running {
+			continue
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		p.workers[key] = cancel
+		p.m.wg.Add(1)
+		go func() {
+			defer p.m.wg.Done()
+			run(wctx)
+		}()
+	}
+}
+
+// stopPod stops every probe of a pod.
+func (p *prober) stopPod(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, cancel := range p.workers {
+		if key.pod == uid {
+			cancel()
+			delete(p.workers, key)
+		}
+	}
+	for key := range p.results {
+		if key.pod == uid {
+			delete(p.results, key)
+		}
+	}
+}
+
+// run probes every periodSeconds after initialDelaySeconds and records a
+// result when success/failure thresholds are reached; a failed liveness
+// probe (or a startup probe out of attempts) kills the container, which the
+// pod worker then restarts by the restart policy.
+func (p *prober) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, key probeKey, probe *corev1.Probe) {
+	period := time.Duration(max(probe.PeriodSeconds, 1)) * time.Second
+	timeout := time.Duration(max(probe.TimeoutSeconds, 1)) * time.Second
+	successThreshold, failureThreshold := max(probe.SuccessThreshold, 1), max(probe.FailureThreshold, 1)
+	if !sleep(ctx, time.Duration(probe.InitialDelaySeconds)*time.Second) {
+		return
+	}
+	var successes, failures int32
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		if key.kind != startup && !p.started(pod, c, key.containerID) {
+			// Liveness and readiness wait for the startup probe.
+		} else if err := p.m.probeOnce(ctx, pod, c, key.containerID, probe, timeout); err == nil {
+			successes, failures = successes+1, 0
+			if successes >= successThreshold && p.record(key, true) {
+				p.m.wake(ctx, pod.UID)
+			}
+			if key.kind == startup && successes >= successThreshold {
+				return // a startup probe stops once it succeeded
+			}
+		} else if ctx.Err() == nil {
+			successes, failures = 0, failures+1
+			p.m.event(pod, corev1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe failed: %v", key.kind, err))
+			if failures >= failureThreshold {
+				if p.record(key, false) {
+					p.m.wake(ctx, pod.UID)
+				}
+				if key.kind != readiness {
+					p.kill(ctx, pod, c, key)
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p *prober) started(pod *corev1.Pod, c *corev1.Container, id string) bool {
+	if c.StartupProbe == nil {
+		return true
+	}
+	ok, _ := p.result(id, startup)
+	return ok
+}
+
+// record stores a result and reports whether it changed.
+func (p *prober) record(key probeKey, ok bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev, known := p.results[key]
+	p.results[key] = ok
+	return !known || prev != ok
+}
+
+func (p *prober) kill(ctx context.Context, pod *corev1.Pod, c *corev1.Container, key probeKey) {
+	p.m.event(pod, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, key.kind))
+	if _, err := p.m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: key.containerID, Timeout: gracePeriod(pod)}); err != nil {
+		p.m.log.Warn("stop unhealthy container", "id", key.containerID, "err", err)
+	}
+	p.m.wake(ctx, pod.UID)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// probeOnce runs one probe; nil is success.
+func (m *Manager) probeOnce(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, probe *corev1.Probe, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	h := probe.ProbeHandler
+	switch {
+	case h.Exec != nil:
+		resp, err := m.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: h.Exec.Command, Timeout: int64(timeout / time.Second)})
+		if err != nil {
+			return err
+		}
+		if resp.ExitCode != 0 {
+			return fmt.Errorf("command %v exited %d: %s", h.Exec.Command, resp.ExitCode, resp.Stdout)
+		}
+		return nil
+	case h.HTTPGet != nil:
+		return m.probeHTTP(ctx, pod, c, h.HTTPGet)
+	case h.TCPSocket != nil:
+		port, err := resolvePort(h.TCPSocket.Port, c)
+		if err != nil {
+			return err
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(probeHost(pod, h.TCPSocket.Host), strconv.Itoa(port)))
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	case h.GRPC != nil:
+		return probeGRPC(ctx, probeHost(pod, ""), int(h.GRPC.Port), h.GRPC.Service)
+	}
+	return fmt.Errorf("probe has no handler")
+}
+
+func probeHost(pod *corev1.Pod, host string) string {
+	if host != "" {
+		return host
+	}
+	return pod.Status.PodIP
+}
+
+func (m *Manager) probeHTTP(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
+	port, err := resolvePort(g.Port, c)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if g.Scheme == corev1.URISchemeHTTPS {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(probeHost(pod, g.Host), strconv.Itoa(port)), Path: g.Path}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "berth-probe")
+	for _, hdr := range g.HTTPHeaders {
+		req.Header.Add(hdr.Name, hdr.Value)
+	}
+	// As upstream, HTTPS probes do not verify the container's certificate,
+	// and redirects to other hosts are not followed.
+	client := &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true},
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if r.URL.Host != u.Host {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func probeGRPC(ctx context.Context, host string, port int, service *string) error {
+	conn, err := grpc.NewClient(net.JoinHostPort(host, strconv.Itoa(port)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	req := &healthpb.HealthCheckRequest{}
+	if service != nil {
+		req.Service = *service
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, req)
+	if err != nil {
+		return err
+	}
+	if resp.Status != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("service unhealthy (responded with %q)", resp.Status)
+	}
+	return nil
+}
+
+// resolvePort turns a probe port (number or container port name) into a number.
+func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+	if p.Type == intstr.Int {
+		return p.IntValue(), nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	return 0, fmt.Errorf("no port named %q in container %s", p.StrVal, c.Name)
+}

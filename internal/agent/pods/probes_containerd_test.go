@@ -1,0 +1,79 @@
+package pods
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/images"
+)
+
+func execProbe(cmd ...string) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}, PeriodSeconds: 1, FailureThreshold: 1}
+}
+
+func containerReady(p *corev1.Pod, name string) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name {
+			return cs.Ready
+		}
+	}
+	return false
+}
+
+func TestReadinessProbesGateReady(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	gated := busybox("gated", "sleep", "3600")
+	gated.ReadinessProbe = execProbe("cat", "/tmp/ready")
+	web := corev1.Container{Name: "web", Image: containerdtest.Image(images.Httpd), Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}
+	web.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}, PeriodSeconds: 1}
+	web.StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, PeriodSeconds: 1, FailureThreshold: 30}
+	pod := h.create(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probed"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{gated, web}},
+	})
+	p := h.waitPod(pod, "with web ready through its HTTP probe", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && containerReady(p, "web")
+	})
+	if containerReady(p, "gated") || podCondition(p, corev1.PodReady) != corev1.ConditionFalse {
+		t.Fatalf("gated container ready before its probe could pass: %+v", p.Status.ContainerStatuses)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "web" && (cs.Started == nil || !*cs.Started) {
+			t.Fatalf("web ready but not started: %+v", cs)
+		}
+	}
+	h.exec(h.containerID(p, "gated"), "touch", "/tmp/ready")
+	h.waitPod(pod, "Ready once the gated probe passes", func(p *corev1.Pod) bool {
+		return containerReady(p, "gated") && podCondition(p, corev1.PodReady) == corev1.ConditionTrue
+	})
+	h.exec(h.containerID(p, "gated"), "rm", "/tmp/ready")
+	h.waitPod(pod, "unready again when the probe fails", func(p *corev1.Pod) bool {
+		return !containerReady(p, "gated") && podCondition(p, corev1.PodReady) == corev1.ConditionFalse
+	})
+}
+
+func TestFailingLivenessProbeRestartsContainer(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	c := busybox("c", "sh", "-c", "touch /tmp/alive; exec sleep 3600")
+	c.LivenessProbe = execProbe("test", "-f", "/tmp/alive")
+	pod := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "live"}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}})
+	p := h.waitPod(pod, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && containerReady(p, "c") })
+	first := h.containerID(p, "c")
+	h.exec(first, "rm", "/tmp/alive")
+	p = h.waitPod(pod, "restarted after failing its liveness probe", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount == 1 && cs.State.Running != nil
+	})
+	if h.containerID(p, "c") == first {
+		t.Fatal("same container still running")
+	}
+	if last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ContainerID == "" {
+		t.Fatalf("lastState = %+v, want the killed instance", p.Status.ContainerStatuses[0].LastTerminationState)
+	}
+}
