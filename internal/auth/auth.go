@@ -1,14 +1,16 @@
 // Package auth builds the API server's authentication and authorization
 // chains from k8s.io/apiserver's interfaces, so every request carries a user
 // and every handler asks one authorizer. Today: x509 client certificates from
-// the client CA, and only system:masters is authorized; the node authorizer,
-// RBAC and token authenticators plug in here (issue 5).
+// the client CA; system:masters may do anything, and berth's own components
+// get the bootstrap policy (upstream's default roles for them); the node
+// authorizer, RBAC and token authenticators plug in here (issue 5).
 package auth
 
 import (
 	"crypto/x509"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -22,12 +24,14 @@ const MastersGroup = "system:masters"
 func NewAuthenticator(clientCAs *x509.CertPool) authenticator.Request {
 	opts := x509request.DefaultVerifyOptions()
 	opts.Roots = clientCAs
-	return x509request.New(opts, x509request.CommonNameUserConversion)
+	// Every authenticated user is also in system:authenticated, as upstream.
+	return group.NewAuthenticatedGroupAdder(x509request.New(opts, x509request.CommonNameUserConversion))
 }
 
 // NewAuthorizer returns the authorization chain: first allow wins, default deny.
 func NewAuthorizer() (authorizer.Authorizer, error) {
 	return union.New(
 		union.NamedAuthorizer{AuthorizerName: "masters", Authorizer: authorizerfactory.NewPrivilegedGroups(MastersGroup)},
+		union.NamedAuthorizer{AuthorizerName: "bootstrap-policy", Authorizer: NewPolicyAuthorizer(BootstrapPolicy())},
 	)
 }

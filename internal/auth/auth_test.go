@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"slices"
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
@@ -13,7 +14,7 @@ import (
 	"github.com/berth/berth/internal/pki"
 )
 
-func TestCertificateAuthenticationAndMastersOnlyAuthorization(t *testing.T) {
+func TestCertificateAuthenticationAndMastersAuthorization(t *testing.T) {
 	cluster, err := pki.LoadOrCreateCluster(t.TempDir(), pki.ServingNames{})
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +36,7 @@ func TestCertificateAuthenticationAndMastersOnlyAuthorization(t *testing.T) {
 	}{
 		{"admin", cluster.ClientCA, pki.AdminIdentity, "berth-admin", true},
 		{"scheduler is not a master", cluster.ClientCA, pki.SchedulerIdentity, "system:kube-scheduler", false},
+		{"controllers are not masters", cluster.ClientCA, pki.ControllerIdentity, "system:kube-controller-manager", false},
 		{"foreign CA", foreignCA(t), pki.AdminIdentity, "", false},
 	}
 	for _, tc := range cases {
@@ -50,8 +52,11 @@ func TestCertificateAuthenticationAndMastersOnlyAuthorization(t *testing.T) {
 			if !ok || err != nil || resp.User.GetName() != tc.wantUser {
 				t.Fatalf("authenticate = %v, %v, %v; want %s", resp, ok, err, tc.wantUser)
 			}
+			if !slices.Contains(resp.User.GetGroups(), user.AllAuthenticated) {
+				t.Errorf("groups %v lack %s", resp.User.GetGroups(), user.AllAuthenticated)
+			}
 			decision, _, err := authz.Authorize(context.Background(), authorizer.AttributesRecord{
-				User: resp.User, Verb: "list", Resource: "pods", ResourceRequest: true,
+				User: resp.User, Verb: "deletecollection", Resource: "pods", ResourceRequest: true,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -87,4 +92,47 @@ func requestWithCert(t *testing.T, ca *pki.CA, id pki.Identity) *http.Request {
 	req, _ := http.NewRequest(http.MethodGet, "https://127.0.0.1/api", nil)
 	req.TLS = &tls.ConnectionState{PeerCertificates: certs}
 	return req
+}
+
+func TestBootstrapPolicy(t *testing.T) {
+	authz, err := NewAuthorizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduler := &user.DefaultInfo{Name: SchedulerUser, Groups: []string{user.AllAuthenticated}}
+	controller := &user.DefaultInfo{Name: ControllerUser, Groups: []string{user.AllAuthenticated}}
+	someone := &user.DefaultInfo{Name: "someone", Groups: []string{user.AllAuthenticated}}
+	res := func(u user.Info, verb, group, resource, sub string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: group, Resource: resource, Subresource: sub, Namespace: "default", Name: "x", ResourceRequest: true}
+	}
+	cases := []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		allow bool
+	}{
+		{"scheduler binds pods", res(scheduler, "create", "", "pods", "binding"), true},
+		{"scheduler records status", res(scheduler, "patch", "", "pods", "status"), true},
+		{"scheduler watches nodes", res(scheduler, "watch", "", "nodes", ""), true},
+		{"scheduler writes events", res(scheduler, "create", "events.k8s.io", "events", ""), true},
+		{"scheduler cannot delete pods", res(scheduler, "delete", "", "pods", ""), false},
+		{"scheduler cannot read secrets", res(scheduler, "get", "", "secrets", ""), false},
+		{"scheduler cannot change a pod spec", res(scheduler, "update", "", "pods", ""), false},
+		{"controller marks node status", res(controller, "update", "", "nodes", "status"), true},
+		{"controller evicts pods", res(controller, "delete", "", "pods", ""), true},
+		{"controller cannot exec", res(controller, "create", "", "pods", "exec"), false},
+		{"authenticated user discovers", authorizer.AttributesRecord{User: someone, Verb: "get", Path: "/apis/coordination.k8s.io/v1"}, true},
+		{"authenticated user cannot list pods", res(someone, "list", "", "pods", ""), false},
+		{"authenticated user cannot read metrics path", authorizer.AttributesRecord{User: someone, Verb: "get", Path: "/metrics"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _, err := authz.Authorize(context.Background(), tc.attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d == authorizer.DecisionAllow; got != tc.allow {
+				t.Errorf("allowed = %v, want %v", got, tc.allow)
+			}
+		})
+	}
 }

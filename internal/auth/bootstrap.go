@@ -1,0 +1,57 @@
+package auth
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+// Identities of the server's own components, as upstream names them.
+const (
+	SchedulerUser  = "system:kube-scheduler"
+	ControllerUser = "system:kube-controller-manager"
+)
+
+func rule(verbs []string, group string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: []string{group}, Resources: resources}
+}
+
+var (
+	read      = []string{"get", "list", "watch"}
+	readWrite = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	eventVerb = []string{"create", "patch", "update"}
+)
+
+func clusterRole(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
+	return rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+}
+
+// BootstrapPolicy is what berth's own components and every authenticated
+// user may do, mirroring upstream's default ClusterRoles of the same names,
+// trimmed to the resources berth serves.
+func BootstrapPolicy() []Binding {
+	return []Binding{
+		{Role: clusterRole("system:discovery", rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: []string{
+			"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/", "/healthz", "/livez", "/readyz",
+		}}), Groups: []string{user.AllAuthenticated}},
+		{Role: clusterRole("system:basic-user",
+			rule([]string{"create"}, "authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
+			rule([]string{"create"}, "authentication.k8s.io", "selfsubjectreviews"),
+		), Groups: []string{user.AllAuthenticated}},
+		{Role: clusterRole(SchedulerUser,
+			rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
+			rule(read, "", "pods", "nodes", "namespaces"),
+			rule([]string{"create"}, "", "pods/binding"),
+			rule([]string{"patch", "update"}, "", "pods/status"),
+			rule(readWrite, "coordination.k8s.io", "leases"),
+		), Users: []string{SchedulerUser}},
+		{Role: clusterRole(ControllerUser,
+			rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
+			rule(readWrite, "", "nodes", "pods", "namespaces", "configmaps", "secrets", "serviceaccounts"),
+			rule([]string{"update", "patch"}, "", "nodes/status", "pods/status", "namespaces/finalize", "namespaces/status"),
+			rule(readWrite, "coordination.k8s.io", "leases"),
+			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
+			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
+		), Users: []string{ControllerUser}},
+	}
+}
