@@ -258,6 +258,7 @@ func (s *syncRun) start(ctx context.Context, c *corev1.Container, init bool, att
 		return
 	}
 	s.m.event(s.pod, corev1.EventTypeNormal, "Started", "Started container "+c.Name)
+	s.postStart(ctx, c, resp.ContainerId)
 	s.pruneOld(ctx, c.Name)
 }
 

@@ -12,13 +12,13 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// terminate stops a pod being deleted: every running container gets
-// SIGTERM and the grace period (CRI StopContainer's timeout) before the
+// terminate stops a pod being deleted: preStop hooks run first, then every
+// running container gets SIGTERM and what is left of the grace period (CRI StopContainer's timeout) before the
 // runtime kills it; then the sandbox goes, the final status is reported and
 // the pod object is deleted for good (grace 0, only this UID).
 func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (syncResult, error) {
-	grace := gracePeriod(pod)
 	m.prober.stopPod(pod.UID)
+	grace := m.preStop(ctx, pod, st, pod.Status.PodIP)
 	var wg sync.WaitGroup
 	for name, instances := range st.containers {
 		for _, c := range instances {
