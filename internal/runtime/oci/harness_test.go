@@ -138,9 +138,6 @@ type containerOpts struct {
 func (e *testEnv) create(id string, o containerOpts) CreateOptions {
 	e.t.Helper()
 	opts := e.createOptionsOnly(id, o)
-	if err := os.MkdirAll(filepath.Dir(opts.LogPath), 0o700); err != nil {
-		e.t.Fatal(err)
-	}
 	if err := e.rt.Create(ctx(e.t), opts); err != nil {
 		e.t.Fatalf("Create %s: %v", id, err)
 	}
@@ -230,8 +227,10 @@ func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
 func (e *testEnv) createOptionsOnly(id string, o containerOpts) CreateOptions {
 	e.t.Helper()
 	bundle := filepath.Join(e.base, "bundles", id)
-	if err := os.MkdirAll(bundle, 0o700); err != nil {
-		e.t.Fatal(err)
+	for _, dir := range []string{bundle, filepath.Join(e.base, "logs")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	s, err := spec.GenerateSandbox(context.Background(), spec.SandboxInput{
 		ID: id, Config: &runtimeapi.PodSandboxConfig{Hostname: "testpod"},

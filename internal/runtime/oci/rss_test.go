@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth/berth/internal/runtime/monitor"
 )
@@ -54,4 +55,34 @@ func procKiB(pid int, file, key string) (int, error) {
 		}
 	}
 	return 0, os.ErrNotExist
+}
+
+// BenchmarkCreateStartDelete measures the runtime side of a container's
+// life: Create (monitor + runc create) and Start (runc start through the
+// monitor), reported apart; Delete is untimed.
+func BenchmarkCreateStartDelete(b *testing.B) {
+	e := newTestEnv(b)
+	b.StopTimer()
+	var create, start time.Duration
+	for i := 0; i < b.N; i++ {
+		id := "bench" + strconv.Itoa(i)
+		opts := e.createOptionsOnly(id, containerOpts{args: []string{"sleep", "1000"}})
+		b.StartTimer()
+		t0 := time.Now()
+		if err := e.rt.Create(ctx(b), opts); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := e.rt.Start(ctx(b), id); err != nil {
+			b.Fatal(err)
+		}
+		start += time.Since(t1)
+		create += t1.Sub(t0)
+		b.StopTimer()
+		if err := e.rt.Delete(ctx(b), id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(create.Milliseconds())/float64(b.N), "ms-create/op")
+	b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "ms-start/op")
 }
