@@ -29,6 +29,7 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
 	f.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
 	f.BoolVar(&cfg.DisableAgent, "disable-agent", false, "do not run a node agent and runtime on this machine")
+	f.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run the scheduler (an external one, e.g. kube-scheduler, binds pods)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
 	return cmd
 }

@@ -26,8 +26,9 @@ type Config struct {
 	EtcdCertFile string
 	EtcdKeyFile  string
 
-	DisableAgent bool
-	NodeName     string
+	DisableAgent     bool
+	DisableScheduler bool // let an external scheduler (e.g. kube-scheduler) bind pods
+	NodeName         string
 
 	Logger *slog.Logger
 }

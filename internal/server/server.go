@@ -102,12 +102,21 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	log.Info("berth server is serving", "address", cfg.Address(),
 		"kubeconfig", cfg.path("admin.kubeconfig"), "store", storeDescription(cfg))
 
+	compCtx, stopComponents := context.WithCancel(ctx)
+	defer stopComponents()
+	waitComponents, err := startComponents(compCtx, cfg, cluster)
+	if err != nil {
+		return err
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	// Order: the loops that use the API stop first, then the API itself.
 	log.Info("shutting down")
+	stopComponents()
+	waitComponents()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth/berth/internal/controller/nodelifecycle"
+	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/scheduler"
+)
+
+// component is a control-plane loop that uses only the API, under its own identity.
+type component struct {
+	name     string
+	identity pki.Identity
+	run      func(ctx context.Context, client kubernetes.Interface) error
+}
+
+func (c *Config) components() []component {
+	var out []component
+	if !c.DisableScheduler {
+		out = append(out, component{name: "scheduler", identity: pki.SchedulerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+			return scheduler.New(scheduler.Config{Client: client, Logger: c.Logger.With("component", "scheduler")}).Run(ctx)
+		}})
+	}
+	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return nodelifecycle.New(nodelifecycle.Config{Client: client, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
+	}})
+	return out
+}
+
+// startComponents runs each component against the server's own HTTPS
+// endpoint, each with a client certificate for its identity, so they hold
+// no more power than an external scheduler or controller would. The
+// returned wait blocks until all have stopped after ctx ends.
+func startComponents(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait func(), err error) {
+	var wg sync.WaitGroup
+	for _, comp := range cfg.components() {
+		kubeconfig, err := cluster.ClientKubeconfig(cfg.clientURL(), comp.identity)
+		if err != nil {
+			return nil, fmt.Errorf("%s identity: %w", comp.name, err)
+		}
+		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("%s client: %w", comp.name, err)
+		}
+		restCfg.QPS, restCfg.Burst = 5000, 10000 // in-process peers; the server applies its own limits
+		client, err := kubernetes.NewForConfig(restCfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s client: %w", comp.name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := comp.run(ctx, client); err != nil && ctx.Err() == nil {
+				cfg.Logger.Error("component stopped", "component", comp.name, "err", err)
+			}
+		}()
+	}
+	return wg.Wait, nil
+}
