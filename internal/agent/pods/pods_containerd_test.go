@@ -261,6 +261,10 @@ func TestPodWithInitContainerAndEnvRunsAndIsReady(t *testing.T) {
 	if hn := strings.TrimSpace(h.exec(id, "hostname")); hn != "web" {
 		t.Errorf("hostname = %q", hn)
 	}
+	// cgroup v1 here: the memory hierarchy shows the QoS class's parent.
+	if cg := h.exec(id, "cat", "/proc/self/cgroup"); !strings.Contains(cg, "/kubepods/besteffort/pod"+string(pod.UID)+"/") {
+		t.Errorf("container cgroups not under the BestEffort pod cgroup:\n%s", cg)
+	}
 }
 
 func TestCrashingContainerBacksOffWithGrowingDelay(t *testing.T) {
@@ -431,6 +435,7 @@ func TestAgentRestartRestartsNothing(t *testing.T) {
 	}
 	stop() // the agent goes away with everything it had in memory
 
+	patchesBefore := statusPatches(h.client)
 	h.startAgent()
 	syncsBefore := h.syncCount(pod.UID)
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
@@ -467,6 +472,45 @@ func TestAgentRestartRestartsNothing(t *testing.T) {
 	}
 	if after.Status.Phase != corev1.PodRunning || podCondition(after, corev1.PodReady) != corev1.ConditionTrue {
 		t.Errorf("after restart: phase %s ready %s", after.Status.Phase, podCondition(after, corev1.PodReady))
+	}
+	// Nothing changed, so the restarted agent computed, compared, and sent nothing.
+	if n := statusPatches(h.client) - patchesBefore; n != 0 {
+		t.Errorf("restarted agent sent %d status patches for an unchanged pod", n)
+	}
+}
+
+func statusPatches(c *fake.Clientset) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCompletedPodSucceeds(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	pod := h.create(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "job"},
+		Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{busybox("c", "true")}},
+	})
+	p := h.waitPod(pod, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if cs := p.Status.ContainerStatuses[0]; cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" || cs.RestartCount != 0 {
+		t.Fatalf("container status %+v", cs)
+	}
+	if podCondition(p, corev1.PodReady) != corev1.ConditionFalse {
+		t.Fatal("a completed pod is Ready")
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		sbs, err := h.ctd.Client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
+			Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(pod.UID)}},
+		})
+		return err == nil && len(sbs.Items) == 1 && sbs.Items[0].State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY, nil
+	})
+	if err != nil {
+		t.Fatal("the completed pod's sandbox was not stopped")
 	}
 }
 

@@ -125,14 +125,14 @@ func (m *Manager) state(pod *corev1.Pod, c *corev1.Container, s *runtimeapi.Cont
 	id := m.cfg.RuntimeName + "://" + s.Id
 	switch s.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, s.StartedAt))}}
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: apiTime(s.StartedAt)}}
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		t := &corev1.ContainerStateTerminated{
 			ExitCode:    s.ExitCode,
 			Reason:      s.Reason,
 			Message:     m.terminationMessage(pod, c, s),
-			StartedAt:   metav1.NewTime(time.Unix(0, s.StartedAt)),
-			FinishedAt:  metav1.NewTime(time.Unix(0, s.FinishedAt)),
+			StartedAt:   apiTime(s.StartedAt),
+			FinishedAt:  apiTime(s.FinishedAt),
 			ContainerID: id,
 		}
 		if t.Reason == "" {
@@ -320,4 +320,10 @@ func (s *sentStatuses) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, uid)
+}
+
+// apiTime converts a CRI timestamp (ns) to the API's second precision, so a
+// status read back from the server compares equal to a freshly computed one.
+func apiTime(ns int64) metav1.Time {
+	return metav1.NewTime(time.Unix(0, ns).Truncate(time.Second))
 }
