@@ -81,8 +81,20 @@ func patchTypes() []string {
 }
 
 // mainEndpoint serves the resource itself.
-// deleter is r itself, or a resource-specific delete (namespaces).
-func (f *scopeFactory) mainEndpoint(res *resource, r *resourceREST, deleter rest.GracefulDeleter) (*endpoint, error) {
+// fullREST is everything the main endpoint of a resource serves.
+type fullREST interface {
+	rest.Getter
+	rest.Lister
+	rest.Watcher
+	rest.Creater
+	rest.Updater
+	rest.GracefulDeleter
+	rest.CollectionDeleter
+	rest.TableConvertor
+}
+
+// mainEndpoint serves the resource itself through r.
+func (f *scopeFactory) mainEndpoint(res *resource, r fullREST) (*endpoint, error) {
 	scope, err := f.scope(res, res.gvk(), "", r)
 	if err != nil {
 		return nil, err
@@ -95,7 +107,7 @@ func (f *scopeFactory) mainEndpoint(res *resource, r *resourceREST, deleter rest
 		"create":           handlers.CreateResource(r, scope, f.admit),
 		"update":           handlers.UpdateResource(r, scope, f.admit),
 		"patch":            handlers.PatchResource(r, scope, f.admit, patchTypes()),
-		"delete":           handlers.DeleteResource(deleter, true, scope, f.admit),
+		"delete":           handlers.DeleteResource(r, true, scope, f.admit),
 		"deletecollection": handlers.DeleteCollection(r, true, scope, f.admit),
 	}}, nil
 }

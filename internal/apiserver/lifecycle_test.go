@@ -103,6 +103,15 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 			t.Fatalf("system namespace %s: %v", name, err)
 		}
 	}
+	for _, ns := range []string{"default", "kube-system"} {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := s.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("namespace %s has no default ServiceAccount: %v", ns, err)
+		}
+	}
 	if err := s.client.CoreV1().Namespaces().Delete(ctx, "default", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting default: %v, want 403", err)
 	}
@@ -152,6 +161,14 @@ func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
 	if _, err := nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "closing"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A new namespace gets its default ServiceAccount from the controller.
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := s.client.CoreV1().ServiceAccounts("closing").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no default ServiceAccount in a new namespace: %v", err)
+	}
 	// A bound pod keeps the namespace Terminating until its agent finishes.
 	if _, err := s.client.CoreV1().Pods("closing").Create(ctx, boundPod("p", "n1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -159,9 +176,11 @@ func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
 	if err := nss.Delete(ctx, "closing", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		// Settled: the pod marked, everything else (the ServiceAccount) gone.
 		p, err := s.client.CoreV1().Pods("closing").Get(ctx, "p", metav1.GetOptions{})
-		return err == nil && p.DeletionTimestamp != nil, nil
+		_, saErr := s.client.CoreV1().ServiceAccounts("closing").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil && p.DeletionTimestamp != nil && apierrors.IsNotFound(saErr), nil
 	})
 	if err != nil {
 		t.Fatalf("pod in a terminating namespace was not marked for deletion: %v", err)

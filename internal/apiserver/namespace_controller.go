@@ -13,15 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// namespaceController finishes namespace deletion: it deletes everything in
-// a Terminating namespace (pods gracefully, as any delete), and once nothing
-// is left, drops the "kubernetes" finalizer and removes the namespace.
+// namespaceController gives every active namespace its "default"
+// ServiceAccount (upstream's ServiceAccount controller) and finishes
+// namespace deletion: it deletes everything in a Terminating namespace (pods
+// gracefully, as any delete), and once nothing is left removes the namespace.
 type namespaceController struct {
-	namespaces *namespaceREST
-	contents   []*resourceREST // every namespaced resource
-	wakeCh     chan struct{}
-	resync     time.Duration
-	logger     *slog.Logger
+	namespaces      *namespaceREST
+	serviceAccounts *resourceREST
+	contents        []*resourceREST // every namespaced resource
+	wakeCh          chan struct{}
+	resync          time.Duration
+	logger          *slog.Logger
 }
 
 func newNamespaceController(logger *slog.Logger) *namespaceController {
@@ -61,9 +63,12 @@ func (c *namespaceController) sweep(ctx context.Context) error {
 	for i := range list.(*corev1.NamespaceList).Items {
 		ns := &list.(*corev1.NamespaceList).Items[i]
 		if ns.Status.Phase != corev1.NamespaceTerminating {
+			if err := c.ensureDefaultServiceAccount(ctx, ns.Name); err != nil && ctx.Err() == nil {
+				c.logger.Warn("default service account", "namespace", ns.Name, "err", err)
+			}
 			continue
 		}
-		if err := c.finish(ctx, ns.Name); err != nil {
+		if err := c.finish(ctx, ns.Name); err != nil && ctx.Err() == nil {
 			c.logger.Warn("finishing namespace deletion", "namespace", ns.Name, "err", err)
 		}
 	}
@@ -106,4 +111,20 @@ func (c *namespaceController) finish(ctx context.Context, name string) error {
 	}
 	c.logger.Info("namespace deleted", "namespace", name)
 	return nil
+}
+
+// ensureDefaultServiceAccount creates the namespace's "default"
+// ServiceAccount unless the cache already has it.
+func (c *namespaceController) ensureDefaultServiceAccount(ctx context.Context, namespace string) error {
+	sa := c.serviceAccounts
+	_, _, err := sa.reader.Get(ctx, sa.res.key(namespace, "default"), 0)
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: namespace}}
+	_, err = sa.Create(withObjectNamespace(ctx, namespace), obj, nil, &metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) { // raced a create, or the namespace began terminating
+		return nil
+	}
+	return err
 }

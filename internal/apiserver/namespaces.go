@@ -28,6 +28,16 @@ type namespaceREST struct {
 	wake func()
 }
 
+// Create creates the namespace and has the controller give it its default
+// ServiceAccount.
+func (n *namespaceREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	created, err := n.resourceREST.Create(ctx, obj, createValidation, options)
+	if err == nil {
+		n.wake()
+	}
+	return created, err
+}
+
 func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	if isUndeletableNamespace(name) {
 		return nil, false, apierrors.NewForbidden(n.groupResource(), name, fmt.Errorf("this namespace may not be deleted"))

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 )
 
 // addEndpoints registers r's resource and its subresources.
@@ -25,12 +24,12 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 	key := func(sub string) endpointKey {
 		return endpointKey{res.gvr.Group, res.gvr.Version, res.gvr.Resource, sub}
 	}
-	var deleter rest.GracefulDeleter = r
+	var main fullREST = r
 	isNamespaces := res.gvr.Group == "" && res.gvr.Resource == "namespaces"
 	if isNamespaces {
-		deleter = a.namespaces
+		main = a.namespaces
 	}
-	ep, err := f.mainEndpoint(res, r, deleter)
+	ep, err := f.mainEndpoint(res, main)
 	if err != nil {
 		return err
 	}

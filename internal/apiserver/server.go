@@ -104,7 +104,8 @@ func (c *Config) complete() error {
 
 // New builds the API server's HTTP handler. Background work (the namespace
 // controller, collection readers) runs until ctx ends; the handler must not
-// be used after that. The system namespaces are created before New returns.
+// be used after that. The system namespaces, with their default
+// ServiceAccounts, exist before New returns.
 func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
@@ -121,6 +122,11 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	}
 	if err := api.namespaces.ensureSystemNamespaces(ctx); err != nil {
 		return nil, err
+	}
+	for _, ns := range systemNamespaces() {
+		if err := api.nsController.ensureDefaultServiceAccount(ctx, ns); err != nil {
+			return nil, fmt.Errorf("default service account of %s: %w", ns, err)
+		}
 	}
 	go api.nsController.run(ctx)
 
@@ -192,8 +198,11 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 			return nil, err
 		}
 		stores[res.gvr.String()] = r
-		if res.gvr.Resource == "namespaces" && res.gvr.Group == "" {
+		switch {
+		case res.gvr.Resource == "namespaces" && res.gvr.Group == "":
 			api.namespaces = &namespaceREST{resourceREST: r, wake: api.nsController.wake}
+		case res.gvr.Resource == "serviceaccounts" && res.gvr.Group == "":
+			api.nsController.serviceAccounts = r
 		}
 	}
 	api.nsController.namespaces = api.namespaces
