@@ -72,5 +72,7 @@ install_tools() {
 build_berth() {
   log "building berth"
   mkdir -p "$OUT_DIR"
-  (cd "$REPO_ROOT" && go build -buildvcs=true -o "$BERTH_BIN" ./cmd/berth)
+  # berth-monitor is the small per-container monitor berth runtime execs; it
+  # lives beside the berth binary.
+  (cd "$REPO_ROOT" && go build -buildvcs=true -o "$OUT_DIR/" ./cmd/berth ./cmd/berth-monitor)
 }

@@ -2,10 +2,10 @@ package auth
 
 import (
 	"context"
-	"slices"
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
+	"slices"
 	"testing"
 
 	"k8s.io/apiserver/pkg/authentication/user"

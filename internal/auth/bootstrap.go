@@ -10,6 +10,7 @@ import (
 const (
 	SchedulerUser  = "system:kube-scheduler"
 	ControllerUser = "system:kube-controller-manager"
+	NodesGroup     = "system:nodes"
 )
 
 func rule(verbs []string, group string, resources ...string) rbacv1.PolicyRule {
@@ -53,5 +54,17 @@ func BootstrapPolicy() []Binding {
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
 		), Users: []string{ControllerUser}},
+		// Upstream's system:node role. It is wider than a node needs: the
+		// Node authorizer (issue 5) narrows each node to its own objects.
+		{Role: clusterRole("system:node",
+			rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
+			rule([]string{"get", "list", "watch", "create", "update", "patch", "delete"}, "", "nodes"),
+			rule([]string{"update", "patch"}, "", "nodes/status", "pods/status"),
+			rule([]string{"get", "list", "watch", "create", "delete"}, "", "pods"),
+			rule(read, "", "configmaps", "secrets", "services", "serviceaccounts", "persistentvolumeclaims"),
+			rule([]string{"create"}, "", "serviceaccounts/token", "pods/eviction"),
+			rule([]string{"get", "create", "update", "patch", "delete"}, "coordination.k8s.io", "leases"),
+			rule([]string{"create", "get", "list", "watch"}, "certificates.k8s.io", "certificatesigningrequests"),
+		), Groups: []string{NodesGroup}},
 	}
 }

@@ -120,3 +120,9 @@ func DefaultServingNames(extra []string) ServingNames {
 	}
 	return names
 }
+
+// NodeIdentity is the client identity of node NAME's agent, as the Node
+// authorizer and upstream's kubelet expect it.
+func NodeIdentity(name string) Identity {
+	return Identity{CommonName: "system:node:" + name, Organizations: []string{"system:nodes"}, Client: true}
+}

@@ -16,6 +16,7 @@ import (
 // Config is `berth server`'s configuration (the design's command-line contract).
 type Config struct {
 	DataDir     string
+	SocketDir   string // where the local runtime's CRI socket lives
 	BindAddress string
 	Port        int
 	TLSSANs     []string
@@ -35,6 +36,9 @@ type Config struct {
 
 // Validate reports the first unusable setting as one clear error.
 func (c *Config) Validate() error {
+	if c.SocketDir == "" {
+		c.SocketDir = "/run/berth"
+	}
 	if c.DataDir == "" {
 		return errors.New("--data-dir must not be empty")
 	}

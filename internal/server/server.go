@@ -108,13 +108,24 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	if err != nil {
 		return err
 	}
+	nodeCtx, stopNode := context.WithCancel(ctx)
+	defer stopNode()
+	waitNode := func() {}
+	if !cfg.DisableAgent {
+		if waitNode, err = startLocalNode(nodeCtx, cfg, cluster); err != nil {
+			return err
+		}
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// Order: the loops that use the API stop first, then the API itself.
+	// Order: the local agent and runtime (containers keep running), then the
+	// loops that use the API, then the API itself, then the store.
 	log.Info("shutting down")
+	stopNode()
+	waitNode()
 	stopComponents()
 	waitComponents()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/atomicfile"
+	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/supervisor"
+)
+
+// localNode describes the agent and runtime `berth server` runs on its own
+// machine unless --disable-agent.
+type localNode struct {
+	name          string
+	runtimeSocket string
+	dataDir       string
+}
+
+func (c *Config) localNode() (localNode, error) {
+	name := c.NodeName
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return localNode{}, fmt.Errorf("--node-name not given and no host name: %w", err)
+		}
+		name = h
+	}
+	return localNode{
+		name:          name,
+		runtimeSocket: filepath.Join(c.SocketDir, "runtime.sock"),
+		dataDir:       c.DataDir,
+	}, nil
+}
+
+// startLocalNode supervises `berth runtime` and, once it answers CRI
+// Version, `berth agent` as children. The agent gets a node identity
+// (system:node:NAME) and nothing else: no store address, no credentials
+// beyond its own certificate.
+func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait func(), err error) {
+	node, err := cfg.localNode()
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find berth executable: %w", err)
+	}
+	kubeconfig, err := cluster.ClientKubeconfig(cfg.clientURL(), pki.NodeIdentity(node.name))
+	if err != nil {
+		return nil, err
+	}
+	kubeconfigPath := cfg.path("agent", "node.kubeconfig")
+	if err := atomicfile.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(node.runtimeSocket), 0o755); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	endpoint := "unix://" + node.runtimeSocket
+	runtime := supervisor.Child{
+		Name: "runtime", Path: self, Output: os.Stderr,
+		Args:  []string{"runtime", "--root", cfg.path("runtime"), "--state-dir", cfg.path("runtime-state"), "--listen", endpoint},
+		Ready: func(ctx context.Context) error { return criVersion(ctx, node.runtimeSocket) },
+	}
+	agent := supervisor.Child{
+		Name: "agent", Path: self, Output: os.Stderr,
+		Args: []string{"agent", "--kubeconfig", kubeconfigPath, "--node-name", node.name,
+			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint},
+	}
+	log := cfg.Logger.With("component", "supervisor")
+	var wg sync.WaitGroup
+	runtimeUp := make(chan struct{})
+	wg.Add(2)
+	go func() { defer wg.Done(); supervisor.Run(ctx, runtime, log, runtimeUp) }()
+	go func() {
+		defer wg.Done()
+		select {
+		case <-runtimeUp:
+			supervisor.Run(ctx, agent, log, nil)
+		case <-ctx.Done():
+		}
+	}()
+	return wg.Wait, nil
+}
+
+// criVersion is the runtime's readiness probe: a CRI Version call.
+func criVersion(ctx context.Context, socket string) error {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{})
+	return err
+}

@@ -1,0 +1,100 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestRestartsAChildThatExits(t *testing.T) {
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "starts")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	child := Child{Name: "flaky", Path: "/bin/sh", Args: []string{"-c", "echo start >> " + counter + "; exit 3"}, Output: out}
+	done := make(chan struct{})
+	go func() { Run(ctx, child, slog.New(slog.DiscardHandler), nil); close(done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(counter)
+		if strings.Count(string(data), "start") >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child was not restarted; starts so far: %q", data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
+
+func TestStopsWithSIGTERMAndSignalsReadiness(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "terminated")
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	child := Child{
+		Name: "server", Path: "/bin/sh",
+		Args:   []string{"-c", "trap 'touch " + marker + "; exit 0' TERM; touch " + filepath.Join(dir, "up") + "; while true; do sleep 0.05; done"},
+		Output: &lockedBuffer{},
+		Ready: func(context.Context) error {
+			if _, err := os.Stat(filepath.Join(dir, "up")); err != nil {
+				return errors.New("not yet")
+			}
+			return nil
+		},
+	}
+	done := make(chan struct{})
+	go func() { Run(ctx, child, slog.New(slog.DiscardHandler), ready); close(done) }()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("never ready")
+	}
+	cancel()
+	<-done
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("child did not get SIGTERM: %v", err)
+	}
+}
+
+func TestKillsAChildThatIgnoresSIGTERM(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	child := Child{Name: "stubborn", Path: "/bin/sh", Args: []string{"-c", "trap '' TERM; while true; do sleep 0.05; done"},
+		Output: &lockedBuffer{}, StopGrace: 200 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { Run(ctx, child, slog.New(slog.DiscardHandler), nil); close(done) }()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a child ignoring SIGTERM was never killed")
+	}
+}
