@@ -8,6 +8,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -66,6 +67,9 @@ func nodeRules() kindRules {
 
 func csrRules() kindRules {
 	return kindRules{
+		// Any name that is a safe path segment, as upstream: the kubelet names
+		// its CSRs "node-csr-<base64url digest>", upper case included.
+		name:      path.ValidatePathSegmentName,
 		hasStatus: true,
 		// The requester's identity is recorded by the server, never taken
 		// from the body: approvers (and node bootstrap) trust it.

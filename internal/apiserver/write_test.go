@@ -185,7 +185,7 @@ func TestCSRRecordsRequesterAndApproves(t *testing.T) {
 	ctx := testContext(t)
 	csrs := s.client.CertificatesV1().CertificateSigningRequests()
 	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-csr"},
+		ObjectMeta: metav1.ObjectMeta{Name: "node-csr-Ab_9"}, // the kubelet's names are base64url
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    []byte("-----BEGIN CERTIFICATE REQUEST-----\n-----END CERTIFICATE REQUEST-----\n"),
 			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
@@ -203,7 +203,7 @@ func TestCSRRecordsRequesterAndApproves(t *testing.T) {
 	created.Status.Conditions = append(created.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"})
 	created.Status.Certificate = []byte("not for approvers to set")
-	approved, err := csrs.UpdateApproval(ctx, "node-csr", created, metav1.UpdateOptions{})
+	approved, err := csrs.UpdateApproval(ctx, "node-csr-Ab_9", created, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatalf("approve: %v", err)
 	}
