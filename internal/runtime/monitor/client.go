@@ -18,6 +18,10 @@ import (
 // ErrGone means no monitor answers on the container's control socket.
 var ErrGone = errors.New("monitor is not running")
 
+// ErrRefused wraps the monitor's own refusal of a request (for example an
+// attach to a container that has exited).
+var ErrRefused = errors.New("monitor refused")
+
 // maxSocketPath is the longest path a unix socket address holds here.
 const maxSocketPath = 100
 
@@ -79,7 +83,7 @@ func roundTrip(conn net.Conn, req Request) (Response, *bufio.Reader, error) {
 		return Response{}, nil, fmt.Errorf("malformed monitor response: %w", err)
 	}
 	if resp.Error != "" {
-		return resp, nil, errors.New(resp.Error)
+		return resp, nil, fmt.Errorf("%w: %s", ErrRefused, resp.Error)
 	}
 	return resp, br, nil
 }

@@ -64,10 +64,18 @@ func (r *Runc) Exec(ctx context.Context, id string, opts ExecOptions) (int32, er
 	// it is gone; runc itself is killed only if the process never started
 	// (or, after WaitDelay, if runc does not exit).
 	cmd.Cancel = func() error {
-		if killExecProcess(pidFile) {
-			return nil
+		// runc writes the pid file just after the process starts, which may
+		// be after the process has begun its work: a cancel that comes
+		// first waits briefly for it (no notification exists) rather than
+		// killing runc and orphaning the process.
+		deadline := time.Now().Add(execWaitDelay)
+		for !killExecProcess(pidFile) {
+			if time.Now().After(deadline) {
+				return cmd.Process.Kill()
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		return cmd.Process.Kill()
+		return nil
 	}
 	var term *hostTerminal
 	if proc.Terminal {
@@ -99,7 +107,8 @@ func (r *Runc) Exec(ctx context.Context, id string, opts ExecOptions) (int32, er
 }
 
 // killExecProcess kills the exec'd process by the host PID runc recorded;
-// false if there is none yet.
+// false while runc has recorded none (a process already gone counts as
+// killed).
 func killExecProcess(pidFile string) bool {
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -109,7 +118,8 @@ func killExecProcess(pidFile string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	return syscall.Kill(pid, syscall.SIGKILL) == nil
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return true
 }
 
 func execExitCode(cmd *exec.Cmd, waitErr error) (int32, error) {
@@ -138,7 +148,8 @@ type hostTerminal struct {
 	slave  *os.File
 	opts   ExecOptions
 	stop   chan struct{}
-	out    sync.WaitGroup
+	out    sync.WaitGroup // the output copy
+	resize sync.WaitGroup // the resize relay, which must end before the master closes
 }
 
 func newHostTerminal(cmd *exec.Cmd, opts ExecOptions) (*hostTerminal, error) {
@@ -184,7 +195,9 @@ func (h *hostTerminal) started() {
 		go func() { _, _ = io.Copy(h.master, h.opts.Stdin) }()
 	}
 	if h.opts.Resize != nil {
+		h.resize.Add(1)
 		go func() {
+			defer h.resize.Done()
 			for {
 				select {
 				case <-h.stop:
@@ -209,6 +222,7 @@ func (h *hostTerminal) close() {
 	default:
 		close(h.stop)
 	}
+	h.resize.Wait()
 	h.slave.Close()
 	h.master.Close()
 }

@@ -43,8 +43,8 @@ func (r *Runc) Attach(ctx context.Context, id string, opts AttachOptions) error 
 		}()
 	}
 	err = monitor.Attach(ctx, dir, monitor.AttachStreams{Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Resize: resize})
-	if errors.Is(err, monitor.ErrGone) {
-		return status.Errorf(codes.FailedPrecondition, "container %s is not running: %v", id, err)
+	if errors.Is(err, monitor.ErrGone) || errors.Is(err, monitor.ErrRefused) {
+		return status.Errorf(codes.FailedPrecondition, "attach to container %s: %v", id, err)
 	}
 	return err
 }
