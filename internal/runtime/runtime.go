@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer svc.close()
 
 	g := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(svc.metrics.UnaryInterceptor()),
+		grpc.ChainUnaryInterceptor(svc.metrics.UnaryInterceptor(), server.LoggingInterceptor(log.With("component", "cri"))),
 		grpc.ChainStreamInterceptor(svc.metrics.StreamInterceptor()),
 	)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc.runtime)

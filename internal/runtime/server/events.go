@@ -64,3 +64,10 @@ func (h *eventHub) close() {
 		close(ch)
 	}
 }
+
+// subscribers reports how many streams are subscribed.
+func (h *eventHub) subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}

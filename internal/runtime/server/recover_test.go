@@ -63,10 +63,7 @@ func TestRestartRecoversState(t *testing.T) {
 	}
 
 	// The recovered running container is watched again: its exit is seen.
-	events, err := h.client.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := h.subscribe(ctx)
 	h.oci.exit(running, 0)
 	nextEvent(t, events, running, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 	if st := h.containerStatus(running); st.ExitCode != 0 || st.Reason != "Completed" {
@@ -115,10 +112,7 @@ func TestSandboxWhosePauseDiesBecomesNotReady(t *testing.T) {
 func TestLostMonitorIsReportedNotCompleted(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	events, err := h.client.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := h.subscribe(ctx)
 	sb, sbCfg := h.runSandbox("pod")
 	id := h.createContainer(sb, sbCfg, "c")
 	h.startContainer(id)

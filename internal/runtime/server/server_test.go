@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -282,15 +283,12 @@ func TestContainerLifecycle(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events, err := h.client.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := h.subscribe(ctx)
 	sb, sbCfg := h.runSandbox("pod")
 	id := h.createContainer(sb, sbCfg, "app")
 	nextEvent(t, events, id, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 
-	_, err = h.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("app")})
+	_, err := h.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("app")})
 	wantCode(t, err, codes.AlreadyExists)
 	_, err = h.client.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"ls"}})
 	wantCode(t, err, codes.FailedPrecondition)
@@ -386,3 +384,36 @@ func nextEvent(t *testing.T, events runtimeapi.RuntimeService_GetContainerEvents
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestLoggingInterceptorLevels(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	intercept := LoggingInterceptor(log)
+	info := &grpc.UnaryServerInfo{FullMethod: "/runtime.v1.RuntimeService/X"}
+	fail := func(code codes.Code) grpc.UnaryHandler {
+		return func(context.Context, any) (any, error) { return nil, status.Error(code, "boom") }
+	}
+	_, _ = intercept(context.Background(), nil, info, fail(codes.NotFound))
+	if buf.Len() != 0 {
+		t.Fatalf("a client error was logged as a warning: %s", buf.String())
+	}
+	_, _ = intercept(context.Background(), nil, info, fail(codes.Internal))
+	if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "/runtime.v1.RuntimeService/X") {
+		t.Fatalf("an internal failure was not logged: %q", buf.String())
+	}
+}
+
+// subscribe opens a GetContainerEvents stream and returns once the server
+// has registered it, so no event published afterwards can be missed.
+func (h *harness) subscribe(ctx context.Context) runtimeapi.RuntimeService_GetContainerEventsClient {
+	h.t.Helper()
+	before := h.srv.events.subscribers()
+	events, err := h.client.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for h.srv.events.subscribers() == before {
+		time.Sleep(time.Millisecond) // the server subscribes when the stream's handler starts
+	}
+	return events
+}
