@@ -83,6 +83,9 @@ type testEnv struct {
 	base     string
 	stateDir string
 	runcRoot string
+	// cgroupParent is unique to the env, so concurrent test runs never
+	// share a container cgroup (IDs like "c1" repeat).
+	cgroupParent string
 }
 
 func newTestEnv(t testing.TB) *testEnv {
@@ -93,9 +96,21 @@ func newTestEnv(t testing.TB) *testEnv {
 		t.Fatal(buildErr)
 	}
 	base := t.TempDir()
-	e := &testEnv{t: t, base: base, stateDir: filepath.Join(base, "state", "containers"), runcRoot: filepath.Join(base, "state", "runc")}
+	e := &testEnv{t: t, base: base, stateDir: filepath.Join(base, "state", "containers"), runcRoot: filepath.Join(base, "state", "runc"),
+		cgroupParent: filepath.Join("/berth-oci-test", filepath.Base(filepath.Dir(base))+"-"+filepath.Base(base))}
 	e.rt = e.newRuntime()
+	t.Cleanup(e.removeCgroupParent)
 	return e
+}
+
+// removeCgroupParent removes the env's (by now empty) cgroup directories
+// in every hierarchy, cgroup v1 or v2; runc delete removes only the leaves.
+func (e *testEnv) removeCgroupParent() {
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", e.cgroupParent))
+	dirs = append(dirs, filepath.Join("/sys/fs/cgroup", e.cgroupParent))
+	for _, d := range dirs {
+		_ = os.Remove(d)
+	}
 }
 
 // newRuntime is what a restarted runtime service would make: a new Runc
@@ -233,7 +248,7 @@ func (e *testEnv) createOptionsOnly(id string, o containerOpts) CreateOptions {
 		}
 	}
 	s, err := spec.GenerateSandbox(context.Background(), spec.SandboxInput{
-		ID: id, Config: &runtimeapi.PodSandboxConfig{Hostname: "testpod"},
+		ID: id, Config: &runtimeapi.PodSandboxConfig{Hostname: "testpod", Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: e.cgroupParent}},
 		Image: &v1.ConfigFile{Config: v1.Config{Entrypoint: o.args}}, RootfsPath: rootfsDir, NetNSPath: o.netns,
 	})
 	if err != nil {

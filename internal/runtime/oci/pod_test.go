@@ -24,7 +24,7 @@ func TestPodContainerJoinsSandboxNamespaces(t *testing.T) {
 	e.run("sandbox", containerOpts{args: []string{"sleep", "1000"}})
 	sandboxPid := e.state("sandbox").Pid
 
-	podCfg := &runtimeapi.PodSandboxConfig{Hostname: "testpod"}
+	podCfg := &runtimeapi.PodSandboxConfig{Hostname: "testpod", Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: e.cgroupParent}}
 	s, err := spec.Generate(context.Background(), spec.Input{
 		ID: "app", SandboxID: "sandbox", Sandbox: podCfg,
 		Container: &runtimeapi.ContainerConfig{
@@ -108,7 +108,7 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 		wantCode  int32
 	}{{"plain-ro", false, 0}, {"rro", true, 1}} {
 		s, err := spec.Generate(context.Background(), spec.Input{
-			ID: tc.id, SandboxID: "sandbox", Sandbox: &runtimeapi.PodSandboxConfig{},
+			ID: tc.id, SandboxID: "sandbox", Sandbox: &runtimeapi.PodSandboxConfig{Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: e.cgroupParent}},
 			Container: &runtimeapi.ContainerConfig{
 				Command: []string{"sleep", "1000"},
 				Mounts:  []*runtimeapi.Mount{{ContainerPath: "/vol", HostPath: src, Readonly: true, RecursiveReadOnly: tc.recursive}},
