@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,42 +178,44 @@ func testPagination(t *testing.T, s *testServer) {
 	}
 }
 
-// TestInformerListAndWatch runs a client-go informer (protobuf list and
-// watch streams) against the server.
-func TestInformerListAndWatch(t *testing.T) {
-	{
-		{
-			s := newTestServer(t)
-			ctx := testContext(t)
-			pods := s.client.CoreV1().Pods("default")
-			if _, err := pods.Create(ctx, boundPod("before", "n1"), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace("default"))
-			informer := factory.Core().V1().Pods().Informer()
-			seen := make(chan string, 10)
-			_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { seen <- obj.(*corev1.Pod).Name }})
-			stop := make(chan struct{})
-			defer close(stop)
-			factory.Start(stop)
-			syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
-				t.Fatal("informer did not sync")
-			}
-			if _, err := pods.Create(ctx, boundPod("after", "n1"), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]bool{}
-			for len(got) < 2 {
-				select {
-				case name := <-seen:
-					got[name] = true
-				case <-syncCtx.Done():
-					t.Fatalf("informer saw %v, want before and after", got)
-				}
-			}
+// TestInformerWatchList runs a client-go informer (protobuf streams)
+// against the server. client-go v0.37 starts informers with a watch-list
+// (WatchListClient is on by default) and falls back to list+watch if the
+// server fails it: the request metrics show no LIST was needed.
+func TestInformerWatchList(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	pods := s.client.CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, boundPod("before", "n1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace("default"))
+	informer := factory.Core().V1().Pods().Informer()
+	seen := make(chan string, 10)
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { seen <- obj.(*corev1.Pod).Name }})
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	if _, err := pods.Create(ctx, boundPod("after", "n1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case name := <-seen:
+			got[name] = true
+		case <-syncCtx.Done():
+			t.Fatalf("informer saw %v, want before and after", got)
 		}
+	}
+	_, _, metrics := getWithAccept(t, s, "/metrics", "")
+	if strings.Contains(string(metrics), `resource="pods",subresource="",verb="list"`) {
+		t.Fatalf("the informer fell back to LIST (watch-list failed):\n%s", metrics)
 	}
 }
 
