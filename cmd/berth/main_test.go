@@ -19,7 +19,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	berthBin = filepath.Join(dir, "berth")
-	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", berthBin, ".")
+	// berth runtime execs berth-monitor from beside its own executable.
+	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", dir+"/", ".", "../berth-monitor")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n", err)

@@ -30,10 +30,16 @@ type serverProcess struct {
 	exitErr error         // valid after exited is closed
 }
 
+// startServer runs a control-plane-only server (no local agent or runtime).
 func startServer(t *testing.T, bin, dataDir string, port int) *serverProcess {
 	t.Helper()
-	cmd := exec.Command(bin, "server", "--data-dir", dataDir, "--bind-address", "127.0.0.1",
-		"--port", strconv.Itoa(port), "--disable-agent")
+	return startServerArgs(t, bin, dataDir, port, "--disable-agent")
+}
+
+func startServerArgs(t *testing.T, bin, dataDir string, port int, extra ...string) *serverProcess {
+	t.Helper()
+	args := append([]string{"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(port)}, extra...)
+	cmd := exec.Command(bin, args...)
 	logFile, err := os.OpenFile(filepath.Join(dataDir+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,9 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
 	f.BoolVar(&cfg.DisableAgent, "disable-agent", false, "do not run a node agent and runtime on this machine")
 	f.BoolVar(&cfg.DisableScheduler, "disable-scheduler", false, "do not run the scheduler (an external one, e.g. kube-scheduler, binds pods)")
+	f.StringVar(&cfg.SocketDir, "socket-dir", DefaultSocketDir, "directory for the local runtime's CRI socket")
+	f.StringArrayVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host the local runtime reaches over plain HTTP (repeatable)")
+	f.StringArrayVar(&cfg.RegistryMirrors, "registry-mirror", nil, "HOST=URL: the local runtime pulls HOST's images from URL (repeatable)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
 	return cmd
 }

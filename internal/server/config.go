@@ -27,6 +27,11 @@ type Config struct {
 	EtcdCertFile string
 	EtcdKeyFile  string
 
+	// Passed to the local runtime: registries it may reach over plain HTTP
+	// and HOST=URL mirrors (how an offline machine serves its own images).
+	InsecureRegistries []string
+	RegistryMirrors    []string
+
 	DisableAgent     bool
 	DisableScheduler bool // let an external scheduler (e.g. kube-scheduler) bind pods
 	NodeName         string

@@ -65,9 +65,15 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	endpoint := "unix://" + node.runtimeSocket
+	runtimeArgs := []string{"runtime", "--root", cfg.path("runtime"), "--state-dir", cfg.path("runtime-state"), "--listen", endpoint}
+	for _, r := range cfg.InsecureRegistries {
+		runtimeArgs = append(runtimeArgs, "--insecure-registry", r)
+	}
+	for _, m := range cfg.RegistryMirrors {
+		runtimeArgs = append(runtimeArgs, "--registry-mirror", m)
+	}
 	runtime := supervisor.Child{
-		Name: "runtime", Path: self, Output: os.Stderr,
-		Args:  []string{"runtime", "--root", cfg.path("runtime"), "--state-dir", cfg.path("runtime-state"), "--listen", endpoint},
+		Name: "runtime", Path: self, Output: os.Stderr, Args: runtimeArgs,
 		Ready: func(ctx context.Context) error { return criVersion(ctx, node.runtimeSocket) },
 	}
 	agent := supervisor.Child{

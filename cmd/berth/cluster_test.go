@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/registry"
+)
+
+// A single-node cluster from `berth server` alone: it supervises its own
+// runtime and agent, the node turns Ready, and a pod from a loopback
+// registry runs and is deleted gracefully.
+func TestSingleNodeClusterRunsAPod(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
+	ctx := context.Background()
+	catalogue, err := images.Catalogue(ctx, images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := registry.Start(t)
+	registry.Push(t, host, images.Set{
+		"registry.k8s.io/pause:3.9": catalogue[images.Pause],
+		images.Busybox:              catalogue[images.Busybox],
+	})
+
+	dataDir := filepath.Join(t.TempDir(), "data")
+	port := freePort(t)
+	srv := startServerArgs(t, berthBin, dataDir, port,
+		"--node-name", "e2e-node", "--socket-dir", filepath.Join(t.TempDir(), "run"),
+		"--insecure-registry", host,
+		"--registry-mirror", "registry.k8s.io=http://"+host,
+		"--registry-mirror", "docker.io=http://"+host)
+	cs := srv.client(t)
+
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "e2e-node", metav1.GetOptions{})
+		return err == nil && nodeReady(n), nil
+	})
+	if err != nil {
+		t.Fatalf("node never Ready: %v\n%s", err, readLog(dataDir))
+	}
+
+	grace := int64(5)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello"}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: &grace,
+		Containers: []corev1.Container{{Name: "main", Image: images.Busybox,
+			Command: []string{"sh", "-c", "echo hello-from-berth; exec sleep 3600"}}},
+	}}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var running *corev1.Pod
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		running = p
+		return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready, nil
+	})
+	if err != nil {
+		t.Fatalf("pod never Running and Ready: %v; last status %+v\n%s", err, running.Status, readLog(dataDir))
+	}
+	if running.Spec.NodeName != "e2e-node" || running.Status.PodIP == "" || running.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("running pod: node=%q ip=%q status=%+v", running.Spec.NodeName, running.Status.PodIP, running.Status.ContainerStatuses)
+	}
+
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("deleted pod never went away: %v\n%s", err, readLog(dataDir))
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
