@@ -28,6 +28,11 @@ type imageError struct {
 	err    error
 }
 
+// backOffPulling is upstream's message while an image pull backs off.
+type backOffPulling string
+
+func (b backOffPulling) Error() string { return fmt.Sprintf("Back-off pulling image %q", string(b)) }
+
 func (e imageError) Error() string { return e.err.Error() }
 func (e imageError) Unwrap() error { return e.err }
 
@@ -53,7 +58,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	}
 	key := imageBackoffKey(pod.UID, c.Image)
 	if _, _, waiting := m.backoff.Waiting(key); waiting {
-		return "", imageError{reasonImagePullBackOff, fmt.Errorf("Back-off pulling image %q", c.Image)}
+		return "", imageError{reasonImagePullBackOff, backOffPulling(c.Image)}
 	}
 	m.event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	ref, err := m.pull(ctx, pod, spec, sandbox)

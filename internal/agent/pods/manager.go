@@ -111,15 +111,16 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("watch pods: %w", err)
 	}
 	factory.Start(ctx.Done())
+	// On the way out, the informer (and so its handlers, which start
+	// workers) stops before the workers are waited for.
+	defer m.wg.Wait()
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced, reg.HasSynced) {
-		m.wg.Wait()
 		return nil // stopped before the first list completed: a clean shutdown
 	}
 	m.log.Info("pod informer synced", "node", m.cfg.NodeName)
 	relist := &relister{m: m}
 	relist.run(ctx) // returns when ctx ends
-	m.wg.Wait()
 	return nil
 }
 
@@ -154,6 +155,9 @@ func (m *Manager) workerFor(ctx context.Context, uid types.UID) *worker {
 		return w
 	}
 	w := newWorker(m, uid)
+	if ctx.Err() != nil {
+		return w // shutting down: a worker that never runs
+	}
 	m.workers[uid] = w
 	m.wg.Add(1)
 	go func() {

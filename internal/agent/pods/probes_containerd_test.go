@@ -62,7 +62,9 @@ func TestFailingLivenessProbeRestartsContainer(t *testing.T) {
 	h.startAgent()
 	c := busybox("c", "sh", "-c", "touch /tmp/alive; exec sleep 3600")
 	c.LivenessProbe = execProbe("test", "-f", "/tmp/alive")
-	pod := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "live"}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}})
+	// sleep as PID 1 ignores SIGTERM: a short grace period keeps the kill short.
+	grace := int64(1)
+	pod := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "live"}, Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{c}}})
 	p := h.waitPod(pod, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && containerReady(p, "c") })
 	first := h.containerID(p, "c")
 	h.exec(first, "rm", "/tmp/alive")

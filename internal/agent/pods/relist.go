@@ -20,7 +20,12 @@ type relister struct {
 }
 
 func (r *relister) run(ctx context.Context) {
-	go r.followEvents(ctx)
+	events := make(chan struct{})
+	go func() {
+		defer close(events)
+		r.followEvents(ctx)
+	}()
+	defer func() { <-events }()
 	t := time.NewTicker(r.m.cfg.RelistPeriod)
 	defer t.Stop()
 	for {
