@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,7 +17,14 @@ func podRules() kindRules {
 		defaults:  func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
 		prepareForCreate: func(_ context.Context, obj runtime.Object) {
 			pod := obj.(*corev1.Pod)
+			pod.Generation = 1 // agents report status.observedGeneration against it
 			pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podQOSClass(pod)}
+		},
+		prepareForUpdate: func(obj, old runtime.Object) {
+			pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
+			if !apiequality.Semantic.DeepEqual(pod.Spec, oldPod.Spec) {
+				pod.Generation = oldPod.Generation + 1
+			}
 		},
 		validate: func(obj runtime.Object) field.ErrorList {
 			return validatePodSpec(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))

@@ -25,6 +25,9 @@ type kindRules struct {
 	// prepareForCreate clears or sets server-owned fields (e.g. status); ctx
 	// carries the requesting user.
 	prepareForCreate func(ctx context.Context, obj runtime.Object)
+	// prepareForUpdate adjusts a main-resource update after the status
+	// split (pods: bump generation when the spec changed).
+	prepareForUpdate func(obj, old runtime.Object)
 	// validate checks the kind's own fields (metadata is checked generically).
 	validate func(obj runtime.Object) field.ErrorList
 	// validateUpdate checks a change against the stored object (immutability).
@@ -123,6 +126,9 @@ func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 	if s.rules.defaults != nil {
 		s.rules.defaults(obj)
+	}
+	if s.rules.prepareForUpdate != nil {
+		s.rules.prepareForUpdate(obj, old)
 	}
 }
 

@@ -122,8 +122,16 @@ func TestStatusSplit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
-	if pod.Status.Phase != corev1.PodPending || pod.Labels["main"] != "yes" {
-		t.Fatalf("main update: phase=%s labels=%v, want Pending and the label", pod.Status.Phase, pod.Labels)
+	if pod.Status.Phase != corev1.PodPending || pod.Labels["main"] != "yes" || pod.Generation != 1 {
+		t.Fatalf("main update: phase=%s labels=%v generation=%d, want Pending, the label, generation 1", pod.Status.Phase, pod.Labels, pod.Generation)
+	}
+	pod.Spec.Containers[0].Image = "busybox:2"
+	if pod, err = pods.Update(ctx, pod, metav1.UpdateOptions{}); err != nil || pod.Generation != 2 {
+		t.Fatalf("spec update: %v, generation %d, want 2", err, pod.Generation)
+	}
+	pod.Spec.Containers[0].Image = "busybox"
+	if pod, err = pods.Update(ctx, pod, metav1.UpdateOptions{}); err != nil || pod.Generation != 3 {
+		t.Fatalf("spec update back: %v, generation %d, want 3", err, pod.Generation)
 	}
 	// The status subresource changes only status.
 	pod.Status.Phase = corev1.PodRunning
