@@ -32,6 +32,13 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 	unlock := s.locks.lock(sb.ID)
 	defer unlock()
+	// Not ready from the first step on: a half-done stop is not a usable
+	// sandbox, and the pause watcher then knows this exit was asked for.
+	if _, err := s.sandboxes.update(sb.ID, func(v *sandbox) {
+		v.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}); err != nil {
+		return err
+	}
 	for _, c := range s.containersOf(sb.ID) {
 		if err := s.stopContainer(ctx, c.ID, 0); err != nil {
 			return err
@@ -47,11 +54,6 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 		if err := network.RemoveNetNS(sb.NetNS); err != nil {
 			return status.Errorf(codes.Internal, "%v", err)
 		}
-	}
-	if _, err := s.sandboxes.update(sb.ID, func(v *sandbox) {
-		v.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	}); err != nil {
-		return err
 	}
 	s.log.Info("sandbox stopped", "id", sb.ID)
 	return nil
