@@ -45,6 +45,10 @@ type Containerd struct {
 	Client   *cri.Client
 	Version  *runtimeapi.VersionResponse
 	dir      string
+	config   string
+	logFile  *os.File
+	cmd      *exec.Cmd
+	exited   chan error
 }
 
 // Start runs a containerd for the life of t and connects to it. At cleanup
@@ -67,38 +71,21 @@ func Start(t testing.TB) *Containerd {
 		t.Fatal(err)
 	}
 	c := &Containerd{Endpoint: "unix://" + filepath.Join(dir, "containerd.sock"), dir: dir}
-	cfg, err := writeConfig(dir, regHost)
-	if err != nil {
+	if c.config, err = writeConfig(dir, regHost); err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "containerd.log"))
-	if err != nil {
+	if c.logFile, err = os.Create(filepath.Join(dir, "containerd.log")); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("containerd", "--config", cfg)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group, so a ^C of the test does not reach it before cleanup.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		c.removeAllSandboxes(t)
 		if c.Client != nil {
 			c.Client.Close()
 		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		logFile.Close()
+		c.stop()
+		c.logFile.Close()
 		if t.Failed() {
-			if data, err := os.ReadFile(logFile.Name()); err == nil {
+			if data, err := os.ReadFile(c.logFile.Name()); err == nil {
 				t.Logf("containerd log (tail):\n%s", tail(string(data), 40))
 			}
 		}
@@ -107,28 +94,80 @@ func Start(t testing.TB) *Containerd {
 			t.Logf("remove %s: %v", dir, err)
 		}
 	})
-
-	deadline := time.Now().Add(60 * time.Second)
+	c.start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
 	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		client, v, err := cri.Dial(ctx, c.Endpoint)
-		cancel()
+		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+		client, v, err := cri.Dial(dctx, c.Endpoint)
+		dcancel()
 		if err == nil {
 			c.Client, c.Version = client, v
-			break
+			return c
 		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("containerd exited: %v (log %s)", err, logFile.Name())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("containerd did not answer CRI Version: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		c.checkAlive(t, ctx, err)
 	}
-	return c
+}
+
+// start launches the containerd process.
+func (c *Containerd) start(t testing.TB) {
+	cmd := exec.Command("containerd", "--config", c.config)
+	cmd.Stdout, cmd.Stderr = c.logFile, c.logFile
+	// Its own process group, so a ^C of the test does not reach it before cleanup.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start containerd: %v", err)
+	}
+	c.cmd, c.exited = cmd, make(chan error, 1)
+	go func() { c.exited <- cmd.Wait() }()
+}
+
+// stop ends the containerd process; the shims and their containers live on.
+func (c *Containerd) stop() {
+	if c.cmd == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+	c.cmd = nil
+}
+
+// checkAlive fails the test when containerd exited or ctx ended while
+// waiting for it to answer, and otherwise paces the next attempt.
+func (c *Containerd) checkAlive(t testing.TB, ctx context.Context, lastErr error) {
+	t.Helper()
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		t.Fatalf("containerd exited: %v (log %s)", err, c.logFile.Name())
+	case <-ctx.Done():
+		t.Fatalf("containerd did not answer CRI Version: %v", lastErr)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// Restart stops containerd and starts it again on the same directories,
+// as an upgrade would; the existing Client reconnects to the same socket.
+func (c *Containerd) Restart(t testing.TB) {
+	t.Helper()
+	c.stop()
+	c.start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	for {
+		vctx, vcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := c.Client.Runtime.Version(vctx, &runtimeapi.VersionRequest{})
+		vcancel()
+		if err == nil {
+			return
+		}
+		c.checkAlive(t, ctx, err)
+	}
 }
 
 func (c *Containerd) removeAllSandboxes(t testing.TB) {

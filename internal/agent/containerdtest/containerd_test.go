@@ -25,3 +25,20 @@ func TestStartServesCRIAndPullsFromTheMirror(t *testing.T) {
 		t.Fatal("pull returned no image ref")
 	}
 }
+
+// TestRestartKeepsContainersRunning: containerd restarted underneath keeps
+// its sandboxes (the shims outlive it) and the client reconnects.
+func TestRestartKeepsContainersRunning(t *testing.T) {
+	c := Start(t)
+	resp, err := c.Client.Runtime.RunPodSandbox(t.Context(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(t)
+	st, err := c.Client.Runtime.PodSandboxStatus(t.Context(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: resp.PodSandboxId})
+	if err != nil || st.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Fatalf("sandbox after restart: %v, %v", st, err)
+	}
+}

@@ -522,3 +522,36 @@ func readFile(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	return string(data), err
 }
+
+// TestRuntimeRestartRestartsNothing: containerd restarted under a running
+// agent; the agent rides out the gap and restarts no container.
+func TestRuntimeRestartRestartsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	pod := h.create(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "steady"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{busybox("a", "sleep", "3600"), busybox("b", "sleep", "3600")}},
+	})
+	before := h.waitPod(pod, "Running and Ready", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && podCondition(p, corev1.PodReady) == corev1.ConditionTrue
+	})
+	patchesBefore := statusPatches(h.client)
+	h.ctd.Restart(t)
+	syncsBefore := h.syncCount(pod.UID)
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return h.syncCount(pod.UID) >= syncsBefore+3, nil
+	}); err != nil {
+		t.Fatal("the agent never synced the pod three times after the runtime restart")
+	}
+	for _, c := range h.containers(pod.UID) {
+		if c.Metadata.Attempt != 0 || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s: attempt %d state %s after the runtime restart", c.Metadata.Name, c.Metadata.Attempt, c.State)
+		}
+		if c.Id != h.containerID(before, c.Metadata.Name) {
+			t.Errorf("container %s replaced", c.Metadata.Name)
+		}
+	}
+	if n := statusPatches(h.client) - patchesBefore; n != 0 {
+		t.Errorf("%d status patches for a pod that did not change", n)
+	}
+}
