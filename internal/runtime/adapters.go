@@ -50,6 +50,18 @@ func (a imageAdapter) RemoveRootfs(ctx context.Context, containerID string) erro
 	return a.svc.RemoveRootfs(ctx, containerID)
 }
 
+func (a imageAdapter) RecoverRootfs(ctx context.Context) (server.RootfsRecovery, error) {
+	res, err := a.svc.Recover(ctx)
+	if err != nil {
+		return server.RootfsRecovery{}, err
+	}
+	out := server.RootfsRecovery{Failed: res.Failed}
+	for id := range res.Uses {
+		out.InUse = append(out.InUse, id)
+	}
+	return out, nil
+}
+
 // specAdapter presents the spec package as the server's Specs.
 type specAdapter struct{ host spec.Host }
 

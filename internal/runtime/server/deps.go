@@ -32,6 +32,16 @@ type Images interface {
 	// the container uses the image; RemoveRootfs undoes both, idempotently.
 	PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error)
 	RemoveRootfs(ctx context.Context, containerID string) error
+	// RecoverRootfs remounts the root filesystems after a restart (a reboot
+	// unmounts them) and returns every rootfs ID recorded as in use, so that
+	// recovery can release those no sandbox or container owns any more.
+	RecoverRootfs(ctx context.Context) (RootfsRecovery, error)
+}
+
+// RootfsRecovery is what the image store found on start.
+type RootfsRecovery struct {
+	InUse  []string         // rootfs IDs recorded as using an image
+	Failed map[string]error // rootfs IDs that could not be remounted, and why
 }
 
 // SpecInput is everything the spec generator needs for one container.

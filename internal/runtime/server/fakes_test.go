@@ -227,6 +227,16 @@ func (f *fakeImages) RemoveRootfs(ctx context.Context, containerID string) error
 	return os.RemoveAll(filepath.Join(f.dir, containerID))
 }
 
+func (f *fakeImages) RecoverRootfs(ctx context.Context) (RootfsRecovery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := RootfsRecovery{}
+	for id := range f.rootfs {
+		out.InUse = append(out.InUse, id)
+	}
+	return out, nil
+}
+
 func (f *fakeImages) inUse() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

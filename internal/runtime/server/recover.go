@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,6 +25,13 @@ func (s *Server) recover(ctx context.Context) error {
 		// Without the OCI view every container would look dead; that is a
 		// service-level failure, not one object's.
 		return fmt.Errorf("recover OCI containers: %w", err)
+	}
+	rootfs, err := s.cfg.Images.RecoverRootfs(ctx)
+	if err != nil {
+		return fmt.Errorf("recover root filesystems: %w", err)
+	}
+	for id, ferr := range rootfs.Failed {
+		s.log.Warn("recovery: root filesystem not restored", "id", id, "err", ferr)
 	}
 	live := make(map[string]oci.State, len(states))
 	for _, st := range states {
@@ -52,6 +60,7 @@ func (s *Server) recover(ctx context.Context) error {
 		known[c.ID] = true
 		s.recoverContainer(c, live)
 	}
+	s.releaseUnownedRootfs(ctx, rootfs, known, containers)
 	for id := range live {
 		if !known[id] {
 			// Created under a monitor but never recorded: the runtime died
@@ -147,6 +156,30 @@ func markUnknownExit(c *container, why string) {
 	c.Message = why
 	if c.FinishedAt == 0 {
 		c.FinishedAt = c.StartedAt
+	}
+}
+
+// releaseUnownedRootfs removes root filesystems (and their image uses) that
+// no recovered sandbox, container or image volume owns: left by a crash
+// between preparing a rootfs and recording its owner.
+func (s *Server) releaseUnownedRootfs(ctx context.Context, rootfs RootfsRecovery, known map[string]bool, containers []*container) {
+	owned := maps.Clone(known)
+	for _, c := range containers {
+		if !known[c.ID] {
+			continue // an orphan: its volumes go too
+		}
+		for _, v := range c.ImageVolumes {
+			owned[v] = true
+		}
+	}
+	for _, id := range rootfs.InUse {
+		if owned[id] {
+			continue
+		}
+		s.log.Warn("recovery: releasing a root filesystem nothing owns", "id", id)
+		if err := s.cfg.Images.RemoveRootfs(ctx, id); err != nil {
+			s.log.Warn("recovery: release root filesystem", "id", id, "err", err)
+		}
 	}
 }
 

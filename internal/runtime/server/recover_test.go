@@ -33,6 +33,10 @@ func TestRestartRecoversState(t *testing.T) {
 	_ = h.oci.Delete(ctx, monitorGone) // its monitor was killed
 	// A create that crashed before its record was written.
 	_ = h.oci.Create(ctx, oci.CreateOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated")})
+	// A rootfs prepared by a create that crashed before recording its owner.
+	if _, err := h.images.PrepareRootfs(ctx, "sha256:ghost", "ghost", false); err != nil {
+		t.Fatal(err)
+	}
 	// A corrupt state file must not stop the start.
 	if err := os.WriteFile(filepath.Join(h.stateDir, "containers", "junk.json"), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
@@ -57,6 +61,13 @@ func TestRestartRecoversState(t *testing.T) {
 	}
 	if _, err := h.oci.State(ctx, "halfcreated"); err == nil {
 		t.Fatal("half-created container not cleaned")
+	}
+	h.images.mu.Lock()
+	_, ghost := h.images.rootfs["ghost"]
+	owned := len(h.images.rootfs)
+	h.images.mu.Unlock()
+	if ghost || owned != 5 { // the pause container and four containers
+		t.Fatalf("unowned rootfs kept (%v) or owned ones lost (%d left)", ghost, owned)
 	}
 	if _, err := os.Stat(filepath.Join(h.stateDir, "containers", "junk.json.corrupt")); err != nil {
 		t.Fatalf("corrupt file not set aside: %v", err)
