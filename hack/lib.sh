@@ -71,8 +71,5 @@ install_tools() {
 
 build_berth() {
   log "building berth"
-  mkdir -p "$OUT_DIR"
-  # berth-monitor is the small per-container monitor berth runtime execs; it
-  # lives beside the berth binary.
-  (cd "$REPO_ROOT" && go build -buildvcs=true -o "$OUT_DIR/" ./cmd/berth ./cmd/berth-monitor)
+  "$REPO_ROOT/hack/build.sh" "$OUT_DIR"
 }

@@ -94,4 +94,3 @@ func nodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
-

@@ -19,8 +19,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	berthBin = filepath.Join(dir, "berth")
-	// berth runtime execs berth-monitor from beside its own executable.
-	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", dir+"/", ".", "../berth-monitor")
+	// The same build as users get (version ldflags, berth-monitor beside berth).
+	cmd := exec.Command("../../hack/build.sh", dir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n", err)
@@ -69,7 +69,7 @@ func TestBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("berth kubectl version --client: %v\n%s", err, out)
 		}
-		if !strings.Contains(string(out), "Client Version:") {
+		if !strings.Contains(string(out), "Client Version: v1.37") {
 			t.Errorf("unexpected output:\n%s", out)
 		}
 	})

@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/atomicfile"
 	"github.com/berth/berth/internal/auth"
@@ -71,14 +73,26 @@ func Run(ctx context.Context, cfg Config) error {
 		Authenticator: auth.NewAuthenticator(clientCAs),
 		Authorizer:    authz,
 		Logger:        log.With("component", "apiserver"),
+		Metrics:       prometheus.NewRegistry(),
 	})
 	if err != nil {
 		return fmt.Errorf("api server: %w", err)
 	}
-	return serve(ctx, cfg, ln, handler, cluster, clientCAs)
+	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
+	return serve(ctx, cfg, ln, handler, cluster, clientCAs, stopAPI)
 }
 
-func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool) error {
+// History kept in etcd: compacting every 5 minutes (kube-apiserver's
+// default interval) while keeping the latest revisions lets watches resume
+// across short disconnects; older resourceVersions get 410 Gone.
+const (
+	compactionInterval = 5 * time.Minute
+	compactionKeep     = 10000
+)
+
+// serve runs the HTTPS server until ctx ends; stopAPI ends the API's long
+// requests (watches) as shutdown begins so they do not hold it up.
+func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func()) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -97,6 +111,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 		},
 		ReadHeaderTimeout: 30 * time.Second,
 	}
+	srv.RegisterOnShutdown(stopAPI)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	log.Info("berth server is serving", "address", cfg.Address(),

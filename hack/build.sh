@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds berth and berth-monitor into OUTDIR (default _output). The embedded
+# kubectl reports its client version from ldflags, as upstream's builds set
+# them; they are derived from the client-go version in go.mod.
+set -euo pipefail
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:-$REPO_ROOT/_output}
+cd "$REPO_ROOT"
+kube_version=$(go list -m -f '{{.Version}}' k8s.io/client-go | sed 's/^v0\./v1./')
+ldflags="-X k8s.io/client-go/pkg/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitVersion=$kube_version"
+mkdir -p "$out"
+# berth runtime execs berth-monitor from beside its own executable.
+go build -buildvcs=true -ldflags "$ldflags" -o "$out/" ./cmd/berth ./cmd/berth-monitor
