@@ -41,8 +41,8 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
-		Command:     c.Command,
-		Args:        c.Args,
+		Command:     expandAll(c.Command, envMap(env)),
+		Args:        expandAll(c.Args, envMap(env)),
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
 		Mounts:      mounts,
@@ -153,4 +153,12 @@ func gracePeriod(pod *corev1.Pod) int64 {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
 	return 30
+}
+
+func envMap(env []*runtimeapi.KeyValue) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		m[kv.Key] = string(kv.Value)
+	}
+	return m
 }

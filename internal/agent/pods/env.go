@@ -45,6 +45,9 @@ func (m *Manager) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 			return nil, configError{fmt.Errorf("env %s: %w", e.Name, err)}
 		}
 		if ok {
+			if e.ValueFrom == nil {
+				v = expand(v, values) // a literal value may use variables defined before it
+			}
 			set(e.Name, v)
 		}
 	}

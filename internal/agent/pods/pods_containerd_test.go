@@ -196,9 +196,11 @@ func TestPodWithInitContainerAndEnvRunsAndIsReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.startAgent()
-	app := busybox("app", "sleep", "3600")
+	app := busybox("app", "sleep", "$(SLEEP_FOR)") // expanded by the agent, as upstream
 	app.Env = []corev1.EnvVar{
 		{Name: "PLAIN", Value: "value-1"},
+		{Name: "SLEEP_FOR", Value: "3600"},
+		{Name: "DERIVED", Value: "$(PLAIN)-x"},
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "password"}}},
 		{Name: "MODE_KEY", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "MODE"}}},
@@ -250,7 +252,7 @@ func TestPodWithInitContainerAndEnvRunsAndIsReady(t *testing.T) {
 	}
 	id := h.containerID(p, "app")
 	env := h.exec(id, "env")
-	for _, want := range []string{"PLAIN=value-1", "POD_NAME=web", "PASSWORD=s3cret", "MODE_KEY=fast", "CM_MODE=fast", "CM_LEVEL=3"} {
+	for _, want := range []string{"PLAIN=value-1", "DERIVED=value-1-x", "POD_NAME=web", "PASSWORD=s3cret", "MODE_KEY=fast", "CM_MODE=fast", "CM_LEVEL=3"} {
 		if !strings.Contains(env, want+"\n") {
 			t.Errorf("env lacks %s:\n%s", want, env)
 		}
