@@ -1,0 +1,242 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+)
+
+// process is one berth subcommand running for a test.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func startBerth(t *testing.T, bin, logName string, args ...string) *process {
+	t.Helper()
+	log, err := os.Create(filepath.Join(t.TempDir(), logName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			t.Logf("%s (tail):\n%s", logName, tailLines(string(data), 30))
+		}
+	})
+	return p
+}
+
+// stop ends the process with SIGTERM (a clean shutdown).
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// kill ends the process with SIGKILL: no cleanup of any kind.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// buildBerth builds cmd/berth into a temporary directory.
+func buildBerth(t *testing.T) string {
+	t.Helper()
+	root, err := hostcheck.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "berth")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build berth: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestAgentProcessWithBerthServer runs `berth server` and `berth agent`
+// as processes over containerd: the scheduler binds a pod to the agent's
+// node, the agent runs it; after a kill -9 and a restart of the agent no
+// container restarts; a graceful delete stops the pod and removes it.
+func TestAgentProcessWithBerthServer(t *testing.T) {
+	ctd := containerdtest.Start(t)
+	bin := buildBerth(t)
+	dataDir := t.TempDir()
+	port := freePort(t)
+	startBerth(t, bin, "server.log", "server", "--data-dir", filepath.Join(dataDir, "server"),
+		"--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--disable-agent")
+	kubeconfig := filepath.Join(dataDir, "server", "admin.kubeconfig")
+	client := waitForServer(t, kubeconfig)
+
+	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", "node-e2e",
+		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint}
+	agent := startBerth(t, bin, "agent-1.log", agentArgs...)
+	poll(t, "node registered and Ready", func(ctx context.Context) bool {
+		n, err := client.CoreV1().Nodes().Get(ctx, "node-e2e", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+
+	grace := int64(20)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{{
+			Name: "web", Image: containerdtest.Image(images.Httpd),
+		}}},
+	}
+	created, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := waitRunning(t, client, "web")
+	if running.Spec.NodeName != "node-e2e" {
+		t.Fatalf("pod bound to %q", running.Spec.NodeName)
+	}
+	idBefore := running.Status.ContainerStatuses[0].ContainerID
+
+	agent.kill()
+	startBerth(t, bin, "agent-2.log", agentArgs...)
+	// A second pod running shows the new agent is at work; by then it has
+	// long synced the first pod, which must be untouched.
+	if _, err := client.CoreV1().Pods("default").Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, client, "second")
+	after, err := client.CoreV1().Pods("default").Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := after.Status.ContainerStatuses[0]; cs.ContainerID != idBefore || cs.RestartCount != 0 || cs.State.Running == nil {
+		t.Fatalf("after the agent's kill -9 and restart: %+v (was %s)", cs, idBefore)
+	}
+	list, err := ctd.Client.Runtime.ListContainers(t.Context(), &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(created.UID)}},
+	})
+	if err != nil || len(list.Containers) != 1 || list.Containers[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("runtime holds %v, %v; want the one running container", list, err)
+	}
+
+	if err := client.CoreV1().Pods("default").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "pod deleted by the agent after stopping it", func(ctx context.Context) bool {
+		_, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	sbs, err := ctd.Client.Runtime.ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(created.UID)}},
+	})
+	if err != nil || len(sbs.Items) != 0 {
+		t.Fatalf("deleted pod's sandbox still in the runtime: %v, %v", sbs, err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func poll(t *testing.T, what string, cond func(context.Context) bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+		return cond(ctx), nil
+	}); err != nil {
+		t.Fatalf("never %s", what)
+	}
+}
+
+func waitForServer(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	var client kubernetes.Interface
+	poll(t, "serving the API", func(ctx context.Context) bool {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return false
+		}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return false
+		}
+		if _, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return false
+		}
+		client = c
+		return true
+	})
+	return client
+}
+
+func waitRunning(t *testing.T, client kubernetes.Interface, name string) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	poll(t, name+" Running and Ready", func(ctx context.Context) bool {
+		var err error
+		p, err = client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.Status.Phase != corev1.PodRunning {
+			return false
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	})
+	return p
+}
