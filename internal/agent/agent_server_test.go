@@ -125,7 +125,7 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 		return false
 	})
 
-	grace := int64(20)
+	grace := int64(3) // httpd as PID 1 ignores SIGTERM: the grace period runs out
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{{

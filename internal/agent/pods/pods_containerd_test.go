@@ -369,11 +369,16 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "graceful"},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{busybox("c", "sh", "-c",
-				`trap 'echo got TERM >/dev/termination-log; exit 0' TERM; while true; do sleep 0.2; done`)},
+			Containers: []corev1.Container{{
+				Name: "c", Image: containerdtest.Image(images.Busybox),
+				Command: []string{"sh", "-c",
+					`trap 'echo got TERM >/dev/termination-log; exit 0' TERM; touch /tmp/trapped; while true; do sleep 0.2; done`},
+				// Ready only once the trap is set, so SIGTERM cannot come first.
+				ReadinessProbe: execProbe("cat", "/tmp/trapped"),
+			}},
 		},
 	})
-	p := h.waitPod(pod, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	p := h.waitPod(pod, "Ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) == corev1.ConditionTrue })
 
 	// What the API server does on a graceful delete: set the deletion
 	// timestamp and grace period, and leave the final delete to the node.
