@@ -29,6 +29,7 @@ func getWithAccept(t *testing.T, s *testServer, path, accept string) (int, strin
 func TestTableOutput(t *testing.T) {
 	s := newTestServer(t)
 	ctx := testContext(t)
+	createNodes(t, s, "n1")
 	if _, err := s.client.CoreV1().Pods("default").Create(ctx, boundPod("tabled", "n1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func resourceQuantity(s string) apiresource.Quantity { return apiresource.MustParse(s) }
@@ -32,4 +34,18 @@ func assertStoreUnchanged(t *testing.T, s *testServer, before int64) {
 
 func ioCopy(dst *strings.Builder, resp *http.Response) (int64, error) {
 	return io.Copy(dst, resp.Body)
+}
+
+// createNodes registers nodes with room for test pods: binding (and creating
+// a pod already bound) checks the node exists and has capacity.
+func createNodes(t *testing.T, s *testServer, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resourceQuantity("8"), corev1.ResourceMemory: resourceQuantity("16Gi"), corev1.ResourcePods: resourceQuantity("110"),
+		}}}
+		if _, err := s.client.CoreV1().Nodes().Create(testContext(t), node, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create node %s: %v", name, err)
+		}
+	}
 }

@@ -7,8 +7,8 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -69,7 +69,7 @@ func csrRules() kindRules {
 	return kindRules{
 		// Any name that is a safe path segment, as upstream: the kubelet names
 		// its CSRs "node-csr-<base64url digest>", upper case included.
-		name:      path.ValidatePathSegmentName,
+		name:      pathSegmentName,
 		hasStatus: true,
 		// The requester's identity is recorded by the server, never taken
 		// from the body: approvers (and node bootstrap) trust it.
@@ -112,4 +112,12 @@ func csrRules() kindRules {
 			return fields.Set{"metadata.name": csr.Name, "spec.signerName": csr.Spec.SignerName}
 		},
 	}
+}
+
+// pathSegmentName accepts any name that is safe as one URL path segment.
+func pathSegmentName(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
+	}
+	return content.IsPathSegmentName(name)
 }

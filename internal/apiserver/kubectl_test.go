@@ -97,6 +97,11 @@ spec:
 func TestKubectl(t *testing.T) {
 	s := newTestServer(t)
 	k := newKubectl(t, s)
+	// The pod is created bound, so its node must exist and have room.
+	node := "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {capacity: {cpu: '2', pods: '110'}, allocatable: {cpu: '2', pods: '110'}}\n"
+	k.must(node, []string{"create", "-f", "-"}, "node/node-1 created")
+	k.must("", []string{"get", "nodes"}, "NAME", "STATUS", "ROLES", "AGE", "VERSION", "node-1")
+	k.must("", []string{"get", "node", "node-1", "-o", "jsonpath={.status.capacity.pods}"}, "110")
 	k.must(kubectlPod, []string{"create", "-f", "-"}, "pod/web created")
 	k.must("", []string{"get", "pods"}, "NAME", "READY", "STATUS", "RESTARTS", "AGE", "web", "0/1", "Pending")
 	k.must("", []string{"get", "pods", "-o", "wide"}, "IP", "NODE", "node-1")
@@ -124,10 +129,6 @@ func TestKubectl(t *testing.T) {
 	k.must("", []string{"create", "secret", "generic", "token", "--from-literal=k=v", "-n", "scratch"}, "secret/token created")
 	k.must("", []string{"get", "namespaces"}, "default", "kube-system", "kube-node-lease", "scratch", "Active")
 	k.must("", []string{"explain", "pod.spec"}, "containers", "nodeName")
-	node := "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {capacity: {cpu: '2', pods: '110'}}\n"
-	k.must(node, []string{"create", "-f", "-"}, "node/node-1 created")
-	k.must("", []string{"get", "nodes"}, "NAME", "STATUS", "ROLES", "AGE", "VERSION", "node-1")
-	k.must("", []string{"get", "node", "node-1", "-o", "jsonpath={.status.capacity.pods}"}, "110")
 
 	// A bound pod's deletion waits for its node; finish it as the agent would.
 	k.must("", []string{"delete", "pod", "web", "--wait=false"}, `pod "web" deleted`)

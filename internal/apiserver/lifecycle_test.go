@@ -20,6 +20,7 @@ func TestGracefulPodDeletion(t *testing.T) {
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
+	createNodes(t, s, "n1")
 	if _, err := pods.Create(ctx, boundPod("bound", "n1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +171,7 @@ func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
 		t.Fatalf("no default ServiceAccount in a new namespace: %v", err)
 	}
 	// A bound pod keeps the namespace Terminating until its agent finishes.
+	createNodes(t, s, "n1")
 	if _, err := s.client.CoreV1().Pods("closing").Create(ctx, boundPod("p", "n1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 // as kube-apiserver's BindingREST, done as one store transaction so that
 // issue 6 can add the node's constraints (and the node's own guard) to it.
 type bindingREST struct {
-	pods  *objectStore
-	nodes *objectStore
+	pods       *objectStore
+	accounting *podAccounting
 }
 
 var _ rest.NamedCreater = (*bindingREST)(nil)
@@ -72,20 +72,11 @@ func (b *bindingREST) tryBind(ctx context.Context, binding *corev1.Binding) erro
 	if err != nil {
 		return err
 	}
-	var node *corev1.Node
-	var nodeRev int64
-	nodeObj, rev, err := b.nodes.get(withObjectNamespace(ctx, ""), binding.Target.Name)
-	switch {
-	case err == nil:
-		node, nodeRev = nodeObj.(*corev1.Node), rev
-	case !apierrors.IsNotFound(err):
-		return err
-	}
 	pod := podObj.(*corev1.Pod)
 	if err := checkBindable(pod, binding); err != nil {
 		return err
 	}
-	ops, err := bindOps(b.pods, pod, podRev, binding, node, nodeRev)
+	ops, err := b.bindOps(ctx, pod, podRev, binding)
 	if err != nil {
 		return err
 	}
@@ -116,12 +107,9 @@ func checkBindable(pod *corev1.Pod, binding *corev1.Binding) error {
 }
 
 // bindOps returns the guarded writes that bind pod (read at podRev) to the
-// binding's node. node is nil when no Node object exists (upstream allows
-// that). This is the one place issue 6 extends: check the node's
-// allocatable, host ports, selector and taints against its bound pods, and
-// guard the node's revision in the same transaction.
-func bindOps(pods *objectStore, pod *corev1.Pod, podRev int64, binding *corev1.Binding, node *corev1.Node, nodeRev int64) ([]store.Op, error) {
-	_, _ = node, nodeRev
+// binding's node: the pod itself, plus the node's constraint check and usage
+// update (podAccounting.bindOps), all in one transaction.
+func (b *bindingREST) bindOps(ctx context.Context, pod *corev1.Pod, podRev int64, binding *corev1.Binding) ([]store.Op, error) {
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName = binding.Target.Name
 	for k, v := range binding.Annotations {
@@ -133,11 +121,15 @@ func bindOps(pods *objectStore, pod *corev1.Pod, podRev int64, binding *corev1.B
 	setPodCondition(&bound.Status, corev1.PodCondition{
 		Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(),
 	})
-	data, err := pods.encode(bound)
+	data, err := b.pods.encode(bound)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return []store.Op{{Key: pods.res.key(pod.Namespace, pod.Name), ExpectModRevision: podRev, Value: data}}, nil
+	ops, err := b.accounting.bindOps(ctx, bound)
+	if err != nil {
+		return nil, err
+	}
+	return append(ops, store.Op{Key: b.pods.res.key(pod.Namespace, pod.Name), ExpectModRevision: podRev, Value: data}), nil
 }
 
 func setPodCondition(status *corev1.PodStatus, cond corev1.PodCondition) {

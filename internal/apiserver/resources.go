@@ -117,11 +117,3 @@ func (r *resource) key(namespace, name string) string {
 	}
 	return r.keyPrefix() + "/" + name
 }
-
-// namespacePrefix is where a namespace's objects live ("" = all namespaces).
-func (r *resource) namespacePrefix(namespace string) string {
-	if r.namespaced && namespace != "" {
-		return r.keyPrefix() + "/" + namespace + "/"
-	}
-	return r.keyPrefix() + "/"
-}

@@ -42,7 +42,10 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 		case "status", "approval":
 			ep, err = f.statusEndpoint(res, sub, r.forStatus(sub))
 		case "binding":
-			b := &bindingREST{pods: r.objectStore, nodes: all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore}
+			// Every write to pods goes through the node accounting from here on.
+			acct := newPodAccounting(r.objectStore.store, r.objectStore, all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore)
+			r.objectStore.store = acct
+			b := &bindingREST{pods: r.objectStore, accounting: acct}
 			ep, err = f.createEndpoint(res, sub, corev1.SchemeGroupVersion.WithKind("Binding"), b, r)
 			if err == nil {
 				a.endpoints[endpointKey{"", "v1", "bindings", ""}], err = f.postEndpoint(res, "", corev1.SchemeGroupVersion.WithKind("Binding"), r,

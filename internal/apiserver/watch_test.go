@@ -48,6 +48,7 @@ func TestWatchFromResourceVersionAndFieldSelector(t *testing.T) {
 func testWatchFromResourceVersionAndFieldSelector(t *testing.T, s *testServer) {
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
+	createNodes(t, s, "node-a", "node-b")
 	first, err := pods.Create(ctx, boundPod("a1", "node-a"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +187,7 @@ func TestInformerWatchList(t *testing.T) {
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
+	createNodes(t, s, "n1")
 	if _, err := pods.Create(ctx, boundPod("before", "n1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -160,6 +160,7 @@ func TestBinding(t *testing.T) {
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
+	createNodes(t, s, "n1", "n2")
 	if _, err := pods.Create(ctx, testPod("bindme"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create: %v", err)
 	}

@@ -58,6 +58,9 @@ type Op struct {
 	// ExpectModRevision guards the write: 0 means the key must not exist.
 	ExpectModRevision int64
 	Value             []byte // nil deletes the key
+	// CheckOnly makes the op a guard alone: the key is compared, not
+	// written (binding reads a node at a revision and must not let it move).
+	CheckOnly bool
 }
 
 // Interface is the narrow store contract.

@@ -79,7 +79,7 @@ func since(t metav1.Time, now time.Time) string {
 }
 
 func sinceMicro(t metav1.MicroTime, now time.Time) string {
-	return since(metav1.Time{Time: t.Time}, now)
+	return since(metav1.Time(t), now)
 }
 
 // orNone renders an empty value as kubectl does.

@@ -24,17 +24,6 @@ type hub struct {
 
 func newHub() *hub { return &hub{clients: map[*attachClient]struct{}{}} }
 
-// add registers a client; false once the container's output has ended.
-func (h *hub) add(c *attachClient) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return false
-	}
-	h.clients[c] = struct{}{}
-	return true
-}
-
 func (h *hub) remove(c *attachClient) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -81,9 +81,11 @@ func (s *Store) Txn(ctx context.Context, ops []store.Op) (int64, error) {
 		}
 		seen[op.Key] = true
 		guards = append(guards, expectGuard(op))
-		if op.Value == nil {
+		switch {
+		case op.CheckOnly:
+		case op.Value == nil:
 			writes = append(writes, clientv3.OpDelete(op.Key))
-		} else {
+		default:
 			writes = append(writes, clientv3.OpPut(op.Key, string(op.Value)))
 		}
 	}

@@ -180,3 +180,34 @@ func TestOversizedValueIsErrTooLargeAndWritesNothing(t *testing.T) {
 		t.Fatalf("oversized create left a key: %v", err)
 	}
 }
+
+func TestTxnCheckOnlyGuardsWithoutWriting(t *testing.T) {
+	ctx := context.Background()
+	s := etcdtest.New(t)
+	nodeRev, err := s.Create(ctx, "/registry/nodes/n1", []byte("node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Txn(ctx, []store.Op{
+		{Key: "/registry/nodes/n1", ExpectModRevision: nodeRev, CheckOnly: true},
+		{Key: "/registry/pods/ns/p", Value: []byte("bound")},
+	}); err != nil {
+		t.Fatalf("txn with a holding check: %v", err)
+	}
+	kv, err := s.Get(ctx, "/registry/nodes/n1")
+	if err != nil || kv.ModRevision != nodeRev || string(kv.Value) != "node" {
+		t.Fatalf("a check-only op wrote its key: %+v, %v", kv, err)
+	}
+	if _, err := s.Update(ctx, "/registry/nodes/n1", nodeRev, []byte("node'")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Txn(ctx, []store.Op{
+		{Key: "/registry/nodes/n1", ExpectModRevision: nodeRev, CheckOnly: true},
+		{Key: "/registry/pods/ns/q", Value: []byte("bound")},
+	}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("txn whose checked key moved: got %v, want ErrConflict", err)
+	}
+	if _, err := s.Get(ctx, "/registry/pods/ns/q"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("failed txn wrote: %v", err)
+	}
+}

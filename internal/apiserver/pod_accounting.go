@@ -1,0 +1,213 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth/berth/internal/fit"
+	"github.com/berth/berth/internal/store"
+)
+
+// nodeUsagePrefix holds one small accounting record per node: what the pods
+// bound there request and the host ports they hold (fit.Usage, as JSON: it
+// is berth's own record, never served). Binding reads this one key instead
+// of the node's pods, and every write that changes which pods count on a
+// node updates it in the same transaction.
+const nodeUsagePrefix = "/registry/berth.io/nodeusage/"
+
+// accountingRetries bounds retries when only the usage record moved under
+// us (a concurrent bind to the same node), not the pod itself.
+const accountingRetries = 16
+
+// podAccounting is the pods resource's store: plain writes pass through;
+// writes that bind, finish or remove a counted pod carry the node's usage
+// update, and those that bind check the node's constraints (internal/fit).
+type podAccounting struct {
+	store.Interface
+	decode func(store.KV) (*corev1.Pod, error)
+	nodes  *objectStore
+}
+
+func newPodAccounting(inner store.Interface, pods, nodes *objectStore) *podAccounting {
+	return &podAccounting{Interface: inner, nodes: nodes, decode: func(kv store.KV) (*corev1.Pod, error) {
+		obj, err := pods.decode(kv)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*corev1.Pod), nil
+	}}
+}
+
+// counts reports whether a pod holds a share of its node.
+func counts(p *corev1.Pod) bool {
+	return p != nil && p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// Create admits a pod created already bound (spec.nodeName set) against its node.
+func (a *podAccounting) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	pod, err := a.decode(store.KV{Key: key, Value: value})
+	if err != nil || !counts(pod) {
+		return a.Interface.Create(ctx, key, value)
+	}
+	return a.retry(ctx, func() ([]store.Op, error) {
+		ops, err := a.bindOps(ctx, pod)
+		return append(ops, store.Op{Key: key, Value: value}), err
+	}, func() error {
+		if _, err := a.Get(ctx, key); err == nil {
+			return store.ErrAlreadyExists
+		}
+		return nil
+	})
+}
+
+// Update releases the node share of a pod that finishes.
+func (a *podAccounting) Update(ctx context.Context, key string, expected int64, value []byte) (int64, error) {
+	old, _, err := a.current(ctx, key, expected)
+	if err != nil {
+		return 0, err
+	}
+	pod, err := a.decode(store.KV{Key: key, Value: value})
+	if err != nil || !counts(old) || counts(pod) {
+		return a.Interface.Update(ctx, key, expected, value)
+	}
+	return a.releasing(ctx, key, expected, old, value)
+}
+
+// Delete releases the node share of a counted pod that goes away.
+func (a *podAccounting) Delete(ctx context.Context, key string, expected int64) (int64, error) {
+	old, rev, err := a.current(ctx, key, expected)
+	if err != nil {
+		return 0, err
+	}
+	if !counts(old) {
+		return a.Interface.Delete(ctx, key, expected)
+	}
+	if expected == 0 {
+		expected = rev
+	}
+	return a.releasing(ctx, key, expected, old, nil)
+}
+
+func (a *podAccounting) releasing(ctx context.Context, key string, expected int64, old *corev1.Pod, value []byte) (int64, error) {
+	return a.retry(ctx, func() ([]store.Op, error) {
+		usage, rev, err := a.usage(ctx, old.Spec.NodeName)
+		if err != nil {
+			return nil, err
+		}
+		usageOp, err := usageWrite(old.Spec.NodeName, usage.Remove(old), rev)
+		return []store.Op{{Key: key, ExpectModRevision: expected, Value: value}, usageOp}, err
+	}, func() error {
+		_, _, err := a.current(ctx, key, expected)
+		return err
+	})
+}
+
+// current reads the pod at key, failing as a guarded write would when it
+// has moved past expected (0 = any revision).
+func (a *podAccounting) current(ctx context.Context, key string, expected int64) (*corev1.Pod, int64, error) {
+	kv, err := a.Get(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	if expected != 0 && kv.ModRevision != expected {
+		return nil, 0, fmt.Errorf("pod %s: %w", key, store.ErrConflict)
+	}
+	pod, err := a.decode(kv)
+	return pod, kv.ModRevision, err
+}
+
+// retry runs one accounting transaction, rebuilding it when it conflicts
+// only because a usage record moved; stillValid reports (as an error) when
+// the conflict was the caller's own guard instead.
+func (a *podAccounting) retry(ctx context.Context, build func() ([]store.Op, error), stillValid func() error) (int64, error) {
+	for range accountingRetries {
+		ops, err := build()
+		if err != nil {
+			return 0, err
+		}
+		rev, err := a.Txn(ctx, ops)
+		if !errors.Is(err, store.ErrConflict) {
+			return rev, err
+		}
+		if err := stillValid(); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("node accounting kept conflicting: %w", store.ErrConflict)
+}
+
+// bindOps checks that pod (carrying its target spec.nodeName) fits its node
+// at the node's and usage record's current revisions and returns the guards
+// and the usage update that make the bind atomic with that check.
+func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod) ([]store.Op, error) {
+	nodeName := pod.Spec.NodeName
+	nodeObj, nodeRev, err := a.nodes.get(withObjectNamespace(ctx, ""), nodeName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, apierrors.NewConflict(corev1.Resource("pods"), pod.Name, fmt.Errorf("node %q not found", nodeName))
+		}
+		return nil, err
+	}
+	node := nodeObj.(*corev1.Node)
+	usage, usageRev, err := a.usage(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	if fails := fit.Check(pod, node, usage); len(fails) > 0 {
+		return nil, fitError(pod, nodeName, fails)
+	}
+	usageOp, err := usageWrite(nodeName, usage.Add(pod), usageRev)
+	if err != nil {
+		return nil, err
+	}
+	nodeGuard := store.Op{Key: a.nodes.res.key("", nodeName), ExpectModRevision: nodeRev, CheckOnly: true}
+	return []store.Op{nodeGuard, usageOp}, nil
+}
+
+// fitError is 409 Conflict when waiting could let the pod fit (resources or
+// ports held by other pods), 422 Invalid when it never can on this node.
+func fitError(pod *corev1.Pod, node string, fails []fit.Failure) error {
+	reasons := make([]string, 0, len(fails))
+	unresolvable := true
+	for _, f := range fails {
+		reasons = append(reasons, f.Reason)
+		unresolvable = unresolvable && f.Unresolvable
+	}
+	msg := fmt.Sprintf("pod %s does not fit node %s: %s", pod.Name, node, strings.Join(reasons, "; "))
+	if unresolvable {
+		return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), pod.Name,
+			field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"), msg)})
+	}
+	return apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New(msg))
+}
+
+// usage reads a node's accounting record (zero, revision 0, when absent).
+func (a *podAccounting) usage(ctx context.Context, node string) (fit.Usage, int64, error) {
+	kv, err := a.Get(ctx, nodeUsagePrefix+node)
+	if errors.Is(err, store.ErrNotFound) {
+		return fit.Usage{}, 0, nil
+	}
+	if err != nil {
+		return fit.Usage{}, 0, err
+	}
+	var u fit.Usage
+	if err := json.Unmarshal(kv.Value, &u); err != nil {
+		return fit.Usage{}, 0, fmt.Errorf("node usage record of %s: %w", node, err)
+	}
+	return u, kv.ModRevision, nil
+}
+
+func usageWrite(node string, u fit.Usage, rev int64) (store.Op, error) {
+	data, err := json.Marshal(u)
+	if err != nil {
+		return store.Op{}, err
+	}
+	return store.Op{Key: nodeUsagePrefix + node, ExpectModRevision: rev, Value: data}, nil
+}

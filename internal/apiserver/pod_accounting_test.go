@@ -1,0 +1,103 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func requestingPod(name, cpu string, hostPort int32) *corev1.Pod {
+	p := testPod(name)
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resourceQuantity(cpu)}
+	if hostPort > 0 {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: hostPort}}
+	}
+	return p
+}
+
+// Binding checks the node's constraints against what is already bound there,
+// in the same transaction, and deletions and finished pods give room back.
+func TestBindingChecksNodeConstraints(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	createNodes(t, s, "n1") // 8 cpu
+	pods := s.client.CoreV1().Pods("default")
+	bind := func(name, node string) error {
+		return pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{})
+	}
+	create := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(requestingPod("a", "5", 8080))
+	create(requestingPod("b", "5", 0))
+	create(requestingPod("c", "1", 8080))
+	create(requestingPod("huge", "9", 0))
+	create(requestingPod("lost", "1", 0))
+
+	if err := bind("a", "n1"); err != nil {
+		t.Fatalf("first bind: %v", err)
+	}
+	for _, tc := range []struct {
+		pod, node string
+		code      int32
+	}{
+		{"b", "n1", http.StatusConflict},               // 5+5 > 8 cpu: may fit later
+		{"c", "n1", http.StatusConflict},               // host port 8080 held by a
+		{"huge", "n1", http.StatusUnprocessableEntity}, // 9 > 8: never fits n1
+		{"lost", "no-such-node", http.StatusConflict},  // node must exist
+	} {
+		before := storeRevision(t, s)
+		err := bind(tc.pod, tc.node)
+		if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != tc.code {
+			t.Errorf("bind %s to %s: %v, want code %d", tc.pod, tc.node, err, tc.code)
+		}
+		assertStoreUnchanged(t, s, before)
+	}
+
+	// A pod created already bound is checked the same way.
+	bound := requestingPod("prebound", "5", 0)
+	bound.Spec.NodeName = "n1"
+	if _, err := pods.Create(ctx, bound, metav1.CreateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("creating a bound pod that does not fit: %v, want 409", err)
+	}
+
+	// a finishes: its share is released and b fits.
+	a, err := pods.Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Status.Phase = corev1.PodSucceeded
+	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bind("b", "n1"); err != nil {
+		t.Fatalf("bind after a finished: %v", err)
+	}
+	// Deleting b (grace 0) releases it too: c (with the port a held) fits.
+	zero := int64(0)
+	if err := pods.Delete(ctx, "b", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bind("c", "n1"); err != nil {
+		t.Fatalf("bind after b was deleted: %v", err)
+	}
+	// c holds 1 cpu: seven more 1-cpu pods fill the node to 8, the eighth is refused.
+	for i := range 8 {
+		name := fmt.Sprintf("fill-%d", i)
+		create(requestingPod(name, "1", 0))
+		err := bind(name, "n1")
+		switch {
+		case i < 7 && err != nil:
+			t.Fatalf("bind %s with room left: %v", name, err)
+		case i == 7 && !apierrors.IsConflict(err):
+			t.Fatalf("bind %s beyond 8 cpu: %v, want 409", name, err)
+		}
+	}
+}
