@@ -1,0 +1,101 @@
+// Package server is the node agent's HTTPS server (the kubelet's port
+// 10250): health, container logs, and exec, attach and port-forward through
+// the CRI runtime's streaming server. Only the API server's client
+// certificate (and other system:masters) may call it.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Config is what the node server needs.
+type Config struct {
+	Runtime runtimeapi.RuntimeServiceClient
+	Logger  *slog.Logger
+	// LogPollInterval is how often a followed log is checked for growth.
+	LogPollInterval time.Duration
+}
+
+// Handler returns the node server's routes, behind client-certificate
+// authorization (see authorize).
+func Handler(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &handlers{cfg: cfg, containers: containerFinder{rt: cfg.Runtime}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
+	for _, m := range []string{"GET", "POST"} {
+		mux.HandleFunc(m+" /exec/{ns}/{pod}/{container}", s.exec)
+		mux.HandleFunc(m+" /attach/{ns}/{pod}/{container}", s.attach)
+		mux.HandleFunc(m+" /portForward/{ns}/{pod}", s.portForward)
+	}
+	return authorize(mux)
+}
+
+// TLSConfig is the server side of the node server's TLS: its own serving
+// pair, and client certificates verified against clientCAs when given
+// (authorize then refuses requests without one).
+func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("node server certificate: %w", err)
+	}
+	pem, err := os.ReadFile(clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--client-ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--client-ca-file %s: no PEM certificates", clientCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}
+
+// Serve listens on addr with tlsCfg and serves h until ctx ends.
+// ready, when not nil, receives the bound address once listening.
+func Serve(ctx context.Context, addr string, tlsCfg *tls.Config, h http.Handler, log *slog.Logger, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("node server: %w", err)
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	srv := &http.Server{Handler: h, TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if log != nil {
+		log.Info("node server listening", "address", ln.Addr().String())
+	}
+	err = srv.ServeTLS(ln, "", "")
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("node server: %w", err)
+}
