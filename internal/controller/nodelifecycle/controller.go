@@ -124,12 +124,12 @@ func (c *Controller) Sync(ctx context.Context) error {
 		}
 	}
 	for _, node := range nodes {
-		node, err := c.monitorHealth(ctx, node, now)
+		current, err := c.monitorHealth(ctx, node, now)
 		if err != nil {
 			c.log.Warn("updating node health", "node", node.Name, "err", err)
 			continue
 		}
-		c.evict(ctx, node, byNode[node.Name], now)
+		c.evict(ctx, current, byNode[node.Name], now)
 		delete(byNode, node.Name)
 	}
 	// Whatever is left is bound to a node that does not exist.
