@@ -16,3 +16,4 @@ log "lint: staticcheck"
 export BERTH_STRICT_HOST=1
 log "go test"
 go test -count=1 -timeout 25m ./...
+"$REPO_ROOT/hack/critest.sh"
