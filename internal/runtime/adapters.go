@@ -79,3 +79,8 @@ func (a specAdapter) Container(ctx context.Context, in server.SpecInput) (*specs
 		SandboxDir: in.SandboxDir, Host: a.host,
 	})
 }
+
+// WritableLayer implements server.WritableLayers.
+func (a imageAdapter) WritableLayer(containerID string) string {
+	return a.svc.WritableLayer(containerID)
+}

@@ -6,6 +6,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/berth/berth/internal/runtime/cgroupstats"
 	"github.com/berth/berth/internal/runtime/network"
 )
 
@@ -72,4 +73,18 @@ type Network interface {
 	Teardown(ctx context.Context, pod network.Pod) error
 	Ready(ctx context.Context) error
 	SetPodCIDR(cidr string) error
+}
+
+// WritableLayers is optionally implemented by an Images: where a
+// container's writable layer lives, so its disk usage can be measured
+// ("" when unknown).
+type WritableLayers interface {
+	WritableLayer(containerID string) string
+}
+
+// CgroupReader samples a process's cgroups and network namespace; the
+// host's is cgroupstats.NewHost().
+type CgroupReader interface {
+	ReadPid(pid int) (cgroupstats.Sample, error)
+	ReadNetwork(pid int) ([]cgroupstats.Interface, error)
 }

@@ -14,6 +14,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/runtime/cgroupstats"
 	"github.com/berth/berth/internal/runtime/oci"
 )
 
@@ -31,6 +32,7 @@ type Config struct {
 	Streaming  Streamer // nil: Exec/Attach/PortForward answer Unavailable
 	Features   Features
 	Metrics    *Metrics
+	Cgroups    CgroupReader // nil: the host's cgroups
 	Logger     *slog.Logger
 }
 
@@ -74,6 +76,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
+	}
+	if cfg.Cgroups == nil {
+		cfg.Cgroups = cgroupstats.NewHost()
 	}
 	sandboxes, err := newTable[sandbox]("sandbox", filepath.Join(cfg.StateDir, "sandboxes"))
 	if err != nil {

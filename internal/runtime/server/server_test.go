@@ -31,6 +31,7 @@ type harness struct {
 	images   *fakeImages
 	net      *fakeNetwork
 	specs    *fakeSpecs
+	cgroups  CgroupReader // nil: the host's
 	srv      *Server
 	grpc     *grpc.Server
 	client   runtimeapi.RuntimeServiceClient
@@ -72,7 +73,7 @@ func (h *harness) removeAll() {
 func (h *harness) start() {
 	h.t.Helper()
 	srv, err := New(context.Background(), Config{
-		StateDir: h.stateDir, OCI: h.oci, Features: Features{SupplementalGroupsPolicy: true}, Images: h.images, Specs: h.specs, Network: h.net,
+		StateDir: h.stateDir, OCI: h.oci, Features: Features{SupplementalGroupsPolicy: true}, Images: h.images, Specs: h.specs, Network: h.net, Cgroups: h.cgroups,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
