@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -18,6 +20,7 @@ import (
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/agent/pods"
+	nodeserver "github.com/berth/berth/internal/agent/server"
 	"github.com/berth/berth/internal/version"
 )
 
@@ -55,6 +58,8 @@ type Agent struct {
 	clock   clock.WithTicker
 	log     *slog.Logger
 	facts   func() (node.Facts, error)
+	// serverPort is the node server's bound port, reported in the Node.
+	serverPort int32
 }
 
 // New assembles an agent from an API client and a connected runtime, so
@@ -72,6 +77,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("read node facts: %w", err)
 	}
 	a.log.Info("agent starting", "node", a.cfg.NodeName, "runtime", a.version.RuntimeName+" "+a.version.RuntimeVersion)
+	// Listen before registering: the Node reports the bound port.
+	serveNode, err := a.listenNodeServer()
+	if err != nil {
+		return err
+	}
 	registrar := &node.Registrar{Client: a.client, Name: a.cfg.NodeName, Clock: a.clock, Observe: a.observe, Logger: a.log}
 	// Register before anything else: the Lease is owned by the Node and
 	// pods are only bound to registered nodes.
@@ -95,6 +105,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { return podManager.Run(ctx) })
+	if serveNode != nil {
+		g.Go(func() error { return serveNode(ctx) })
+	}
 	err = g.Wait()
 	a.log.Info("agent stopped", "node", a.cfg.NodeName)
 	return err
@@ -114,7 +127,28 @@ func (a *Agent) observe(ctx context.Context) (node.Observation, error) {
 		RuntimeVersion: a.version.RuntimeVersion,
 		RuntimeErr:     runtimeReady(ctx, a.rt.Runtime),
 		AgentVersion:   version.Get().Version,
+		ServerPort:     a.serverPort,
 	}, nil
+}
+
+// listenNodeServer binds the node server when it is configured and returns
+// the function that serves it; nil when it is off.
+func (a *Agent) listenNodeServer() (func(context.Context) error, error) {
+	if a.cfg.TLSCertFile == "" {
+		a.log.Warn("node server off: no --tls-cert-file; kubectl logs and exec will not reach this node")
+		return nil, nil
+	}
+	tlsCfg, err := nodeserver.TLSConfig(a.cfg.TLSCertFile, a.cfg.TLSPrivateKeyFile, a.cfg.ClientCAFile)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.Address, strconv.Itoa(a.cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("node server: %w", err)
+	}
+	a.serverPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	h := nodeserver.Handler(nodeserver.Config{Runtime: a.rt.Runtime, Logger: a.log.With("component", "nodeserver")})
+	return func(ctx context.Context) error { return nodeserver.Serve(ctx, ln, tlsCfg, h, a.log) }, nil
 }
 
 // runtimeReady asks the runtime for its RuntimeReady and NetworkReady

@@ -24,6 +24,14 @@ type Config struct {
 	DataDir         string
 	RuntimeEndpoint string // unix:///path of the CRI runtime
 
+	// The node server (logs, exec, attach, port-forward for the API
+	// server). It runs only when TLSCertFile is given; ClientCAFile is the
+	// CA whose client certificates it accepts (the cluster's client CA).
+	Address                        string // listen address; default all interfaces
+	Port                           int    // 0 picks a free port, which the Node then reports
+	TLSCertFile, TLSPrivateKeyFile string
+	ClientCAFile                   string
+
 	// Reserved amounts subtracted from capacity to give allocatable
 	// (the kubelet's system-reserved plus kube-reserved).
 	ReservedCPU     resource.Quantity
@@ -51,6 +59,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--runtime-endpoint %q: want unix:///absolute/path", c.RuntimeEndpoint)
 	case c.DataDir == "" || !filepath.IsAbs(c.DataDir):
 		return fmt.Errorf("--data-dir %q: want an absolute path", c.DataDir)
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("--port %d: want 0-65535", c.Port)
+	case (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == ""):
+		return errors.New("--tls-cert-file and --tls-private-key-file go together")
+	case c.TLSCertFile != "" && c.ClientCAFile == "":
+		return errors.New("--client-ca-file is required with --tls-cert-file: the node server admits only the API server's client certificate")
 	}
 	for name, q := range map[string]resource.Quantity{"cpu": c.ReservedCPU, "memory": c.ReservedMemory, "ephemeral-storage": c.ReservedStorage} {
 		if q.Sign() < 0 {

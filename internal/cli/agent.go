@@ -12,7 +12,7 @@ import (
 )
 
 func newAgentCommand() *cobra.Command {
-	cfg := agent.Config{DataDir: filepath.Join(DefaultDataDir, "agent")}
+	cfg := agent.Config{DataDir: filepath.Join(DefaultDataDir, "agent"), Port: 10250}
 	var reservedCPU, reservedMemory, reservedStorage string
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -51,6 +51,11 @@ containerd's, e.g. unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name (a DNS subdomain)")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the agent's per-pod files and pod logs")
 	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
+	f.StringVar(&cfg.Address, "address", "", "node server listen address (default all interfaces)")
+	f.IntVar(&cfg.Port, "port", cfg.Port, "node server port (logs, exec, attach, port-forward); 0 picks a free one, reported in the Node")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "node server certificate (PEM); without it the node server is off")
+	f.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "node server private key (PEM)")
+	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA whose client certificates may call the node server (the cluster's client CA)")
 	f.StringVar(&reservedCPU, "reserved-cpu", "0", "CPU kept back from pods (allocatable = capacity - reserved)")
 	f.StringVar(&reservedMemory, "reserved-memory", "0", "memory kept back from pods")
 	f.StringVar(&reservedStorage, "reserved-ephemeral-storage", "0", "ephemeral storage kept back from pods")

@@ -36,6 +36,7 @@ type Observation struct {
 	RuntimeVersion string
 	RuntimeErr     error // non-nil when the runtime or its network is not ready
 	AgentVersion   string
+	ServerPort     int32 // the node server's port (DaemonEndpoints); 0 when it is off
 }
 
 // Status builds the node's status. Condition times are left zero; Merge
@@ -61,7 +62,7 @@ func (o Observation) Status() corev1.NodeStatus {
 		Addresses:   addrs,
 		Conditions:  o.conditions(),
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{
-			KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250},
+			KubeletEndpoint: corev1.DaemonEndpoint{Port: o.ServerPort},
 		},
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               o.Facts.MachineID,

@@ -46,18 +46,19 @@ func TestNodeServerAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan net.Addr, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	served := make(chan error, 1)
-	go func() {
-		served <- Serve(ctx, "127.0.0.1:0", tlsCfg, Handler(Config{}), nil, func(a net.Addr) { addr <- a })
-	}()
+	go func() { served <- Serve(ctx, ln, tlsCfg, Handler(Config{}), nil) }()
 	defer func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Error(err)
 		}
 	}()
-	url := "https://" + (<-addr).String() + "/healthz"
+	url := "https://" + ln.Addr().String() + "/healthz"
 
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(serverCA.CertPEM)

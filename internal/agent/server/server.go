@@ -69,16 +69,10 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	}, nil
 }
 
-// Serve listens on addr with tlsCfg and serves h until ctx ends.
-// ready, when not nil, receives the bound address once listening.
-func Serve(ctx context.Context, addr string, tlsCfg *tls.Config, h http.Handler, log *slog.Logger, ready func(net.Addr)) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("node server: %w", err)
-	}
-	if ready != nil {
-		ready(ln.Addr())
-	}
+// Serve serves h on ln with tlsCfg until ctx ends, then closes ln. The
+// caller listens first so that it knows the port (port 0 picks one) before
+// it reports it in the Node's status.
+func Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config, h http.Handler, log *slog.Logger) error {
 	srv := &http.Server{Handler: h, TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan struct{})
@@ -92,7 +86,7 @@ func Serve(ctx context.Context, addr string, tlsCfg *tls.Config, h http.Handler,
 	if log != nil {
 		log.Info("node server listening", "address", ln.Addr().String())
 	}
-	err = srv.ServeTLS(ln, "", "")
+	err := srv.ServeTLS(ln, "", "")
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
