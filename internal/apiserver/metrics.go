@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -55,6 +57,17 @@ func (r *statusRecorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// Hijack passes the connection on for upgraded requests (pods/exec,
+// attach, portforward); they count as 101.
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := r.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("response writer %T cannot be hijacked", r.ResponseWriter)
+	}
+	r.code = http.StatusSwitchingProtocols
+	return h.Hijack()
 }
 
 // Unwrap lets http.ResponseController reach the connection.

@@ -41,7 +41,7 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
-			rules: podRules(), subresources: []string{"status", "binding", "eviction"},
+			rules: podRules(), subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward"},
 			indexFields: []string{"spec.nodeName"},
 		},
 		{

@@ -53,6 +53,12 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 						return handlers.CreateResource(bindingCollection{b}, scope, f.admit)
 					})
 			}
+		case "log", "exec", "attach", "portforward":
+			connector := &podConnector{pods: r.objectStore, nodes: all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore,
+				transport: a.nodeTransport, writeError: func(err error, w http.ResponseWriter, req *http.Request) {
+					a.writeError(err, corev1.SchemeGroupVersion, w, req)
+				}}
+			ep, err = connector.endpoint(sub)
 		case "eviction":
 			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r}, r)
 		default:

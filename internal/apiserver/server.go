@@ -58,6 +58,12 @@ type Config struct {
 	// (requests, watch caches), which are then served at /metrics.
 	Metrics *prometheus.Registry
 
+	// NodeTransport reaches node agents' servers for pods/log, exec,
+	// attach and portforward: it presents the API server's client
+	// certificate and verifies the nodes' serving certificates. Nil turns
+	// those subresources into 503s.
+	NodeTransport http.RoundTripper
+
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
 	newReader readerFactory
@@ -174,6 +180,8 @@ type apiSet struct {
 	openapi      http.Handler
 	namespaces   *namespaceREST
 	nsController *namespaceController
+	// nodeTransport is Config.NodeTransport, for the connect subresources.
+	nodeTransport http.RoundTripper
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
@@ -190,7 +198,7 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		maxBody: cfg.MaxRequestBodyBytes, minRequestTimeout: cfg.MinRequestTimeout,
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 	}
-	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger)}
+	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger), nodeTransport: cfg.NodeTransport}
 	stores := map[string]*resourceREST{}
 	for _, res := range served {
 		r, err := newResourceREST(ctx, cfg, c, res, tableConvertor)

@@ -1,0 +1,187 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// podConnector serves the connect subresources pods/log, pods/exec,
+// pods/attach and pods/portforward: it finds the pod's node and proxies
+// the request, upgraded or not, to that node's agent (its node server,
+// the kubelet's port), presenting the API server's client certificate.
+// The verbs were already authorized by the filter chain (get for GET,
+// create for POST, as upstream).
+type podConnector struct {
+	pods, nodes *objectStore
+	// transport reaches node servers; nil when the server has no client
+	// identity for nodes, and then every connect request fails with 503.
+	transport  http.RoundTripper
+	writeError func(error, http.ResponseWriter, *http.Request)
+}
+
+// connectSubresource describes how one subresource maps to the node server.
+type connectSubresource struct {
+	name string
+	// nodePath is the node server's path for a pod and container.
+	nodePath func(ns, pod, container string) string
+	// params are the query parameters passed on to the node.
+	params []string
+	// needsContainer: the path names a container (all but portforward).
+	needsContainer bool
+	upgrade        bool
+}
+
+var connectSubresources = map[string]connectSubresource{
+	"log": {name: "log", needsContainer: true,
+		nodePath: func(ns, pod, c string) string { return "/containerLogs/" + ns + "/" + pod + "/" + c },
+		params:   []string{"follow", "previous", "timestamps", "tailLines", "sinceSeconds", "sinceTime", "limitBytes"}},
+	"exec": {name: "exec", needsContainer: true, upgrade: true,
+		nodePath: func(ns, pod, c string) string { return "/exec/" + ns + "/" + pod + "/" + c },
+		params:   []string{"command", "stdin", "stdout", "stderr", "tty"}},
+	"attach": {name: "attach", needsContainer: true, upgrade: true,
+		nodePath: func(ns, pod, c string) string { return "/attach/" + ns + "/" + pod + "/" + c },
+		params:   []string{"stdin", "stdout", "stderr", "tty"}},
+	"portforward": {name: "portforward", upgrade: true,
+		nodePath: func(ns, pod, _ string) string { return "/portForward/" + ns + "/" + pod },
+		params:   []string{"ports"}},
+}
+
+// endpoint returns the subresource's endpoint: log is GET only; the
+// streaming ones take GET (websocket) and POST (SPDY), as upstream.
+func (c *podConnector) endpoint(sub string) (*endpoint, error) {
+	spec, ok := connectSubresources[sub]
+	if !ok {
+		return nil, fmt.Errorf("pods: no connect handler for %q", sub)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { c.serve(spec, w, req) })
+	verbs := map[string]http.Handler{"get": h}
+	if spec.upgrade {
+		verbs["create"] = h
+	}
+	return &endpoint{namespaced: true, groupRes: corev1.Resource("pods"), verbs: verbs}, nil
+}
+
+func (c *podConnector) serve(spec connectSubresource, w http.ResponseWriter, req *http.Request) {
+	info, _ := request.RequestInfoFrom(req.Context())
+	ctx := request.WithNamespace(req.Context(), info.Namespace)
+	loc, err := c.location(ctx, spec, info.Name, req.URL.Query())
+	if err != nil {
+		c.writeError(err, w, req)
+		return
+	}
+	out := req.Clone(ctx)
+	out.URL.RawQuery = loc.RawQuery // the non-upgrade proxy sends the request's query
+	// The caller's own credentials are not the node's business.
+	out.Header.Del("Authorization")
+	for name := range out.Header {
+		if strings.HasPrefix(name, "Impersonate-") {
+			out.Header.Del(name)
+		}
+	}
+	h := proxy.NewUpgradeAwareHandler(loc, c.transport, false, spec.upgrade, proxyResponder{c.writeError})
+	h.ServeHTTP(w, out)
+}
+
+// location resolves the pod's node and builds the node server URL.
+func (c *podConnector) location(ctx context.Context, spec connectSubresource, name string, q url.Values) (*url.URL, error) {
+	if c.transport == nil {
+		return nil, apierrors.NewServiceUnavailable("this API server has no client identity for node agents")
+	}
+	obj, _, err := c.pods.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	pod := obj.(*corev1.Pod)
+	container := ""
+	if spec.needsContainer {
+		if container, err = podContainer(pod, q.Get("container")); err != nil {
+			return nil, err
+		}
+	}
+	if pod.Spec.NodeName == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+	}
+	host, err := c.nodeServer(ctx, pod.Spec.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	params := url.Values{}
+	for _, p := range spec.params {
+		if v, ok := q[p]; ok {
+			params[p] = v
+		}
+	}
+	return &url.URL{Scheme: "https", Host: host, Path: spec.nodePath(pod.Namespace, pod.Name, container), RawQuery: params.Encode()}, nil
+}
+
+// podContainer picks the named container, or the only one when none is
+// named, and refuses names the pod does not have.
+func podContainer(pod *corev1.Pod, name string) (string, error) {
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
+	if name == "" {
+		if len(pod.Spec.Containers) == 1 {
+			return pod.Spec.Containers[0].Name, nil
+		}
+		return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
+	}
+	for _, n := range names {
+		if n == name {
+			return name, nil
+		}
+	}
+	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
+}
+
+// nodeServer returns host:port of a node's server: its InternalIP (or
+// another address) and the port its agent reports.
+func (c *podConnector) nodeServer(ctx context.Context, nodeName string) (string, error) {
+	obj, _, err := c.nodes.get(request.WithNamespace(ctx, ""), nodeName)
+	if err != nil {
+		return "", err
+	}
+	node := obj.(*corev1.Node)
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if port <= 0 {
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no node server port (its agent runs without --tls-cert-file)", nodeName))
+	}
+	for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
+		for _, a := range node.Status.Addresses {
+			if a.Type == t && a.Address != "" {
+				return net.JoinHostPort(a.Address, strconv.Itoa(int(port))), nil
+			}
+		}
+	}
+	return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no address", nodeName))
+}
+
+// proxyResponder reports proxy failures (node unreachable, refused) as
+// Status errors.
+type proxyResponder struct {
+	writeError func(error, http.ResponseWriter, *http.Request)
+}
+
+func (p proxyResponder) Error(w http.ResponseWriter, req *http.Request, err error) {
+	if _, ok := err.(apierrors.APIStatus); !ok {
+		err = apierrors.NewServiceUnavailable(fmt.Sprintf("error reaching the node: %v", err))
+	}
+	p.writeError(err, w, req)
+}
