@@ -34,5 +34,6 @@ func newServerCommand() *cobra.Command {
 	f.StringArrayVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host the local runtime reaches over plain HTTP (repeatable)")
 	f.StringArrayVar(&cfg.RegistryMirrors, "registry-mirror", nil, "HOST=URL: the local runtime pulls HOST's images from URL (repeatable)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
+	f.IntVar(&cfg.AgentPort, "agent-port", 10250, "the local agent's node server port (logs, exec); 0 picks a free one")
 	return cmd
 }

@@ -35,6 +35,9 @@ type Config struct {
 	DisableAgent     bool
 	DisableScheduler bool // let an external scheduler (e.g. kube-scheduler) bind pods
 	NodeName         string
+	// AgentPort is the local agent's node server port; 0 lets it pick a
+	// free one (tests, several servers on one machine).
+	AgentPort int
 
 	Logger *slog.Logger
 }
@@ -52,6 +55,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Port < 1 || c.Port > 65535 {
 		return fmt.Errorf("--port %d is out of range 1-65535", c.Port)
+	}
+	if c.AgentPort < 0 || c.AgentPort > 65535 {
+		return fmt.Errorf("--agent-port %d is out of range 0-65535", c.AgentPort)
 	}
 	if len(c.EtcdServers) > 0 {
 		for flag, v := range map[string]string{"--etcd-cafile": c.EtcdCAFile, "--etcd-certfile": c.EtcdCertFile, "--etcd-keyfile": c.EtcdKeyFile} {

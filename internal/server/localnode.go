@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -64,6 +65,10 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	if err := os.MkdirAll(filepath.Dir(node.runtimeSocket), 0o755); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
+	serverFlags, err := issueNodeServerFiles(cfg, cluster, node.name)
+	if err != nil {
+		return nil, err
+	}
 	endpoint := "unix://" + node.runtimeSocket
 	runtimeArgs := []string{"runtime", "--root", cfg.path("runtime"), "--state-dir", cfg.path("runtime-state"), "--listen", endpoint}
 	for _, r := range cfg.InsecureRegistries {
@@ -78,8 +83,8 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	}
 	agent := supervisor.Child{
 		Name: "agent", Path: self, Output: os.Stderr,
-		Args: []string{"agent", "--kubeconfig", kubeconfigPath, "--node-name", node.name,
-			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint},
+		Args: append([]string{"agent", "--kubeconfig", kubeconfigPath, "--node-name", node.name,
+			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint}, serverFlags...),
 	}
 	log := cfg.Logger.With("component", "supervisor")
 	var wg sync.WaitGroup
@@ -95,6 +100,32 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 		}
 	}()
 	return wg.Wait, nil
+}
+
+// issueNodeServerFiles gives the local agent's node server a serving
+// certificate from the server CA (which the API server trusts when it calls
+// the node) and the client CA that signs the API server's own client
+// certificate, and returns the agent flags naming them.
+func issueNodeServerFiles(cfg Config, cluster *pki.Cluster, nodeName string) ([]string, error) {
+	names := pki.DefaultServingNames([]string{nodeName})
+	certPEM, keyPEM, err := cluster.ServerCA.Issue(pki.Identity{
+		CommonName: "system:node:" + nodeName, DNSNames: names.DNSNames, IPs: names.IPs, Server: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node server certificate: %w", err)
+	}
+	certPath, keyPath, caPath := cfg.path("agent", "node-server.crt"), cfg.path("agent", "node-server.key"), cfg.path("agent", "client-ca.crt")
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{keyPath, keyPEM, 0o600}, {certPath, certPEM, 0o644}, {caPath, cluster.ClientCA.CertPEM, 0o644}} {
+		if err := atomicfile.WriteFile(f.path, f.data, f.mode); err != nil {
+			return nil, err
+		}
+	}
+	return []string{"--tls-cert-file", certPath, "--tls-private-key-file", keyPath, "--client-ca-file", caPath,
+		"--port", strconv.Itoa(cfg.AgentPort)}, nil
 }
 
 // criVersion is the runtime's readiness probe: a CRI Version call.

@@ -66,9 +66,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	toNodes, err := nodeTransport(cluster)
+	if err != nil {
+		return err
+	}
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	defer stopAPI()
 	handler, err := apiserver.New(apiCtx, apiserver.Config{
+		NodeTransport: toNodes,
 		Store:         st,
 		Authenticator: auth.NewAuthenticator(clientCAs),
 		Authorizer:    authz,
