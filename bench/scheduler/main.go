@@ -24,8 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/bench/internal/report"
@@ -144,6 +145,7 @@ func waitForServer(ctx context.Context, kubeconfig string, done <-chan error) (*
 			return false, nil
 		}
 		cfg.QPS, cfg.Burst = 100000, 100000
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		if cs, err = kubernetes.NewForConfig(cfg); err != nil {
 			return false, err
 		}
@@ -253,32 +255,36 @@ func schedulePods(ctx context.Context, cs kubernetes.Interface, n, workers int) 
 	if err != nil {
 		return measurement{}, err
 	}
-	w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(startRev, 10)})
-	if err != nil {
-		return measurement{}, err
-	}
-	defer w.Stop()
-
+	// An informer, not a bare watch: if the server cuts this watcher off
+	// (a slow consumer) it resumes or re-lists, so no binding goes unseen.
 	var mu sync.Mutex
 	created := make(map[string]time.Time, n)
 	bound := make(map[string]time.Time, n)
 	allBound := make(chan struct{})
-	go func() {
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Modified || pod.Spec.NodeName == "" {
-				continue
-			}
-			mu.Lock()
-			if _, seen := bound[pod.Name]; !seen {
-				bound[pod.Name] = time.Now()
-				if len(bound) == n {
-					close(allBound)
-				}
-			}
-			mu.Unlock()
+	observe := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok || pod.Spec.NodeName == "" {
+			return
 		}
-	}()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, seen := bound[pod.Name]; !seen {
+			bound[pod.Name] = time.Now()
+			if len(bound) == n {
+				close(allBound)
+			}
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		return measurement{}, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
 
 	begin := time.Now()
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
