@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -78,19 +75,9 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 		t.Errorf("running pod: node=%q ip=%q status=%+v", running.Spec.NodeName, running.Status.PodIP, running.Status.ContainerStatuses)
 	}
 
-	// Logs and exec go kubectl → API server → the agent's node server → CRI.
-	if out := kubectl(t, dataDir, "logs", "hello"); out != "hello-from-berth\n" {
-		t.Errorf("kubectl logs hello = %q, want %q", out, "hello-from-berth\n")
-	}
-	if out := kubectl(t, dataDir, "logs", "hello", "--timestamps", "--tail", "1"); !strings.HasSuffix(out, " hello-from-berth\n") || !strings.HasPrefix(out, "20") {
-		t.Errorf("kubectl logs --timestamps --tail 1 = %q, want TIMESTAMP hello-from-berth", out)
-	}
-	if out := kubectl(t, dataDir, "exec", "hello", "--", "echo", "ok"); out != "ok\n" {
-		t.Errorf("kubectl exec hello -- echo ok = %q, want %q", out, "ok\n")
-	}
-	if out := kubectl(t, dataDir, "exec", "hello", "-c", "main", "--", "sh", "-c", "cat /proc/1/cmdline | tr '\\0' ' '"); !strings.Contains(out, "sleep 3600") {
-		t.Errorf("kubectl exec: pid 1 of the container is %q, want the pod's sleep", out)
-	}
+	// Logs, exec, attach and port-forward: kubectl → API server → the
+	// agent's node server → CRI streaming.
+	checkPodStreams(t, dataDir, "hello")
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -102,23 +89,6 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deleted pod never went away: %v\n%s", err, readLog(dataDir))
 	}
-}
-
-// kubectl runs `berth kubectl` with the cluster's admin kubeconfig and
-// returns its standard output; a failure fails the test with stderr.
-func kubectl(t *testing.T, dataDir string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, berthBin, append([]string{"kubectl"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "admin.kubeconfig"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("berth kubectl %s: %v\n%s\n%s", strings.Join(args, " "), err, stderr.String(), readLog(dataDir))
-	}
-	return string(out)
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkPodStreams exercises kubectl's streaming commands against pod,
+// whose one container printed "hello-from-berth" and then became
+// `sleep 3600` (busybox).
+func checkPodStreams(t *testing.T, dataDir, pod string) {
+	t.Helper()
+	if out := kubectl(t, dataDir, "", "logs", pod); out != "hello-from-berth\n" {
+		t.Errorf("kubectl logs %s = %q, want %q", pod, out, "hello-from-berth\n")
+	}
+	if out := kubectl(t, dataDir, "", "logs", pod, "--timestamps", "--tail", "1"); !regexp.MustCompile(`^20\d\d-\d\d-\d\dT\S+ hello-from-berth\n$`).MatchString(out) {
+		t.Errorf("kubectl logs --timestamps --tail 1 = %q, want TIMESTAMP hello-from-berth", out)
+	}
+	if out := kubectl(t, dataDir, "", "exec", pod, "--", "echo", "ok"); out != "ok\n" {
+		t.Errorf("kubectl exec %s -- echo ok = %q, want %q", pod, out, "ok\n")
+	}
+	// It runs inside the container: its PID 1 is the pod's sleep.
+	if out := kubectl(t, dataDir, "", "exec", pod, "-c", "main", "--", "cat", "/proc/1/cmdline"); out != "sleep\x003600\x00" {
+		t.Errorf("kubectl exec: the container's pid 1 is %q, want the pod's sleep", out)
+	}
+	if out := kubectl(t, dataDir, "piped through stdin\n", "exec", "-i", pod, "--", "cat"); out != "piped through stdin\n" {
+		t.Errorf("kubectl exec -i %s -- cat = %q", pod, out)
+	}
+
+	// logs -f sees what the container writes after it started following.
+	follow := startKubectl(t, dataDir, "logs", "-f", pod)
+	follow.waitFor(t, "hello-from-berth")
+	kubectl(t, dataDir, "", "exec", pod, "--", "sh", "-c", "echo written-later > /proc/1/fd/1")
+	follow.waitFor(t, "written-later")
+
+	// attach shows the container's output stream as it happens.
+	attach := startKubectl(t, dataDir, "attach", pod)
+	attach.waitFor(t, "If you don't see a command prompt")
+	kubectl(t, dataDir, "", "exec", pod, "--", "sh", "-c", "echo seen-by-attach > /proc/1/fd/1")
+	attach.waitFor(t, "seen-by-attach")
+
+	// port-forward reaches a busybox httpd listening in the pod.
+	kubectl(t, dataDir, "", "exec", pod, "--", "sh", "-c", "mkdir -p /www && echo served-from-pod > /www/index.html && httpd -p 8080 -h /www")
+	local := freePort(t)
+	pf := startKubectl(t, dataDir, "port-forward", pod, fmt.Sprintf("%d:8080", local), "--address", "127.0.0.1")
+	pf.waitFor(t, "Forwarding from 127.0.0.1:")
+	resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + net.JoinHostPort("127.0.0.1", fmt.Sprint(local)) + "/index.html")
+	if err != nil {
+		t.Fatalf("GET through port-forward: %v\n%s", err, pf.output())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "served-from-pod\n" {
+		t.Errorf("GET through port-forward: %d %q", resp.StatusCode, body)
+	}
+
+	// kubectl speaks WebSocket by default; the SPDY fallback works too.
+	t.Setenv("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
+	if out := kubectl(t, dataDir, "over spdy\n", "exec", "-i", pod, "--", "cat"); out != "over spdy\n" {
+		t.Errorf("kubectl exec -i over SPDY = %q", out)
+	}
+}
+
+// kubectl runs `berth kubectl` with the cluster's admin kubeconfig, stdin
+// as its input, and returns its standard output; a failure fails the test.
+func kubectl(t *testing.T, dataDir, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, berthBin, append([]string{"kubectl"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "admin.kubeconfig"))
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("berth kubectl %s: %v\n%s\n%s", strings.Join(args, " "), err, stderr.String(), readLog(dataDir))
+	}
+	return string(out)
+}
+
+// runningKubectl is a long-running `berth kubectl` (logs -f, attach,
+// port-forward) whose output lines the test reads as they come.
+type runningKubectl struct {
+	lines chan string
+	seen  []string
+	done  chan struct{}
+}
+
+func startKubectl(t *testing.T, dataDir string, args ...string) *runningKubectl {
+	t.Helper()
+	cmd := exec.Command(berthBin, append([]string{"kubectl"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "admin.kubeconfig"))
+	r, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	k := &runningKubectl{lines: make(chan string, 100), done: make(chan struct{})}
+	go func() {
+		defer close(k.lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			k.lines <- sc.Text()
+		}
+	}()
+	go func() { _ = cmd.Wait(); w.Close(); close(k.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-k.done
+		for range k.lines { // let the reader finish
+		}
+	})
+	return k
+}
+
+// waitFor reads lines until one contains want; a minute without it (or
+// the process ending) fails the test.
+func (k *runningKubectl) waitFor(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case line, ok := <-k.lines:
+			if !ok {
+				t.Fatalf("kubectl ended before printing %q; output:\n%s", want, k.output())
+			}
+			k.seen = append(k.seen, line)
+			if strings.Contains(line, want) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("kubectl never printed %q; output:\n%s", want, k.output())
+		}
+	}
+}
+
+func (k *runningKubectl) output() string { return strings.Join(k.seen, "\n") }
