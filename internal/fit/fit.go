@@ -129,14 +129,42 @@ func (r Resources) plus(o Resources, sign int64) Resources {
 	}
 }
 
+// Pod is a pod prepared for checking against many nodes: its requests,
+// host ports and required node affinity are computed once.
+type Pod struct {
+	pod      *v1.Pod
+	requests Resources
+	ports    []HostPort
+	affinity nodeaffinity.RequiredNodeAffinity
+}
+
+// NewPod prepares pod for Fits.
+func NewPod(pod *v1.Pod) *Pod {
+	return &Pod{pod: pod, requests: PodRequests(pod), ports: PodHostPorts(pod), affinity: nodeaffinity.GetRequiredNodeAffinity(pod)}
+}
+
+// Node is a node prepared for checking many pods: its allocatable resources parsed once.
+type Node struct {
+	Node        *v1.Node
+	Allocatable Resources
+}
+
+// NewNode prepares node for Fits.
+func NewNode(node *v1.Node) Node { return Node{Node: node, Allocatable: Allocatable(node)} }
+
 // Check returns every reason pod does not fit node given used; none means it fits.
 func Check(pod *v1.Pod, node *v1.Node, used Usage) []Failure {
+	return NewPod(pod).Fits(NewNode(node), used)
+}
+
+// Fits returns every reason p does not fit n given used; none means it fits.
+func (p *Pod) Fits(n Node, used Usage) []Failure {
 	var fails []Failure
-	fails = append(fails, checkNode(node)...)
-	fails = append(fails, checkAffinity(pod, node)...)
-	fails = append(fails, checkTaints(pod, node)...)
-	fails = append(fails, checkResources(pod, node, used)...)
-	fails = append(fails, checkHostPorts(pod, used)...)
+	fails = append(fails, checkNode(n.Node)...)
+	fails = append(fails, p.checkAffinity(n.Node)...)
+	fails = append(fails, checkTaints(p.pod, n.Node)...)
+	fails = append(fails, p.checkResources(n.Allocatable, used)...)
+	fails = append(fails, p.checkHostPorts(used)...)
 	return fails
 }
 
@@ -147,8 +175,8 @@ func checkNode(node *v1.Node) []Failure {
 	return nil
 }
 
-func checkAffinity(pod *v1.Pod, node *v1.Node) []Failure {
-	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
+func (p *Pod) checkAffinity(node *v1.Node) []Failure {
+	if ok, _ := p.affinity.Match(node); !ok {
 		return []Failure{{Reason: "node(s) didn't match Pod's node affinity/selector", Unresolvable: true}}
 	}
 	return nil
@@ -165,8 +193,8 @@ func checkTaints(pod *v1.Pod, node *v1.Node) []Failure {
 	return nil
 }
 
-func checkResources(pod *v1.Pod, node *v1.Node, used Usage) []Failure {
-	want, alloc := PodRequests(pod), Allocatable(node)
+func (p *Pod) checkResources(alloc Resources, used Usage) []Failure {
+	want := p.requests
 	var fails []Failure
 	for _, r := range []struct {
 		name             string
@@ -189,8 +217,8 @@ func checkResources(pod *v1.Pod, node *v1.Node, used Usage) []Failure {
 	return fails
 }
 
-func checkHostPorts(pod *v1.Pod, used Usage) []Failure {
-	for _, want := range PodHostPorts(pod) {
+func (p *Pod) checkHostPorts(used Usage) []Failure {
+	for _, want := range p.ports {
 		for _, have := range used.HostPorts {
 			if portsConflict(want, have) {
 				return []Failure{{Reason: "node(s) didn't have free ports for the requested pod ports"}}

@@ -26,14 +26,33 @@ type decision struct {
 	numNodes int
 }
 
-// schedule filters the nodes pod fits and picks the best-scoring one.
-func schedule(pod *v1.Pod, nodes []nodeView) decision {
+// minFeasibleNodes and the adaptive percentage below follow kube-scheduler's
+// percentageOfNodesToScore: in a large cluster, once enough feasible nodes
+// are found, scoring them all gains little and costs a lot.
+const minFeasibleNodes = 100
+
+func feasibleNodesToFind(total int) int {
+	if total <= minFeasibleNodes {
+		return total
+	}
+	percent := max(50-total/125, 5)
+	return max(total*percent/100, minFeasibleNodes)
+}
+
+// schedule filters the nodes pod fits, starting at offset (rotated by the
+// caller so every node gets its turn), and picks the best-scoring one.
+func schedule(pod *v1.Pod, nodes []nodeView, offset int) decision {
 	d := decision{numNodes: len(nodes), reasons: map[string]int{}}
+	prepared := fit.NewPod(pod)
+	want := feasibleNodesToFind(len(nodes))
 	var feasible []nodeView
-	for _, n := range nodes {
-		reasons := filter(pod, n)
+	for i := range nodes {
+		n := nodes[(offset+i)%len(nodes)]
+		reasons := filter(pod, prepared, n)
 		if len(reasons) == 0 {
-			feasible = append(feasible, n)
+			if feasible = append(feasible, n); len(feasible) == want {
+				break
+			}
 			continue
 		}
 		for _, r := range reasons {
@@ -47,13 +66,13 @@ func schedule(pod *v1.Pod, nodes []nodeView) decision {
 	for _, n := range feasible {
 		maxGroup = max(maxGroup, n.group)
 	}
-	want := fit.PodRequests(pod)
+	requests := fit.PodRequests(pod)
 	best, bestScore := "", int64(-1)
 	for _, n := range feasible {
-		s := score(want, n, maxGroup)
+		s := score(requests, n, maxGroup)
 		// Ties go to the lexically smallest name, so decisions are reproducible.
-		if s > bestScore || (s == bestScore && n.node.Name < best) {
-			best, bestScore = n.node.Name, s
+		if s > bestScore || (s == bestScore && n.node.Node.Name < best) {
+			best, bestScore = n.node.Node.Name, s
 		}
 	}
 	d.node = best
@@ -61,15 +80,16 @@ func schedule(pod *v1.Pod, nodes []nodeView) decision {
 }
 
 // filter returns why pod cannot go to n (nil: it can).
-func filter(pod *v1.Pod, n nodeView) []string {
-	if n.node.Spec.Unschedulable && !tolerates(pod, taintUnschedulable, v1.TaintEffectNoSchedule) {
+func filter(pod *v1.Pod, prepared *fit.Pod, n nodeView) []string {
+	node := n.node.Node
+	if node.Spec.Unschedulable && !tolerates(pod, taintUnschedulable, v1.TaintEffectNoSchedule) {
 		return []string{"node(s) were unschedulable"}
 	}
-	if !nodeReady(n.node) && !tolerates(pod, taintNotReady, v1.TaintEffectNoSchedule) {
+	if !nodeReady(node) && !tolerates(pod, taintNotReady, v1.TaintEffectNoSchedule) {
 		return []string{fmt.Sprintf("node(s) had untolerated taint {%s: }", taintNotReady)}
 	}
 	var reasons []string
-	for _, f := range fit.Check(pod, n.node, n.usage) {
+	for _, f := range prepared.Fits(n.node, n.usage) {
 		reasons = append(reasons, f.Reason)
 	}
 	return reasons
@@ -98,7 +118,7 @@ func tolerates(pod *v1.Pod, key string, effect v1.TaintEffect) bool {
 // NodeResourcesFit (least allocated) and BalancedAllocation equally, and
 // spreading pods of one group likewise.
 func score(want fit.Resources, n nodeView, maxGroup int) int64 {
-	alloc := fit.Allocatable(n.node)
+	alloc := n.node.Allocatable
 	cpuFrac := fraction(n.usage.Requested.MilliCPU+want.MilliCPU, alloc.MilliCPU)
 	memFrac := fraction(n.usage.Requested.Memory+want.Memory, alloc.Memory)
 	leastAllocated := int64((2 - cpuFrac - memFrac) / 2 * 100)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ func view(n *v1.Node, group int, bound ...*v1.Pod) nodeView {
 	for _, p := range bound {
 		u = u.Add(p)
 	}
-	return nodeView{node: n, usage: u, group: group}
+	return nodeView{node: fit.NewNode(n), usage: u, group: group}
 }
 
 func notReady(n *v1.Node) { n.Status.Conditions[0].Status = v1.ConditionFalse }
@@ -74,7 +75,7 @@ func TestScheduleFiltersAndScores(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := schedule(tc.pod, tc.nodes).node; got != tc.want {
+			if got := schedule(tc.pod, tc.nodes, 0).node; got != tc.want {
 				t.Errorf("scheduled to %q, want %q", got, tc.want)
 			}
 		})
@@ -90,7 +91,7 @@ func TestUnschedulableMessageAggregatesReasons(t *testing.T) {
 		view(testNode("b", "2", "4Gi"), 0),
 		view(testNode("c", "8", "8Gi", taint), 0),
 		view(testNode("d", "8", "8Gi", notReady), 0),
-	})
+	}, 0)
 	want := "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, " +
 		"1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient cpu."
 	if d.node != "" || d.message() != want {
@@ -121,5 +122,28 @@ func TestCacheAssumeConfirmForget(t *testing.T) {
 	c.observePod(done)
 	if got := c.snapshot("")[0].usage.Requested; got != (fit.Resources{}) {
 		t.Fatalf("a finished pod still holds %+v", got)
+	}
+}
+
+func TestFeasibleNodesToFindFollowsUpstream(t *testing.T) {
+	for total, want := range map[int]int{10: 10, 100: 100, 300: 144, 1000: 420, 5000: 500, 20000: 1000} {
+		if got := feasibleNodesToFind(total); got != want {
+			t.Errorf("feasibleNodesToFind(%d) = %d, want %d", total, got, want)
+		}
+	}
+}
+
+// One scheduling decision among 1000 nodes: the scheduler's own cost per pod.
+func BenchmarkSchedule1000Nodes(b *testing.B) {
+	nodes := make([]nodeView, 1000)
+	for i := range nodes {
+		nodes[i] = view(testNode(fmt.Sprintf("n%04d", i), "4", "16Gi"), i%3, testPod("x", "100m", "128Mi"))
+	}
+	pod := testPod("p", "100m", "128Mi")
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if schedule(pod, nodes, i).node == "" {
+			b.Fatal("no node")
+		}
 	}
 }

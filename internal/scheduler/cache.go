@@ -14,7 +14,7 @@ import (
 // nodeState is the scheduler's view of one node: the object and the pods it
 // holds (bound, or assumed while their binding is in flight).
 type nodeState struct {
-	node  *v1.Node
+	node  *fit.Node
 	pods  map[types.UID]*v1.Pod
 	usage fit.Usage
 	// groups counts the node's pods per spread group (see spreadGroup).
@@ -47,7 +47,8 @@ func (c *clusterCache) stateLocked(name string) *nodeState {
 func (c *clusterCache) setNode(n *v1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stateLocked(n.Name).node = n
+	prepared := fit.NewNode(n)
+	c.stateLocked(n.Name).node = &prepared
 }
 
 func (c *clusterCache) removeNode(name string) {
@@ -141,7 +142,7 @@ func (c *clusterCache) removeLocked(uid types.UID) {
 
 // nodeView is an immutable copy of one node's state for a scheduling cycle.
 type nodeView struct {
-	node  *v1.Node
+	node  fit.Node
 	usage fit.Usage
 	// group counts the node's pods in the same spread group as the pod being scheduled.
 	group int
@@ -154,7 +155,7 @@ func (c *clusterCache) snapshot(group string) []nodeView {
 	views := make([]nodeView, 0, len(c.nodes))
 	for _, s := range c.nodes {
 		if s.node != nil {
-			views = append(views, nodeView{node: s.node, usage: s.usage, group: s.groups[group]})
+			views = append(views, nodeView{node: *s.node, usage: s.usage, group: s.groups[group]})
 		}
 	}
 	return views

@@ -25,7 +25,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) (*v1.Pod, strin
 		s.queue.Forget(key)
 		return nil, "", false
 	}
-	d := schedule(pod, s.cache.snapshot(spreadGroup(pod)))
+	s.offset++
+	d := schedule(pod, s.cache.snapshot(spreadGroup(pod)), s.offset)
 	if d.node == "" {
 		s.markUnschedulable(ctx, key, pod, d.message())
 		return nil, "", false

@@ -57,6 +57,9 @@ type Scheduler struct {
 
 	mu            sync.Mutex
 	unschedulable map[string]struct{}
+
+	// offset rotates where each cycle starts filtering (used only by Run's loop).
+	offset int
 }
 
 // New builds a scheduler; Run starts it.
