@@ -1,0 +1,155 @@
+package apiserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fakeNodeServer stands in for an agent's node server on loopback TLS and
+// records what the API server asked it.
+type fakeNodeServer struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []*url.URL
+}
+
+func newFakeNodeServer(t *testing.T) *fakeNodeServer {
+	f := &fakeNodeServer{}
+	f.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.reqs = append(f.reqs, r.URL)
+		f.mu.Unlock()
+		_, _ = w.Write([]byte("log line from the node\n"))
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeNodeServer) last(t *testing.T) *url.URL {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reqs) == 0 {
+		t.Fatal("the node server got no request")
+	}
+	return f.reqs[len(f.reqs)-1]
+}
+
+// registerNode creates a node whose status names the fake server's address.
+func registerNode(t *testing.T, s *testServer, name string, port int32) {
+	t.Helper()
+	createNodes(t, s, name)
+	ctx := testContext(t)
+	n, err := s.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+	if _, err := s.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createPod(t *testing.T, s *testServer, name, node string, containers ...string) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node}}
+	for _, c := range containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c, Image: "busybox"})
+	}
+	if _, err := s.client.CoreV1().Pods("default").Create(testContext(t), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPodLogProxiesToTheNodeServer(t *testing.T) {
+	node := newFakeNodeServer(t)
+	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
+	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
+	registerNode(t, s, "n1", int32(port))
+	registerNode(t, s, "no-port", 0)
+	createPod(t, s, "one", "n1", "main")
+	createPod(t, s, "two", "n1", "a", "b")
+	createPod(t, s, "unbound", "", "main")
+	createPod(t, s, "portless", "no-port", "main")
+	ctx := testContext(t)
+	pods := s.client.CoreV1().Pods("default")
+
+	tail := int64(3)
+	body, err := pods.GetLogs("one", &corev1.PodLogOptions{Follow: true, TailLines: &tail, Timestamps: true}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(body) != "log line from the node\n" {
+		t.Errorf("body %q", body)
+	}
+	got := node.last(t)
+	if got.Path != "/containerLogs/default/one/main" {
+		t.Errorf("node path %q, want /containerLogs/default/one/main", got.Path)
+	}
+	if q := got.Query(); q.Get("follow") != "true" || q.Get("tailLines") != "3" || q.Get("timestamps") != "true" || q.Has("container") {
+		t.Errorf("node query %q: want follow, tailLines and timestamps passed on, container not", got.RawQuery)
+	}
+
+	if _, err := pods.GetLogs("two", &corev1.PodLogOptions{Container: "b"}).DoRaw(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := node.last(t).Path; got != "/containerLogs/default/two/b" {
+		t.Errorf("node path %q, want /containerLogs/default/two/b", got)
+	}
+
+	for _, tc := range []struct {
+		name, pod string
+		opts      corev1.PodLogOptions
+		check     func(error) bool
+	}{
+		{"no container named in a two-container pod", "two", corev1.PodLogOptions{}, apierrors.IsBadRequest},
+		{"unknown container", "one", corev1.PodLogOptions{Container: "nope"}, apierrors.IsBadRequest},
+		{"unscheduled pod", "unbound", corev1.PodLogOptions{}, apierrors.IsBadRequest},
+		{"node without a node server", "portless", corev1.PodLogOptions{}, apierrors.IsServiceUnavailable},
+		{"missing pod", "ghost", corev1.PodLogOptions{}, apierrors.IsNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pods.GetLogs(tc.pod, &tc.opts).DoRaw(ctx)
+			if !tc.check(err) {
+				t.Errorf("got %v", err)
+			}
+		})
+	}
+}
+
+func TestPodExecNeedsAnUpgrade(t *testing.T) {
+	node := newFakeNodeServer(t)
+	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
+	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
+	registerNode(t, s, "n1", int32(port))
+	createPod(t, s, "one", "n1", "main")
+	err := s.client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("one").SubResource("exec").
+		Param("command", "true").Param("stdout", "true").Do(testContext(t)).Error()
+	if !apierrors.IsBadRequest(err) {
+		t.Errorf("exec without an upgrade: %v, want 400", err)
+	}
+	node.mu.Lock()
+	defer node.mu.Unlock()
+	if len(node.reqs) != 0 {
+		t.Errorf("the node server was called: %v", node.reqs)
+	}
+}
+
+func TestPodConnectWithoutNodeTransport(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, "n1", 10250)
+	createPod(t, s, "one", "n1", "main")
+	_, err := s.client.CoreV1().Pods("default").GetLogs("one", &corev1.PodLogOptions{}).DoRaw(testContext(t))
+	if !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("got %v, want 503", err)
+	}
+}
