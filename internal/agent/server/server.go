@@ -30,6 +30,11 @@ type Config struct {
 // Handler returns the node server's routes, behind client-certificate
 // authorization (see authorize).
 func Handler(cfg Config) http.Handler {
+	return authorize(routes(cfg))
+}
+
+// routes are the node server's endpoints, unauthenticated.
+func routes(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -42,7 +47,7 @@ func Handler(cfg Config) http.Handler {
 		mux.HandleFunc(m+" /attach/{ns}/{pod}/{container}", s.attach)
 		mux.HandleFunc(m+" /portForward/{ns}/{pod}", s.portForward)
 	}
-	return authorize(mux)
+	return mux
 }
 
 // TLSConfig is the server side of the node server's TLS: its own serving
