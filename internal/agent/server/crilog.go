@@ -107,9 +107,9 @@ func ReadLog(ctx context.Context, path string, w io.Writer, opts LogOptions) err
 			return nil
 		}
 		// Check Running before waiting, then read once more: a record
-		// written just before the container stopped is not lost.
-		stopped := opts.Running != nil && !opts.Running()
-		if stopped && len(pending) == 0 {
+		// written just before the container stopped is not lost. A stopped
+		// container's unterminated last record never completes: drop it.
+		if opts.Running != nil && !opts.Running() {
 			if _, err := r.Peek(1); err != nil {
 				return nil
 			}

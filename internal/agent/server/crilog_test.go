@@ -122,3 +122,12 @@ func waitFor(t *testing.T, out *syncBuffer, suffix string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A stopped container's log that ends mid-record ends the follow anyway.
+func TestReadLogFollowStoppedWithUnterminatedRecord(t *testing.T) {
+	p := writeLog(t, "2026-11-30T01:00:00Z stdout F done\n2026-11-30T01:00:01Z stdout F cut of")
+	out := readLog(t, p, LogOptions{Follow: true, PollInterval: time.Millisecond, Running: func() bool { return false }})
+	if out != "done\n" {
+		t.Errorf("got %q, want %q", out, "done\n")
+	}
+}
