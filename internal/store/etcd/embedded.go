@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap/zapcore"
@@ -61,7 +62,9 @@ func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store,
 		}
 		return err
 	}
-	return newStore(client, logger, closeFn), nil
+	st := newStore(client, logger, closeFn)
+	st.readOpts = []clientv3.OpOption{clientv3.WithSerializable()}
+	return st, nil
 }
 
 // startMember starts the member and waits until it serves.
