@@ -25,9 +25,11 @@ import (
 
 	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/nri"
 	"github.com/berth/berth/internal/runtime/oci"
 	"github.com/berth/berth/internal/runtime/server"
 	"github.com/berth/berth/internal/runtime/spec"
+	"github.com/berth/berth/internal/version"
 )
 
 // Config is `berth runtime`'s command line.
@@ -45,7 +47,11 @@ type Config struct {
 	MetricsAddress string // "" = no metrics endpoint
 	StreamAddress  string // loopback host:port of the streaming server; port 0 picks one
 	PauseImage     string
-	Logger         *slog.Logger
+	// NRI plugins connect on NRISocket (nri.DefaultSocketPath,
+	// /var/run/nri/nri.sock, when empty) unless DisableNRI is set.
+	NRISocket  string
+	DisableNRI bool
+	Logger     *slog.Logger
 }
 
 // shutdownGrace bounds how long in-flight RPCs may finish on SIGTERM.
@@ -159,9 +165,13 @@ type service struct {
 	stream          streaming.Server
 	streamListener  net.Listener
 	metricsListener net.Listener
+	nri             *nri.Service
 }
 
 func (s *service) close() {
+	if s.nri != nil {
+		s.nri.Stop()
+	}
 	if s.runtime != nil {
 		s.runtime.Close()
 	}
@@ -229,16 +239,31 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	var hooks server.NRI
+	if !cfg.DisableNRI {
+		if svc.nri, err = nri.New(nri.Config{SocketPath: cfg.NRISocket, Version: version.Version, Logger: log.With("component", "nri")}); err != nil {
+			return nil, err
+		}
+		hooks = svc.nri
+	}
 	svc.runtime, err = server.New(ctx, server.Config{
 		StateDir: cfg.StateDir, PauseImage: cfg.PauseImage, OCI: ociRuntime,
 		Images: imageAdapter{svc.images}, Specs: specAdapter{host: host}, Network: netMgr,
 		Features:  server.Features{RecursiveReadOnlyMounts: host.RecursiveReadOnly, SupplementalGroupsPolicy: true},
-		Streaming: svc.stream, Metrics: svc.metrics, Logger: log.With("component", "cri"),
+		Streaming: svc.stream, Metrics: svc.metrics, NRI: hooks, Logger: log.With("component", "cri"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	backend.Runtime = svc.runtime.StreamRuntime()
+	// Plugins connect only once the runtime can answer their synchronization.
+	// An unusable NRI socket leaves the runtime working without plugins,
+	// as a node without NRI would be, rather than not at all.
+	if svc.nri != nil {
+		if err := svc.nri.Start(svc.runtime.NRIHost()); err != nil {
+			log.Error("NRI disabled: plugins cannot connect", "socket", cfg.NRISocket, "err", err)
+		}
+	}
 	return svc, nil
 }
 

@@ -80,8 +80,8 @@ func newE2E(t *testing.T) *e2e {
 		Root: filepath.Join(dir, "root"), StateDir: filepath.Join(dir, "state"),
 		Listen: "unix://" + filepath.Join(dir, "cri.sock"), MonitorBinary: monitor, CNIConfDir: confDir,
 		Mirrors: map[string][]string{"docker.io": {"http://" + reg}}, Insecure: []string{reg},
-		PauseImage: images.Pause,
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		PauseImage: images.Pause, NRISocket: filepath.Join(dir, "nri.sock"),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	t.Cleanup(e.cleanup)
 	e.start()

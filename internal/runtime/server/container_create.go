@@ -62,11 +62,16 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 		}
 	}()
 	undo.add("release name", func(context.Context) error { s.containers.releaseName(c.nameKey()); return nil })
+	unblock := s.cfg.NRI.BlockSync()
+	defer unblock()
 	if err := s.createTask(ctx, sb, c, img, &undo); err != nil {
 		return nil, err
 	}
 	if err := s.containers.put(c.ID, c); err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	if err := s.cfg.NRI.PostCreateContainer(ctx, nriPod(sb), nriContainer(*c, nil)); err != nil {
+		s.log.Warn("NRI PostCreateContainer", "id", c.ID, "err", err)
 	}
 	s.publish(c.ID, sb.ID, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.ID}, nil
@@ -97,6 +102,9 @@ func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img I
 	})
 	if err != nil {
 		return err
+	}
+	if err := s.cfg.NRI.CreateContainer(ctx, nriPod(sb), nriContainer(*c, spec), spec); err != nil {
+		return status.Errorf(codes.Unknown, "NRI CreateContainer: %v", err)
 	}
 	if spec.Process != nil {
 		user := spec.Process.User

@@ -65,6 +65,7 @@ func (s *Server) recordExit(id string, st oci.State) {
 		return
 	}
 	s.log.Info("container exited", "id", id, "code", st.ExitCode, "reason", c.Reason)
+	s.nriNotify(s.exitCtx, "StopContainer", c, s.cfg.NRI.StopContainer)
 	s.publish(id, c.SandboxID, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 }
 

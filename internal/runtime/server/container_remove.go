@@ -46,6 +46,7 @@ func (s *Server) removeContainer(ctx context.Context, id string) error {
 		return status.Errorf(codes.Internal, "%v", err)
 	}
 	s.publish(id, c.SandboxID, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
+	s.nriNotify(ctx, "RemoveContainer", c, s.cfg.NRI.RemoveContainer)
 	return nil
 }
 

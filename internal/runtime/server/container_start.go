@@ -26,6 +26,13 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	if c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s is %s, not created", c.ID, c.State)
 	}
+	sb, err := s.sandboxes.get(c.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.NRI.StartContainer(ctx, nriPod(sb), nriContainer(c, nil)); err != nil {
+		return nil, status.Errorf(codes.Unknown, "NRI StartContainer: %v", err)
+	}
 	if err := s.cfg.OCI.Start(ctx, c.ID); err != nil {
 		// A container that cannot start has failed for good: record why,
 		// as kubelet expects to see it exited with a reason.
@@ -38,11 +45,15 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 		})
 		return nil, status.Errorf(codes.Internal, "start container %s: %v", c.ID, err)
 	}
-	if _, err := s.containers.update(c.ID, func(v *container) {
+	started, err := s.containers.update(c.ID, func(v *container) {
 		v.State = runtimeapi.ContainerState_CONTAINER_RUNNING
 		v.StartedAt = time.Now().UnixNano()
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	if err := s.cfg.NRI.PostStartContainer(ctx, nriPod(sb), nriContainer(started, nil)); err != nil {
+		s.log.Warn("NRI PostStartContainer", "id", c.ID, "err", err)
 	}
 	s.publish(c.ID, c.SandboxID, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	s.watchExit(c.ID)

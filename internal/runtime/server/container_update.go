@@ -28,13 +28,24 @@ func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.U
 	if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s has exited", c.ID)
 	}
-	if err := s.cfg.OCI.UpdateResources(ctx, c.ID, ociResources(res)); err != nil {
+	sb, err := s.sandboxes.get(c.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	ociRes, err := s.cfg.NRI.UpdateContainer(ctx, nriPod(sb), nriContainer(c, nil), ociResources(res))
+	if err != nil {
+		return nil, status.Errorf(codes.Unknown, "NRI UpdateContainer: %v", err)
+	}
+	if err := s.cfg.OCI.UpdateResources(ctx, c.ID, ociRes); err != nil {
 		return nil, status.Errorf(codes.Internal, "update resources of %s: %v", c.ID, err)
 	}
 	if _, err := s.containers.update(c.ID, func(v *container) {
 		v.Resources = &runtimeapi.ContainerResources{Linux: res}
 	}); err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	if err := s.cfg.NRI.PostUpdateContainer(ctx, nriPod(sb), nriContainer(c, nil)); err != nil {
+		s.log.Warn("NRI PostUpdateContainer", "id", c.ID, "err", err)
 	}
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 }

@@ -22,6 +22,9 @@ type sandbox struct {
 	Dir            string                     `json:"dir"` // resolv.conf, hostname, hosts, shm
 	Pid            int                        `json:"pid,omitempty"`
 	ImageID        string                     `json:"imageID"` // the pause image
+	// Stopped is set once a StopPodSandbox has completed, so NRI plugins
+	// hear of the stop once however often it is asked for.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // container is everything the runtime remembers about one container.

@@ -39,6 +39,9 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	if err := s.sandboxes.remove(sb.ID, sandboxName(sb.Config.GetMetadata())); err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
+	if err := s.cfg.NRI.RemovePodSandbox(ctx, nriPod(sb)); err != nil {
+		s.log.Warn("NRI RemovePodSandbox", "id", sb.ID, "err", err)
+	}
 	s.log.Info("sandbox removed", "id", sb.ID)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }

@@ -85,6 +85,13 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	}
 	sb.Pid = pid
 	sb.State = runtimeapi.PodSandboxState_SANDBOX_READY
+	// Plugins see the pod before anyone else can: it is listed only once
+	// they have all accepted it, and a veto undoes everything.
+	unblock := s.cfg.NRI.BlockSync()
+	defer unblock()
+	if err := s.cfg.NRI.RunPodSandbox(ctx, nriPod(*sb)); err != nil {
+		return nil, status.Errorf(codes.Unknown, "NRI RunPodSandbox: %v", err)
+	}
 	if err := s.sandboxes.put(id, sb); err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}

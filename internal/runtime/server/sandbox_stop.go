@@ -55,6 +55,15 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 			return status.Errorf(codes.Internal, "%v", err)
 		}
 	}
+	var already bool
+	if _, err := s.sandboxes.update(sb.ID, func(v *sandbox) { already, v.Stopped = v.Stopped, true }); err != nil {
+		return err
+	}
+	if !already {
+		if err := s.cfg.NRI.StopPodSandbox(ctx, nriPod(sb)); err != nil {
+			s.log.Warn("NRI StopPodSandbox", "id", sb.ID, "err", err)
+		}
+	}
 	s.log.Info("sandbox stopped", "id", sb.ID)
 	return nil
 }

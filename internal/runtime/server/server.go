@@ -33,6 +33,7 @@ type Config struct {
 	Features   Features
 	Metrics    *Metrics
 	Cgroups    CgroupReader // nil: the host's cgroups
+	NRI        NRI          // nil: no NRI plugins
 	Logger     *slog.Logger
 }
 
@@ -76,6 +77,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
+	}
+	if cfg.NRI == nil {
+		cfg.NRI = noNRI{}
 	}
 	if cfg.Cgroups == nil {
 		cfg.Cgroups = cgroupstats.NewHost()

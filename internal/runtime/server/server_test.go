@@ -32,6 +32,7 @@ type harness struct {
 	net      *fakeNetwork
 	specs    *fakeSpecs
 	cgroups  CgroupReader // nil: the host's
+	nri      NRI          // nil: none
 	srv      *Server
 	grpc     *grpc.Server
 	client   runtimeapi.RuntimeServiceClient
@@ -73,7 +74,7 @@ func (h *harness) removeAll() {
 func (h *harness) start() {
 	h.t.Helper()
 	srv, err := New(context.Background(), Config{
-		StateDir: h.stateDir, OCI: h.oci, Features: Features{SupplementalGroupsPolicy: true}, Images: h.images, Specs: h.specs, Network: h.net, Cgroups: h.cgroups,
+		StateDir: h.stateDir, OCI: h.oci, Features: Features{SupplementalGroupsPolicy: true}, Images: h.images, Specs: h.specs, Network: h.net, Cgroups: h.cgroups, NRI: h.nri,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
