@@ -39,7 +39,8 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 		"--insecure-registry", host,
 		"--registry-mirror", "registry.k8s.io=http://"+host,
 		"--registry-mirror", "docker.io=http://"+host,
-		"--agent-port", "0")
+		// The API server reaches the agent on loopback only.
+		"--agent-port", "0", "--node-ip", "127.0.0.1")
 	cs := srv.client(t)
 
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -71,8 +72,8 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pod never Running and Ready: %v; last status %+v\n%s", err, running.Status, readLog(dataDir))
 	}
-	if running.Spec.NodeName != "e2e-node" || running.Status.PodIP == "" || running.Status.ContainerStatuses[0].RestartCount != 0 {
-		t.Errorf("running pod: node=%q ip=%q status=%+v", running.Spec.NodeName, running.Status.PodIP, running.Status.ContainerStatuses)
+	if running.Spec.NodeName != "e2e-node" || running.Status.PodIP == "" || running.Status.HostIP != "127.0.0.1" || running.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("running pod: node=%q ip=%q hostIP=%q status=%+v", running.Spec.NodeName, running.Status.PodIP, running.Status.HostIP, running.Status.ContainerStatuses)
 	}
 
 	// Logs, exec, attach and port-forward: kubectl → API server → the

@@ -66,7 +66,13 @@ type Agent struct {
 // tests can use a fake clientset and a real CRI endpoint.
 func New(cfg Config, client kubernetes.Interface, rt *cri.Client, v *runtimeapi.VersionResponse, clk clock.WithTicker, log *slog.Logger) *Agent {
 	return &Agent{cfg: cfg, client: client, rt: rt, version: v, clock: clk, log: log,
-		facts: func() (node.Facts, error) { return node.Gather(cfg.DataDir) }}
+		facts: func() (node.Facts, error) {
+			f, err := node.Gather(cfg.DataDir)
+			if cfg.NodeIP != "" {
+				f.InternalIP = cfg.NodeIP
+			}
+			return f, err
+		}}
 }
 
 // Run registers the node and runs the heartbeat and the pods until ctx

@@ -7,6 +7,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ type Config struct {
 	Token           string // join token (issue 5); not usable yet, see Validate
 	Kubeconfig      string // admin-issued kubeconfig for system:node:NodeName, until the join flow lands
 	NodeName        string
+	NodeIP          string // the node's InternalIP; empty means the host's first global IPv4
 	DataDir         string
 	RuntimeEndpoint string // unix:///path of the CRI runtime
 
@@ -59,6 +61,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--runtime-endpoint %q: want unix:///absolute/path", c.RuntimeEndpoint)
 	case c.DataDir == "" || !filepath.IsAbs(c.DataDir):
 		return fmt.Errorf("--data-dir %q: want an absolute path", c.DataDir)
+	case c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil:
+		return fmt.Errorf("--node-ip %q: not an IP address", c.NodeIP)
 	case c.Port < 0 || c.Port > 65535:
 		return fmt.Errorf("--port %d: want 0-65535", c.Port)
 	case (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == ""):

@@ -36,6 +36,7 @@ func TestValidate(t *testing.T) {
 		{"tcp runtime", func(c *Config) { c.RuntimeEndpoint = "tcp://127.0.0.1:1" }, "want unix:///absolute/path"},
 		{"relative data dir", func(c *Config) { c.DataDir = "data" }, "--data-dir \"data\""},
 		{"negative reserve", func(c *Config) { c.ReservedMemory = resource.MustParse("-1Gi") }, "must not be negative"},
+		{"bad node IP", func(c *Config) { c.NodeIP = "10.0.0" }, "--node-ip \"10.0.0\""},
 		{"port out of range", func(c *Config) { c.Port = 70000 }, "--port 70000"},
 		{"cert without key", func(c *Config) { c.TLSCertFile = "/x.crt" }, "--tls-cert-file and --tls-private-key-file go together"},
 		{"node server without client CA", func(c *Config) { c.TLSCertFile, c.TLSPrivateKeyFile = "/x.crt", "/x.key" }, "--client-ca-file is required"},

@@ -49,6 +49,7 @@ containerd's, e.g. unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&cfg.Token, "token", "", "join token (the join flow is not available yet; use --kubeconfig)")
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for system:node:NAME issued by an administrator")
 	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name (a DNS subdomain)")
+	f.StringVar(&cfg.NodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches its node server (default: the host's first global IPv4 address)")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the agent's per-pod files and pod logs")
 	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
 	f.StringVar(&cfg.Address, "address", "", "node server listen address (default all interfaces)")

@@ -38,6 +38,9 @@ type Config struct {
 	// AgentPort is the local agent's node server port; 0 lets it pick a
 	// free one (tests, several servers on one machine).
 	AgentPort int
+	// NodeIP is the local node's InternalIP; empty lets the agent pick
+	// the host's first global IPv4 address.
+	NodeIP string
 
 	Logger *slog.Logger
 }
@@ -58,6 +61,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AgentPort < 0 || c.AgentPort > 65535 {
 		return fmt.Errorf("--agent-port %d is out of range 0-65535", c.AgentPort)
+	}
+	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
+		return fmt.Errorf("--node-ip %q is not an IP address", c.NodeIP)
 	}
 	if len(c.EtcdServers) > 0 {
 		for flag, v := range map[string]string{"--etcd-cafile": c.EtcdCAFile, "--etcd-certfile": c.EtcdCertFile, "--etcd-keyfile": c.EtcdKeyFile} {

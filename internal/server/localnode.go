@@ -105,9 +105,10 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 // issueNodeServerFiles gives the local agent's node server a serving
 // certificate from the server CA (which the API server trusts when it calls
 // the node) and the client CA that signs the API server's own client
-// certificate, and returns the agent flags naming them.
+// certificate, and returns the agent flags naming them, plus its port and
+// address.
 func issueNodeServerFiles(cfg Config, cluster *pki.Cluster, nodeName string) ([]string, error) {
-	names := pki.DefaultServingNames([]string{nodeName})
+	names := pki.DefaultServingNames([]string{nodeName, cfg.NodeIP})
 	certPEM, keyPEM, err := cluster.ServerCA.Issue(pki.Identity{
 		CommonName: "system:node:" + nodeName, DNSNames: names.DNSNames, IPs: names.IPs, Server: true,
 	})
@@ -124,8 +125,12 @@ func issueNodeServerFiles(cfg Config, cluster *pki.Cluster, nodeName string) ([]
 			return nil, err
 		}
 	}
-	return []string{"--tls-cert-file", certPath, "--tls-private-key-file", keyPath, "--client-ca-file", caPath,
-		"--port", strconv.Itoa(cfg.AgentPort)}, nil
+	flags := []string{"--tls-cert-file", certPath, "--tls-private-key-file", keyPath, "--client-ca-file", caPath,
+		"--port", strconv.Itoa(cfg.AgentPort)}
+	if cfg.NodeIP != "" {
+		flags = append(flags, "--node-ip", cfg.NodeIP)
+	}
+	return flags, nil
 }
 
 // criVersion is the runtime's readiness probe: a CRI Version call.
