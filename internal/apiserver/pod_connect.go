@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
@@ -26,6 +28,7 @@ type podConnector struct {
 	// transport reaches node servers; nil when the server has no client
 	// identity for nodes, and then every connect request fails with 503.
 	transport  http.RoundTripper
+	authorizer authorizer.Authorizer
 	writeError func(error, http.ResponseWriter, *http.Request)
 }
 
@@ -74,6 +77,10 @@ func (c *podConnector) endpoint(sub string) (*endpoint, error) {
 func (c *podConnector) serve(spec connectSubresource, w http.ResponseWriter, req *http.Request) {
 	info, _ := request.RequestInfoFrom(req.Context())
 	ctx := request.WithNamespace(req.Context(), info.Namespace)
+	if err := c.authorizeWebsocketCreate(ctx, spec, info); err != nil {
+		c.writeError(err, w, req)
+		return
+	}
 	loc, err := c.location(ctx, spec, info.Name, req.URL.Query())
 	if err != nil {
 		c.writeError(err, w, req)
@@ -90,6 +97,31 @@ func (c *podConnector) serve(spec connectSubresource, w http.ResponseWriter, req
 	}
 	h := proxy.NewUpgradeAwareHandler(loc, c.transport, false, spec.upgrade, proxyResponder{c.writeError})
 	h.ServeHTTP(w, out)
+}
+
+// authorizeWebsocketCreate: a websocket exec, attach or port-forward is
+// a GET, authorized as get by the filter chain; it also needs create, as
+// upstream (AuthorizePodWebsocketUpgradeCreatePermission), so that
+// read-only users cannot run commands in pods.
+func (c *podConnector) authorizeWebsocketCreate(ctx context.Context, spec connectSubresource, info *request.RequestInfo) error {
+	if !spec.upgrade || info.Verb != "get" {
+		return nil
+	}
+	u, _ := request.UserFrom(ctx)
+	attrs := authorizer.AttributesRecord{User: u, Verb: "create", Namespace: info.Namespace, APIGroup: info.APIGroup,
+		APIVersion: info.APIVersion, Resource: info.Resource, Subresource: info.Subresource, Name: info.Name, ResourceRequest: true}
+	decision, reason, err := c.authorizer.Authorize(ctx, attrs)
+	switch {
+	case err != nil:
+		return apierrors.NewInternalError(fmt.Errorf("authorize create on pods/%s: %w", spec.name, err))
+	case decision != authorizer.DecisionAllow:
+		msg := fmt.Sprintf("user %q cannot create pods/%s", u.GetName(), spec.name)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return apierrors.NewForbidden(corev1.Resource("pods"), info.Name, errors.New(msg))
+	}
+	return nil
 }
 
 // location resolves the pod's node and builds the node server URL.

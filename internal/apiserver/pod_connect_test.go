@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // fakeNodeServer stands in for an agent's node server on loopback TLS and
@@ -151,5 +153,25 @@ func TestPodConnectWithoutNodeTransport(t *testing.T) {
 	_, err := s.client.CoreV1().Pods("default").GetLogs("one", &corev1.PodLogOptions{}).DoRaw(testContext(t))
 	if !apierrors.IsServiceUnavailable(err) {
 		t.Errorf("got %v, want 503", err)
+	}
+}
+
+// A websocket exec is a GET; it also needs create on pods/exec.
+func TestPodExecOverGetNeedsCreate(t *testing.T) {
+	node := newFakeNodeServer(t)
+	getOnly := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetSubresource() == "exec" && a.GetVerb() == "create" {
+			return authorizer.DecisionNoOpinion, "read-only", nil
+		}
+		return authorizer.DecisionAllow, "", nil
+	})
+	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport; c.Authorizer = getOnly })
+	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
+	registerNode(t, s, "n1", int32(port))
+	createPod(t, s, "one", "n1", "main")
+	err := s.client.CoreV1().RESTClient().Get().Namespace("default").Resource("pods").Name("one").SubResource("exec").
+		Param("command", "true").Param("stdout", "true").Do(testContext(t)).Error()
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("GET pods/exec without create: %v, want 403", err)
 	}
 }

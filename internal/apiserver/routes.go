@@ -55,7 +55,7 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 			}
 		case "log", "exec", "attach", "portforward":
 			connector := &podConnector{pods: r.objectStore, nodes: all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore,
-				transport: a.nodeTransport, writeError: func(err error, w http.ResponseWriter, req *http.Request) {
+				transport: a.nodeTransport, authorizer: f.authorizer, writeError: func(err error, w http.ResponseWriter, req *http.Request) {
 					a.writeError(err, corev1.SchemeGroupVersion, w, req)
 				}}
 			ep, err = connector.endpoint(sub)
