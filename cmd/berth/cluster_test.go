@@ -79,6 +79,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	// Logs, exec, attach and port-forward: kubectl → API server → the
 	// agent's node server → CRI streaming.
 	checkPodStreams(t, dataDir, "hello")
+	checkPreviousLogs(t, cs, dataDir)
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/berth/berth/internal/testkit/images"
 )
 
 // checkPodStreams exercises kubectl's streaming commands against pod,
@@ -69,6 +75,35 @@ func checkPodStreams(t *testing.T, dataDir, pod string) {
 	t.Setenv("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
 	if out := kubectl(t, dataDir, "over spdy\n", "exec", "-i", pod, "--", "cat"); out != "over spdy\n" {
 		t.Errorf("kubectl exec -i over SPDY = %q", out)
+	}
+}
+
+// checkPreviousLogs: after a restart, `kubectl logs` shows the running
+// container and `--previous` the one that exited.
+func checkPreviousLogs(t *testing.T, cs kubernetes.Interface, dataDir string) {
+	t.Helper()
+	grace := int64(1)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "restarts"}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: &grace,
+		Volumes:                       []corev1.Volume{{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		Containers: []corev1.Container{{Name: "main", Image: images.Busybox,
+			VolumeMounts: []corev1.VolumeMount{{Name: "state", MountPath: "/state"}},
+			Command:      []string{"sh", "-c", "if [ -e /state/ran ]; then echo second-run; exec sleep 3600; fi; touch /state/ran; echo first-run; exit 1"}}},
+	}}
+	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForPod(t, cs, "restarts", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	if out := kubectl(t, dataDir, "", "logs", "restarts"); out != "second-run\n" {
+		t.Errorf("kubectl logs restarts = %q, want the running container's %q", out, "second-run\n")
+	}
+	if out := kubectl(t, dataDir, "", "logs", "restarts", "--previous"); out != "first-run\n" {
+		t.Errorf("kubectl logs restarts --previous = %q, want the exited container's %q", out, "first-run\n")
+	}
+	if err := cs.CoreV1().Pods("default").Delete(context.Background(), "restarts", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
