@@ -66,8 +66,11 @@ REGISTRY=$(cat "$WORK/registry.addr")
 log "critest: starting berth runtime on $ENDPOINT (images from $REGISTRY)"
 mirrors=()
 for host in "${MIRRORED_HOSTS[@]}"; do mirrors+=(--registry-mirror "$host=http://$REGISTRY"); done
+# A private NRI socket: critest's NRI specs connect their plugins to it, and
+# no other runtime on the machine can capture them.
+NRI_SOCK="$WORK/nri.sock"
 "$BERTH_BIN" runtime --root "$WORK/root" --state-dir "$WORK/state" --listen "$ENDPOINT" \
-  "${mirrors[@]}" --insecure-registry "$REGISTRY" >"$WORK/runtime.log" 2>&1 &
+  --nri-socket "$NRI_SOCK" "${mirrors[@]}" --insecure-registry "$REGISTRY" >"$WORK/runtime.log" 2>&1 &
 runtime_pid=$!
 for _ in $(seq 60); do
   [[ -S "$SOCK" ]] && break
@@ -81,7 +84,7 @@ log "critest: running $CRI_TOOLS_VERSION"
 # fails every attempt still fails the run.
 critest_rc=0
 "$TOOLS_DIR/critest" --runtime-endpoint "$ENDPOINT" --image-endpoint "$ENDPOINT" \
-  --ginkgo.junit-report "$REPORT" --ginkgo.skip "$OFFLINE_SKIP" \
+  --nri-socket "$NRI_SOCK" --ginkgo.junit-report "$REPORT" --ginkgo.skip "$OFFLINE_SKIP" \
   --ginkgo.flake-attempts 2 --ginkgo.timeout 20m || critest_rc=$?
 
 summary=$(python3 - "$REPORT" <<'EOF'

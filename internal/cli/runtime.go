@@ -41,6 +41,8 @@ func newRuntimeCommand() *cobra.Command {
 	f.StringVar(&cfg.Root, "root", filepath.Join(DefaultDataDir, "runtime"), "directory for images and other persistent content")
 	f.StringVar(&cfg.StateDir, "state-dir", filepath.Join(DefaultDataDir, "runtime-state"), "directory for sandbox and container state, runc's root and the monitors")
 	f.StringVar(&cfg.Listen, "listen", "unix://"+filepath.Join(DefaultSocketDir, "runtime.sock"), "CRI endpoint, unix:///PATH")
+	f.StringVar(&cfg.NRISocket, "nri-socket", "", "socket NRI plugins connect to (default /var/run/nri/nri.sock)")
+	f.BoolVar(&cfg.DisableNRI, "disable-nri", false, "do not serve NRI plugins")
 	f.StringVar(&cfg.SocketGroup, "socket-group", "", "group owning the socket (mode 0660); root's group if empty")
 	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "runc", "OCI runtime binary")
 	f.StringVar(&cfg.MonitorBinary, "monitor", "", "berth-monitor binary (default: beside this executable, then PATH)")
