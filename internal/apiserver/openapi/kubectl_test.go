@@ -1,15 +1,11 @@
 package openapi
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,23 +20,12 @@ import (
 	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/openapi3"
 	"k8s.io/client-go/rest"
-	kubectlcmd "k8s.io/kubectl/pkg/cmd"
+
+	"github.com/berth/berth/internal/testkit/kubectltest"
 )
 
-// The kubectl tests run the real upstream kubectl, as a child process of
-// this test binary (so its os.Exit and global flags stay out of the tests),
-// against discovery and OpenAPI served by these packages.
-const runKubectlEnv = "BERTH_OPENAPI_TEST_RUN_KUBECTL"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(runKubectlEnv) == "1" {
-		cmd := kubectlcmd.NewDefaultKubectlCommand()
-		cmd.SetArgs(os.Args[1:])
-		if err := cmd.Execute(); err != nil {
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	kubectltest.RunIfChild()
 	os.Exit(m.Run())
 }
 
@@ -130,28 +115,7 @@ func (s *apiServer) recordedWrites() []*http.Request {
 // combined output and whether it succeeded.
 func kubectl(t *testing.T, srv *apiServer, stdin string, args ...string) (string, bool) {
 	t.Helper()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	config := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q}}]
-users: [{name: u, user: {}}]
-contexts: [{name: c, context: {cluster: c, user: u, namespace: default}}]
-current-context: c
-`, srv.URL)
-	if err := os.WriteFile(kubeconfig, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache")}, args...)...)
-	cmd.Env = append(os.Environ(), runKubectlEnv+"=1", "HOME="+dir, "KUBECONFIG=")
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
-		t.Fatalf("running kubectl: %v", err)
-	}
-	return out.String(), err == nil
+	return kubectltest.New(t, srv.URL).Run(stdin, nil, args...)
 }
 
 func TestKubectlExplainPodSpec(t *testing.T) {
