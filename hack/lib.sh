@@ -35,6 +35,12 @@ install_apt_packages() {
     bin=${entry%%:*} pkg=${entry#*:}
     have "$bin" || missing+=("$pkg")
   done
+  # The test kit fetches Debian's dynamic busybox with `apt-get download`,
+  # which needs package lists even when every package is already installed.
+  if ((${#missing[@]} == 0)) && ! apt-cache show busybox >/dev/null 2>&1; then
+    log "refreshing Debian package lists"
+    apt-get update -qq
+  fi
   ((${#missing[@]} == 0)) && return 0
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

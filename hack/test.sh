@@ -15,5 +15,8 @@ log "lint: staticcheck"
 # Missing host prerequisites fail the suite instead of skipping tests.
 export BERTH_STRICT_HOST=1
 log "go test"
-go test -count=1 -timeout 25m ./...
+# One package at a time: several packages start whole clusters (berth server
+# with its runtime, containerd) that share host-wide resources (the NRI
+# socket, the default CNI bridge), and must not run side by side.
+go test -p 1 -count=1 -timeout 25m ./...
 "$REPO_ROOT/hack/critest.sh"
