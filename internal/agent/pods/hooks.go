@@ -16,14 +16,7 @@ func (m *Manager) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	defer cancel()
 	switch {
 	case h.Exec != nil:
-		resp, err := m.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: h.Exec.Command, Timeout: int64(timeout / time.Second)})
-		if err != nil {
-			return err
-		}
-		if resp.ExitCode != 0 {
-			return fmt.Errorf("command %v exited with %d: %s", h.Exec.Command, resp.ExitCode, resp.Stderr)
-		}
-		return nil
+		return m.execSucceeds(ctx, id, h.Exec.Command, timeout)
 	case h.HTTPGet != nil:
 		p := pod.DeepCopy()
 		p.Status.PodIP = podIP
@@ -93,4 +86,17 @@ func (m *Manager) preStop(ctx context.Context, pod *corev1.Pod, st podState, pod
 	// The kubelet gives SIGTERM whatever the hooks left, at least 2 s.
 	left := grace - int64(time.Since(start)/time.Second)
 	return max(left, 2)
+}
+
+// execSucceeds runs cmd in container id (exec hooks and probes) and fails
+// unless it exits 0 within timeout.
+func (m *Manager) execSucceeds(ctx context.Context, id string, cmd []string, timeout time.Duration) error {
+	resp, err := m.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: int64(timeout / time.Second)})
+	if err != nil {
+		return err
+	}
+	if resp.ExitCode != 0 {
+		return fmt.Errorf("command %v exited with %d: %s%s", cmd, resp.ExitCode, resp.Stdout, resp.Stderr)
+	}
+	return nil
 }

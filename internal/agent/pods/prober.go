@@ -212,14 +212,7 @@ func (m *Manager) probeOnce(ctx context.Context, pod *corev1.Pod, c *corev1.Cont
 	h := probe.ProbeHandler
 	switch {
 	case h.Exec != nil:
-		resp, err := m.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: h.Exec.Command, Timeout: int64(timeout / time.Second)})
-		if err != nil {
-			return err
-		}
-		if resp.ExitCode != 0 {
-			return fmt.Errorf("command %v exited %d: %s", h.Exec.Command, resp.ExitCode, resp.Stdout)
-		}
-		return nil
+		return m.execSucceeds(ctx, id, h.Exec.Command, timeout)
 	case h.HTTPGet != nil:
 		return m.probeHTTP(ctx, pod, c, h.HTTPGet)
 	case h.TCPSocket != nil:
