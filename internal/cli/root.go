@@ -72,6 +72,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newKubectlCommand(),
 		newRuntimeCommand(),
 		newAgentCommand(),
+		newImageCommand(),
 	)
 	return root
 }

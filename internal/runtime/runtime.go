@@ -24,6 +24,7 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/berth/berth/internal/runtime/image"
+	"github.com/berth/berth/internal/runtime/imageimport"
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/nri"
 	"github.com/berth/berth/internal/runtime/oci"
@@ -86,6 +87,7 @@ func Run(ctx context.Context, cfg Config) error {
 	)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc.runtime)
 	runtimeapi.RegisterImageServiceServer(g, svc.images)
+	imageimport.Register(g, svc.images)
 
 	errc := make(chan error, 3)
 	go func() { errc <- g.Serve(lis) }()

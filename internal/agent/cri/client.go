@@ -53,6 +53,10 @@ func Dial(ctx context.Context, endpoint string) (*Client, *runtimeapi.VersionRes
 	return c, v, nil
 }
 
+// Conn is the underlying connection, for services served beside CRI on the
+// same socket (berth runtime's image import).
+func (c *Client) Conn() grpc.ClientConnInterface { return c.conn }
+
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
