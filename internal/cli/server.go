@@ -33,6 +33,7 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.SocketDir, "socket-dir", DefaultSocketDir, "directory for the local runtime's CRI socket")
 	f.StringArrayVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host the local runtime reaches over plain HTTP (repeatable)")
 	f.StringArrayVar(&cfg.RegistryMirrors, "registry-mirror", nil, "HOST=URL: the local runtime pulls HOST's images from URL (repeatable)")
+	f.StringVar(&cfg.PauseImage, "pause-image", "", "the local runtime's pod sandbox image (default registry.k8s.io/pause:3.9)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the local node's InternalIP, where the API server reaches its agent (default: the host's first global IPv4 address)")
 	f.IntVar(&cfg.AgentPort, "agent-port", 10250, "the local agent's node server port (logs, exec); 0 picks a free one")

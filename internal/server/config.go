@@ -31,6 +31,8 @@ type Config struct {
 	// and HOST=URL mirrors (how an offline machine serves its own images).
 	InsecureRegistries []string
 	RegistryMirrors    []string
+	// PauseImage is the local runtime's sandbox image (its default when empty).
+	PauseImage string
 
 	DisableAgent     bool
 	DisableScheduler bool // let an external scheduler (e.g. kube-scheduler) bind pods

@@ -77,6 +77,9 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	for _, m := range cfg.RegistryMirrors {
 		runtimeArgs = append(runtimeArgs, "--registry-mirror", m)
 	}
+	if cfg.PauseImage != "" {
+		runtimeArgs = append(runtimeArgs, "--pause-image", cfg.PauseImage)
+	}
 	runtime := supervisor.Child{
 		Name: "runtime", Path: self, Output: os.Stderr, Args: runtimeArgs,
 		Ready: func(ctx context.Context) error { return criVersion(ctx, node.runtimeSocket) },
