@@ -11,7 +11,10 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	requestunion "k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/authorization/union"
@@ -20,12 +23,19 @@ import (
 // MastersGroup is the group whose members may do anything (the admin).
 const MastersGroup = "system:masters"
 
-// NewAuthenticator authenticates requests by a client certificate signed by clientCAs.
-func NewAuthenticator(clientCAs *x509.CertPool) authenticator.Request {
+// NewAuthenticator authenticates requests by a client certificate signed by
+// clientCAs or, failing that, by a bearer token one of tokens accepts
+// (bootstrap tokens; later service-account and static tokens). The first
+// that recognizes the request decides.
+func NewAuthenticator(clientCAs *x509.CertPool, tokens ...authenticator.Token) authenticator.Request {
 	opts := x509request.DefaultVerifyOptions()
 	opts.Roots = clientCAs
+	chain := []authenticator.Request{x509request.New(opts, x509request.CommonNameUserConversion)}
+	if len(tokens) > 0 {
+		chain = append(chain, bearertoken.New(tokenunion.New(tokens...)))
+	}
 	// Every authenticated user is also in system:authenticated, as upstream.
-	return group.NewAuthenticatedGroupAdder(x509request.New(opts, x509request.CommonNameUserConversion))
+	return group.NewAuthenticatedGroupAdder(requestunion.New(chain...))
 }
 
 // NewAuthorizer returns the authorization chain: first allow wins, default deny.
