@@ -30,16 +30,19 @@ func (p policyAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) 
 	if a.GetUser() == nil {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
-	want := []rbacv1.PolicyRule{requestRule(a)}
 	for _, b := range p.bindings {
-		if !b.appliesTo(a) {
-			continue
-		}
-		if ok, _ := rbacvalidation.Covers(b.Role.Rules, want); ok {
+		if b.appliesTo(a) && RulesAllow(b.Role.Rules, a) {
 			return authorizer.DecisionAllow, "allowed by ClusterRole " + b.Role.Name, nil
 		}
 	}
 	return authorizer.DecisionNoOpinion, "", nil
+}
+
+// RulesAllow reports whether rules grant the request a, by RBAC's own rule
+// comparison (so the in-code policy and RBAC objects match alike).
+func RulesAllow(rules []rbacv1.PolicyRule, a authorizer.Attributes) bool {
+	ok, _ := rbacvalidation.Covers(rules, []rbacv1.PolicyRule{requestRule(a)})
+	return ok
 }
 
 func (b Binding) appliesTo(a authorizer.Attributes) bool {
