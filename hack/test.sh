@@ -20,3 +20,11 @@ log "go test"
 # socket, the default CNI bridge), and must not run side by side.
 go test -p 1 -count=1 -timeout 25m ./...
 "$REPO_ROOT/hack/critest.sh"
+
+# The README's run command, end to end, as a smoke test: a Ready node and the
+# example pod Running from locally built images, in a scratch data directory.
+log "smoke: hack/run.sh"
+SMOKE_DIR=$(mktemp -d /tmp/berth-smoke.XXXXXX)
+BERTH_SMOKE=1 BERTH_DATA_DIR="$SMOKE_DIR/data" BERTH_SOCKET_DIR="$SMOKE_DIR/run" BERTH_PORT=16443 \
+  "$REPO_ROOT/hack/run.sh" --agent-port 0
+rm -rf "$SMOKE_DIR"
