@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,8 +14,8 @@ import (
 
 // Delete implements rest.GracefulDeleter. It returns deleted=false when the
 // object only got marked (graceful deletion, or finalizers still pending).
-// Owner-reference propagation policies are accepted and validated; berth has
-// no garbage collector yet, so dependents are neither deleted nor orphaned.
+// The propagation policy becomes the owner's garbage-collection finalizer
+// (rest_delete_propagation.go); the garbage collector acts on it.
 func (r *resourceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	if options == nil {
 		options = &metav1.DeleteOptions{}
@@ -45,27 +46,27 @@ func (r *resourceREST) tryDelete(ctx context.Context, name string, deleteValidat
 		}
 	}
 	if pending {
+		// A graceful deletion is under way: as upstream, its finalizers
+		// (and so its propagation policy) can no longer change.
 		return obj, false, nil
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, false, apierrors.NewInternalError(err)
 	}
-	if !graceful && len(accessor.GetFinalizers()) > 0 && accessor.GetDeletionTimestamp() == nil {
-		// Finalizers hold the object: mark it, as upstream, with grace 0.
-		now := metav1.Now()
-		accessor.SetDeletionTimestamp(&now)
-		accessor.SetDeletionGracePeriodSeconds(new(int64))
-		graceful = true
+	changed := applyPropagationFinalizers(accessor, options) || graceful
+	held := len(accessor.GetFinalizers()) > 0
+	if !graceful && held && markDeletingForFinalizers(accessor, time.Now()) {
+		changed = true
 	}
 	if isDryRun(options.DryRun) {
-		return obj, !graceful, nil
+		return obj, !held && (!graceful || deletionFinished(accessor)), nil
 	}
-	switch {
-	case graceful && (len(accessor.GetFinalizers()) > 0 || !deletionFinished(accessor)):
+	if held || !deletionFinished(accessor) && graceful {
+		if !changed {
+			return obj, false, nil // already marked; the finalizers' owners finish it
+		}
 		return r.markDeleting(ctx, name, obj, rev)
-	case len(accessor.GetFinalizers()) > 0:
-		return obj, false, nil // already marked; the finalizers' owners finish it
 	}
 	if _, err := r.store.Delete(ctx, r.keyFor(ctx, name), rev); err != nil {
 		return nil, false, r.retryOrError(err, name)

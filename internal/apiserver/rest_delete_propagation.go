@@ -1,0 +1,107 @@
+package apiserver
+
+import (
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Deletion propagation, as upstream's generic registry does it: the API
+// server only records the caller's choice as a finalizer on the owner; the
+// garbage collector (internal/controller/garbagecollector) acts on it.
+// Background propagation, the default for every resource berth serves,
+// needs no finalizer: the owner goes at once and the collector deletes its
+// dependents afterwards.
+
+// gcFinalizers are the two finalizers the garbage collector owns.
+var gcFinalizers = []string{metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents}
+
+// propagationFromOptions returns the policy the caller asked for, or ""
+// when the options are silent. The legacy orphanDependents field wins; the
+// handlers have already rejected requests that set both.
+func propagationFromOptions(options *metav1.DeleteOptions) metav1.DeletionPropagation {
+	//nolint:staticcheck // SA1019: the legacy field is still part of the API
+	if orphan := options.OrphanDependents; orphan != nil {
+		if *orphan {
+			return metav1.DeletePropagationOrphan
+		}
+		// orphanDependents=false asks only not to orphan: background.
+		return metav1.DeletePropagationBackground
+	}
+	if options.PropagationPolicy != nil {
+		return *options.PropagationPolicy
+	}
+	return ""
+}
+
+// propagationFromFinalizers returns the policy an earlier delete request
+// recorded on the object, or "" when there is none.
+func propagationFromFinalizers(finalizers []string) metav1.DeletionPropagation {
+	for _, f := range finalizers {
+		switch f {
+		case metav1.FinalizerOrphanDependents:
+			return metav1.DeletePropagationOrphan
+		case metav1.FinalizerDeleteDependents:
+			return metav1.DeletePropagationForeground
+		}
+	}
+	return ""
+}
+
+// applyPropagationFinalizers sets the object's garbage-collection finalizer
+// to match the effective policy (the request's, else the one already
+// recorded, else background) and reports whether the finalizers changed.
+func applyPropagationFinalizers(accessor metav1.Object, options *metav1.DeleteOptions) bool {
+	policy := propagationFromOptions(options)
+	if policy == "" {
+		policy = propagationFromFinalizers(accessor.GetFinalizers())
+	}
+	old := accessor.GetFinalizers()
+	updated := slices.DeleteFunc(slices.Clone(old), func(f string) bool { return slices.Contains(gcFinalizers, f) })
+	switch policy {
+	case metav1.DeletePropagationOrphan:
+		updated = append(updated, metav1.FinalizerOrphanDependents)
+	case metav1.DeletePropagationForeground:
+		updated = append(updated, metav1.FinalizerDeleteDependents)
+	}
+	if sameSet(old, updated) {
+		return false
+	}
+	accessor.SetFinalizers(updated)
+	return true
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// markDeletingForFinalizers marks an object that finalizers hold (and that
+// is not deleted gracefully) as deleting now, with grace 0, as upstream:
+// an earlier deletionTimestamp is kept, and the first mark bumps a set
+// generation so controllers notice. It reports whether anything changed.
+func markDeletingForFinalizers(accessor metav1.Object, now time.Time) bool {
+	changed := false
+	existing := accessor.GetDeletionTimestamp()
+	if existing == nil && accessor.GetGeneration() > 0 {
+		accessor.SetGeneration(accessor.GetGeneration() + 1)
+	}
+	if existing == nil || existing.After(now) {
+		ts := metav1.NewTime(now)
+		accessor.SetDeletionTimestamp(&ts)
+		changed = true
+	}
+	if grace := accessor.GetDeletionGracePeriodSeconds(); grace == nil || *grace != 0 {
+		accessor.SetDeletionGracePeriodSeconds(new(int64))
+		changed = true
+	}
+	return changed
+}
