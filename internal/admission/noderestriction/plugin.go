@@ -1,0 +1,68 @@
+// Package noderestriction is berth's NodeRestriction admission plugin: it
+// checks the bodies of node agents' writes against what the Node
+// authorizer (internal/auth/node) can only see by name. A node may
+// register and update only itself (no node-restriction.kubernetes.io/ or
+// other non-kubelet kubernetes.io labels, no spec changes after
+// registration), write only its own Lease, report only its own pods'
+// status, delete only its own pods once they are terminating, and report
+// events only as itself. It creates no pods at all: berth has no static
+// pods, so there are no mirror pods to allow.
+//
+// Upstream's plugin lives in k8s.io/kubernetes, which is not importable;
+// the rules follow it where berth serves the same resources.
+package noderestriction
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/berth/berth/internal/auth/node"
+)
+
+// Plugin is the NodeRestriction validating admission plugin.
+type Plugin struct{}
+
+// New returns the plugin.
+func New() *Plugin { return &Plugin{} }
+
+var _ admission.ValidationInterface = (*Plugin)(nil)
+
+// Handles implements admission.Interface: node writes of every kind.
+func (*Plugin) Handles(op admission.Operation) bool {
+	return op == admission.Create || op == admission.Update || op == admission.Delete
+}
+
+// Validate implements admission.ValidationInterface.
+func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	name, ok := node.Name(a.GetUserInfo())
+	if !ok {
+		return nil
+	}
+	var err error
+	switch a.GetResource().GroupResource().String() {
+	case "pods":
+		err = pods(name, a)
+	case "nodes":
+		err = nodes(name, a)
+	case "leases.coordination.k8s.io":
+		err = leases(name, a)
+	case "events", "events.events.k8s.io":
+		err = events(name, a)
+	}
+	if err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	return nil
+}
+
+// typed returns obj as T, or an error naming what arrived instead.
+func typed[T any](obj any, what string) (T, error) {
+	t, ok := obj.(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("unexpected %s object %T", what, obj)
+	}
+	return t, nil
+}

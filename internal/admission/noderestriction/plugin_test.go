@@ -1,0 +1,139 @@
+package noderestriction
+
+import (
+	"context"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+var (
+	nodeA = &user.DefaultInfo{Name: "system:node:node-a", Groups: []string{user.NodesGroup, user.AllAuthenticated}}
+	admin = &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}
+
+	podsGVR   = corev1.SchemeGroupVersion.WithResource("pods")
+	nodesGVR  = corev1.SchemeGroupVersion.WithResource("nodes")
+	leasesGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
+	eventsGVR = corev1.SchemeGroupVersion.WithResource("events")
+	newEvGVR  = eventsv1.SchemeGroupVersion.WithResource("events")
+)
+
+func pod(name, node string, terminating bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+	if terminating {
+		p.DeletionTimestamp = &metav1.Time{}
+	}
+	return p
+}
+
+func nodeObj(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+func lease(ns, name string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func coreEvent(host string) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, Source: corev1.EventSource{Component: "berth-agent", Host: host}}
+}
+
+// attrs describes one write by u.
+func attrs(u user.Info, op admission.Operation, gvr schema.GroupVersionResource, sub string, obj, old runtime.Object) admission.Attributes {
+	ns, name := "", ""
+	for _, o := range []runtime.Object{obj, old} {
+		if m, ok := o.(metav1.Object); ok {
+			ns, name = m.GetNamespace(), m.GetName()
+		}
+	}
+	if op == admission.Create {
+		name = "" // a create names the object only in its body
+		if m, ok := obj.(metav1.Object); ok {
+			name = m.GetName()
+		}
+	}
+	return admission.NewAttributesRecord(obj, old, schema.GroupVersionKind{}, ns, name, gvr, sub, op, nil, false, u)
+}
+
+func TestValidate(t *testing.T) {
+	hostname := map[string]string{corev1.LabelHostname: "node-a"}
+	withLabel := func(k, v string) map[string]string { return map[string]string{corev1.LabelHostname: "node-a", k: v} }
+	taint := corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule}
+	cases := []struct {
+		name  string
+		attrs admission.Attributes
+		allow bool
+	}{
+		{"create a pod", attrs(nodeA, admission.Create, podsGVR, "", pod("p", "node-a", false), nil), false},
+		{"create a mirror-like pod bound to itself", attrs(nodeA, admission.Create, podsGVR, "", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "m", Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}, Spec: corev1.PodSpec{NodeName: "node-a"}}, nil), false},
+		{"update own pod's status", attrs(nodeA, admission.Update, podsGVR, "status", pod("p", "node-a", false), pod("p", "node-a", false)), true},
+		{"update another node's pod status", attrs(nodeA, admission.Update, podsGVR, "status", pod("p", "node-b", false), pod("p", "node-b", false)), false},
+		{"claim a pod by its status", attrs(nodeA, admission.Update, podsGVR, "status", pod("p", "node-a", false), pod("p", "", false)), false},
+		{"update own pod's spec", attrs(nodeA, admission.Update, podsGVR, "", pod("p", "node-a", false), pod("p", "node-a", false)), false},
+		{"delete own terminating pod", attrs(nodeA, admission.Delete, podsGVR, "", nil, pod("p", "node-a", true)), true},
+		{"delete own running pod", attrs(nodeA, admission.Delete, podsGVR, "", nil, pod("p", "node-a", false)), false},
+		{"delete another node's terminating pod", attrs(nodeA, admission.Delete, podsGVR, "", nil, pod("p", "node-b", true)), false},
+		{"evict own pod", attrs(nodeA, admission.Create, podsGVR, "eviction", &corev1.Pod{}, nil), false},
+		{"bind a pod", attrs(nodeA, admission.Create, podsGVR, "binding", &corev1.Pod{}, nil), false},
+		{"register itself", attrs(nodeA, admission.Create, nodesGVR, "", nodeObj("node-a", hostname, taint), nil), true},
+		{"register itself with a node-role label", attrs(nodeA, admission.Create, nodesGVR, "", nodeObj("node-a", withLabel("node.kubernetes.io/instance-type", "x")), nil), true},
+		{"register another node", attrs(nodeA, admission.Create, nodesGVR, "", nodeObj("node-b", nil), nil), false},
+		{"register with a node-restriction label", attrs(nodeA, admission.Create, nodesGVR, "", nodeObj("node-a", withLabel("node-restriction.kubernetes.io/pool", "gold")), nil), false},
+		{"register with a subdomain node-restriction label", attrs(nodeA, admission.Create, nodesGVR, "", nodeObj("node-a", withLabel("a.node-restriction.kubernetes.io/pool", "gold")), nil), false},
+		{"register with a node-role.kubernetes.io label", attrs(nodeA, admission.Create, nodesGVR, "", nodeObj("node-a", withLabel("node-role.kubernetes.io/control-plane", "")), nil), false},
+		{"register with its own label domain", attrs(nodeA, admission.Create, nodesGVR, "", nodeObj("node-a", withLabel("example.com/rack", "r1")), nil), true},
+		{"update own status", attrs(nodeA, admission.Update, nodesGVR, "status", nodeObj("node-a", hostname), nodeObj("node-a", hostname)), true},
+		{"update another node's status", attrs(nodeA, admission.Update, nodesGVR, "status", nodeObj("node-b", nil), nodeObj("node-b", nil)), false},
+		{"keep an admin-set restricted label", attrs(nodeA, admission.Update, nodesGVR, "", nodeObj("node-a", withLabel("node-restriction.kubernetes.io/pool", "gold")), nodeObj("node-a", withLabel("node-restriction.kubernetes.io/pool", "gold"))), true},
+		{"change a restricted label", attrs(nodeA, admission.Update, nodesGVR, "", nodeObj("node-a", withLabel("node-restriction.kubernetes.io/pool", "silver")), nodeObj("node-a", withLabel("node-restriction.kubernetes.io/pool", "gold"))), false},
+		{"remove a restricted label", attrs(nodeA, admission.Update, nodesGVR, "", nodeObj("node-a", hostname), nodeObj("node-a", withLabel("node-restriction.kubernetes.io/pool", "gold"))), false},
+		{"set a restricted label through status", attrs(nodeA, admission.Update, nodesGVR, "status", nodeObj("node-a", withLabel("node-restriction.kubernetes.io/pool", "gold")), nodeObj("node-a", hostname)), false},
+		{"remove own taints", attrs(nodeA, admission.Update, nodesGVR, "", nodeObj("node-a", hostname), nodeObj("node-a", hostname, taint)), false},
+		{"change a free label", attrs(nodeA, admission.Update, nodesGVR, "", nodeObj("node-a", withLabel("example.com/rack", "r2")), nodeObj("node-a", withLabel("example.com/rack", "r1"))), true},
+		{"delete another node", attrs(nodeA, admission.Delete, nodesGVR, "", nil, nodeObj("node-b", nil)), false},
+		{"delete itself", attrs(nodeA, admission.Delete, nodesGVR, "", nil, nodeObj("node-a", nil)), false},
+		{"create own lease", attrs(nodeA, admission.Create, leasesGVR, "", lease(corev1.NamespaceNodeLease, "node-a"), nil), true},
+		{"update own lease", attrs(nodeA, admission.Update, leasesGVR, "", lease(corev1.NamespaceNodeLease, "node-a"), lease(corev1.NamespaceNodeLease, "node-a")), true},
+		{"create another node's lease", attrs(nodeA, admission.Create, leasesGVR, "", lease(corev1.NamespaceNodeLease, "node-b"), nil), false},
+		{"create a lease elsewhere", attrs(nodeA, admission.Create, leasesGVR, "", lease("kube-system", "node-a"), nil), false},
+		{"create an event as itself", attrs(nodeA, admission.Create, eventsGVR, "", coreEvent("node-a"), nil), true},
+		{"create an event as another node", attrs(nodeA, admission.Create, eventsGVR, "", coreEvent("node-b"), nil), false},
+		{"create an anonymous event", attrs(nodeA, admission.Create, eventsGVR, "", coreEvent(""), nil), false},
+		{"aggregate own event", attrs(nodeA, admission.Update, eventsGVR, "", coreEvent("node-a"), coreEvent("node-a")), true},
+		{"take over another's event", attrs(nodeA, admission.Update, eventsGVR, "", coreEvent("node-a"), coreEvent("node-b")), false},
+		{"events.k8s.io event as itself", attrs(nodeA, admission.Create, newEvGVR, "", &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, ReportingInstance: "node-a"}, nil), true},
+		{"events.k8s.io event as the scheduler", attrs(nodeA, admission.Create, newEvGVR, "", &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, ReportingInstance: "default-scheduler"}, nil), false},
+		{"admin is not restricted", attrs(admin, admission.Create, podsGVR, "", pod("p", "node-a", false), nil), true},
+		{"admin changes any node", attrs(admin, admission.Update, nodesGVR, "", nodeObj("node-b", withLabel("node-restriction.kubernetes.io/pool", "x")), nodeObj("node-b", nil)), true},
+	}
+	p := New()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !p.Handles(tc.attrs.GetOperation()) {
+				t.Fatalf("plugin does not handle %s", tc.attrs.GetOperation())
+			}
+			err := p.Validate(context.Background(), tc.attrs, nil)
+			if tc.allow && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tc.allow && !apierrors.IsForbidden(err) {
+				t.Fatalf("err = %v, want 403 Forbidden", err)
+			}
+		})
+	}
+}
+
+func TestUnexpectedObjectIsRefused(t *testing.T) {
+	a := attrs(nodeA, admission.Update, nodesGVR, "status", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, nodeObj("node-a", nil))
+	if err := New().Validate(context.Background(), a, nil); !apierrors.IsForbidden(err) {
+		t.Fatalf("err = %v, want 403", err)
+	}
+}
