@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// process is a child the bench started, in a process group of its own (so
+// a ^C of the bench reaches it only through the bench's clean-up) that dies
+// with the bench (Pdeathsig) if the bench itself is killed.
+type process struct {
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+	err    error // set before exited is closed
+}
+
+// startProcess runs name with args, its output appended to logPath.
+func startProcess(logPath, name string, args ...string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{cmd: cmd, log: logPath, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// alive reports an error once the process has exited.
+func (p *process) alive() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited: %v (log %s)", p.cmd.Path, p.err, p.log)
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM and, if the process has not exited within grace,
+// SIGKILL to its whole process group.
+func (p *process) stop(grace time.Duration) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+	<-p.exited
+}
+
+// waitFor calls ready until it succeeds, the process exits or ctx ends.
+func (p *process) waitFor(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		attempt, cancelAttempt := context.WithTimeout(ctx, 2*time.Second)
+		err := ready(attempt)
+		cancelAttempt()
+		if err == nil {
+			return nil
+		}
+		if dead := p.alive(); dead != nil {
+			return dead
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

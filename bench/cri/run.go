@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/bench/internal/report"
+	"github.com/berth/berth/internal/testkit/registry"
+)
+
+// round is what one runtime measured in one round.
+type round struct {
+	version    string
+	samples    samples
+	idle       memory // the daemon just started, answering CRI
+	afterBench memory // the daemon after the critest runs
+	loaded     loaded
+}
+
+// runtimeKinds are the runtimes compared, in report order.
+var runtimeKinds = []string{"berth", "containerd"}
+
+func run(ctx context.Context, logger *slog.Logger, o options) error {
+	if os.Geteuid() != 0 {
+		return errors.New("must run as root (namespaces, mounts, runc)")
+	}
+	for _, bin := range []string{o.berth, filepath.Join(filepath.Dir(o.berth), "berth-monitor"), o.critest} {
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("%w (run hack/setup.sh and hack/build.sh)", err)
+		}
+	}
+	berth, err := filepath.Abs(o.berth)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp(o.workDir, "bcri-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	loadBefore := loadAverage()
+	logger.Info("starting the test registry (builds the critest images)")
+	reg, addr, err := startRegistry(ctx, work)
+	if err != nil {
+		return err
+	}
+	defer reg.stop(10 * time.Second)
+	pullBytes, err := imageBytes(ctx, addr, pullImage)
+	if err != nil {
+		return err
+	}
+
+	results := map[string][]round{}
+	for r := range o.rounds {
+		// Alternate which runtime goes first, so neither always meets a
+		// machine warmed (or loaded) by the other.
+		order := runtimeKinds
+		if r%2 == 1 {
+			order = []string{runtimeKinds[1], runtimeKinds[0]}
+		}
+		for _, kind := range order {
+			logger.Info("measuring", "runtime", kind, "round", r+1, "of", o.rounds)
+			res, err := measure(ctx, logger, o, berth, kind, filepath.Join(work, fmt.Sprintf("%s%d", kind[:1], r)), addr)
+			if err != nil {
+				return err
+			}
+			results[kind] = append(results[kind], res)
+		}
+	}
+	body := renderReport(o, results, pullBytes, loadBefore, loadAverage(), time.Now().UTC())
+	fmt.Print(body)
+	if o.out == "" {
+		return nil
+	}
+	return report.Write(o.out, "cri", body)
+}
+
+// measure starts one runtime fresh, runs critest's benchmarks against it,
+// then keeps o.runningPod pods running, reading memory at each stage, and
+// removes everything it started.
+func measure(ctx context.Context, logger *slog.Logger, o options, berth, kind, dir, registry string) (round, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return round{}, err
+	}
+	var t *target
+	var err error
+	if kind == "berth" {
+		t, err = startBerth(ctx, logger, berth, dir, registry)
+	} else {
+		t, err = startContainerd(ctx, logger, dir, registry)
+	}
+	defer t.close()
+	if err != nil {
+		return round{}, fmt.Errorf("start %s: %w", kind, err)
+	}
+	var res round
+	if res.version, err = versionOf(ctx, t); err != nil {
+		return round{}, err
+	}
+	if res.idle, err = readMemory(t.proc.pid()); err != nil {
+		return round{}, err
+	}
+	if res.samples, err = runCritest(ctx, o.critest, t, o.pods, o.pulls); err != nil {
+		return round{}, err
+	}
+	if res.afterBench, err = readMemory(t.proc.pid()); err != nil {
+		return round{}, err
+	}
+	if res.loaded, err = runPods(ctx, t, o.runningPod); err != nil {
+		return round{}, err
+	}
+	return res, nil
+}
+
+func versionOf(ctx context.Context, t *target) (string, error) {
+	v, err := t.client.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "", fmt.Errorf("%s: Version: %w", t.name, err)
+	}
+	return v.RuntimeName + " " + v.RuntimeVersion, nil
+}
+
+// imageBytes is the size of ref as the registry serves it: manifest,
+// config and compressed layers, i.e. what a pull transfers.
+func imageBytes(ctx context.Context, registryHost, ref string) (int64, error) {
+	r, err := registry.Reference(registryHost, ref)
+	if err != nil {
+		return 0, err
+	}
+	img, err := remote.Image(r, remote.WithContext(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", ref, err)
+	}
+	manifest, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return 0, err
+	}
+	total := int64(len(raw)) + manifest.Config.Size
+	for _, l := range manifest.Layers {
+		total += l.Size
+	}
+	return total, nil
+}
+
+// loadAverage is the machine's 1-minute load average, for the report.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
+}
