@@ -1,0 +1,116 @@
+package rbac
+
+import (
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/berth/berth/internal/auth"
+)
+
+// Upstream's marker of the roles and bindings the server itself manages.
+const (
+	BootstrappingLabel = "kubernetes.io/bootstrapping"
+	BootstrappingValue = "rbac-defaults"
+	// BootstrappersGroup is who joins with a bootstrap token.
+	BootstrappersGroup = "system:bootstrappers"
+)
+
+// DefaultPolicy is the default ClusterRoles and ClusterRoleBindings the
+// server creates as objects: the in-code bootstrap policy (auth.BootstrapPolicy,
+// which also authorizes berth's components before any object exists) and
+// the roles users expect of a Kubernetes cluster. Nodes' roles are left
+// unbound, as upstream: the Node authorizer decides for nodes.
+func DefaultPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
+	var roles []*rbacv1.ClusterRole
+	var bindings []*rbacv1.ClusterRoleBinding
+	for _, b := range append(auth.BootstrapPolicy(), userFacingPolicy()...) {
+		role := b.Role.DeepCopy()
+		role.Labels = defaultsLabels()
+		roles = append(roles, role)
+		if len(b.Users)+len(b.Groups) == 0 || slices.Contains(b.Groups, auth.NodesGroup) {
+			continue
+		}
+		bindings = append(bindings, defaultBinding(role.Name, b.Users, b.Groups))
+	}
+	return roles, bindings
+}
+
+func defaultsLabels() map[string]string {
+	return map[string]string{BootstrappingLabel: BootstrappingValue}
+}
+
+func defaultBinding(role string, users, groups []string) *rbacv1.ClusterRoleBinding {
+	b := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role, Labels: defaultsLabels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+	}
+	for _, u := range users {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+	}
+	for _, g := range groups {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
+	}
+	return b
+}
+
+func rule(verbs []string, groups []string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+}
+
+func role(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
+	return rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+}
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"create", "delete", "deletecollection", "patch", "update"}
+	core       = []string{""}
+	// workloadGroups are the groups of upstream's aggregated user roles
+	// beyond core: listed so the roles keep their meaning as berth serves
+	// more of the API.
+	workloadGroups = []string{"apps", "batch", "autoscaling", "policy", "networking.k8s.io", "discovery.k8s.io"}
+)
+
+// userFacingPolicy is upstream's cluster-admin, admin, edit and view (flat:
+// berth does not aggregate ClusterRoles yet), system:public-info-viewer and
+// system:node-bootstrapper. As upstream, view reads no Secrets, edit adds
+// writes and Secrets, admin adds namespace RBAC.
+func userFacingPolicy() []auth.Binding {
+	view := []rbacv1.PolicyRule{
+		rule(readVerbs, core, "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "pods",
+			"replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status",
+			"bindings", "events", "limitranges", "namespaces/status", "pods/log", "pods/status",
+			"replicationcontrollers/status", "resourcequotas", "resourcequotas/status", "namespaces"),
+		rule(readVerbs, workloadGroups, "*"),
+	}
+	edit := append(slices.Clone(view),
+		rule(append(slices.Clone(readVerbs), writeVerbs...), core, "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy",
+			"configmaps", "endpoints", "persistentvolumeclaims", "replicationcontrollers", "replicationcontrollers/scale",
+			"secrets", "serviceaccounts", "services", "services/proxy"),
+		rule([]string{"create"}, core, "pods/eviction", "serviceaccounts/token"),
+		rule([]string{"impersonate"}, core, "serviceaccounts"),
+		rule(writeVerbs, workloadGroups, "*"),
+	)
+	admin := append(slices.Clone(edit),
+		rule(append(slices.Clone(readVerbs), writeVerbs...), []string{rbacv1.GroupName}, "roles", "rolebindings"),
+		rule([]string{"create"}, []string{"authorization.k8s.io"}, "localsubjectaccessreviews"),
+	)
+	return []auth.Binding{
+		{Role: role("cluster-admin",
+			rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+			rbacv1.PolicyRule{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
+		), Groups: []string{auth.MastersGroup}},
+		{Role: role("admin", admin...)},
+		{Role: role("edit", edit...)},
+		{Role: role("view", view...)},
+		{Role: role("system:public-info-viewer", rbacv1.PolicyRule{Verbs: []string{"get"},
+			NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}}),
+			Groups: []string{user.AllAuthenticated, user.AllUnauthenticated}},
+		{Role: role("system:node-bootstrapper",
+			rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests"),
+		), Groups: []string{BootstrappersGroup}},
+	}
+}

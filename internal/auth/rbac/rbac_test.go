@@ -1,0 +1,237 @@
+package rbac
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// listersOf are real client-go listers over indexers holding objs.
+func listersOf(t *testing.T, objs ...runtime.Object) Listers {
+	t.Helper()
+	idx := func() cache.Indexer {
+		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	}
+	roles, rbs, crs, crbs := idx(), idx(), idx(), idx()
+	for _, o := range objs {
+		var err error
+		switch o.(type) {
+		case *rbacv1.Role:
+			err = roles.Add(o)
+		case *rbacv1.RoleBinding:
+			err = rbs.Add(o)
+		case *rbacv1.ClusterRole:
+			err = crs.Add(o)
+		case *rbacv1.ClusterRoleBinding:
+			err = crbs.Add(o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Listers{
+		Roles: rbaclisters.NewRoleLister(roles), RoleBindings: rbaclisters.NewRoleBindingLister(rbs),
+		ClusterRoles: rbaclisters.NewClusterRoleLister(crs), ClusterRoleBindings: rbaclisters.NewClusterRoleBindingLister(crbs),
+	}
+}
+
+func clusterRole(name string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+}
+
+func podReader() rbacv1.PolicyRule { return rule(readVerbs, core, "pods") }
+
+var (
+	monitor = &user.DefaultInfo{Name: "monitor", Groups: []string{user.AllAuthenticated}}
+	alice   = &user.DefaultInfo{Name: "alice", Groups: []string{"devs", user.AllAuthenticated}}
+	robot   = &user.DefaultInfo{Name: "system:serviceaccount:team:robot", Groups: []string{"system:serviceaccounts"}}
+)
+
+func testPolicy() []runtime.Object {
+	return []runtime.Object{
+		clusterRole("pod-reader", podReader()),
+		clusterRole("secret-reader", rule(readVerbs, core, "secrets")),
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "monitor"}}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "cm-writer"}, Rules: []rbacv1.PolicyRule{rule([]string{"create", "get"}, core, "configmaps")}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "devs-write"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "cm-writer"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "devs"}, {Kind: rbacv1.ServiceAccountKind, Name: "robot"}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "secrets-via-clusterrole"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "secret-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "dangling"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "missing"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "monitor"}}},
+	}
+}
+
+func request(u user.Info, verb, resource, namespace string) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: u, Verb: verb, Resource: resource, Namespace: namespace, APIVersion: "v1", ResourceRequest: true}
+}
+
+func TestAuthorizerDecidesFromBindings(t *testing.T) {
+	authz := NewAuthorizer(listersOf(t, testPolicy()...), func() bool { return true })
+	cases := []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		allow bool
+	}{
+		{"clusterrolebinding grants across namespaces", request(monitor, "watch", "pods", ""), true},
+		{"clusterrolebinding grants in a namespace", request(monitor, "list", "pods", "kube-system"), true},
+		{"nothing grants pod writes", request(monitor, "create", "pods", "team"), false},
+		{"nothing grants the monitor secrets", request(monitor, "get", "secrets", "team"), false},
+		{"a binding to a missing role grants nothing", request(monitor, "get", "configmaps", "team"), false},
+		{"group subject of a rolebinding", request(alice, "create", "configmaps", "team"), true},
+		{"rolebinding is confined to its namespace", request(alice, "create", "configmaps", "default"), false},
+		{"rolebinding of a clusterrole in its namespace", request(alice, "get", "secrets", "team"), true},
+		{"rolebinding of a clusterrole is not cluster-wide", request(alice, "list", "secrets", ""), false},
+		{"service account subject defaults to the binding's namespace", request(robot, "get", "configmaps", "team"), true},
+		{"verb not in the role", request(robot, "delete", "configmaps", "team"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, reason, err := authz.Authorize(context.Background(), tc.attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d == authorizer.DecisionAllow; got != tc.allow {
+				t.Fatalf("allowed = %v (%q), want %v", got, reason, tc.allow)
+			}
+			if tc.allow && !strings.Contains(reason, "RBAC: allowed by") {
+				t.Errorf("reason %q does not name the binding", reason)
+			}
+			if !tc.allow && d != authorizer.DecisionNoOpinion {
+				t.Errorf("decision %v, want no opinion (the union denies)", d)
+			}
+		})
+	}
+}
+
+func TestAuthorizerHasNoOpinionUntilSynced(t *testing.T) {
+	authz := NewAuthorizer(listersOf(t, testPolicy()...), func() bool { return false })
+	if d, _, _ := authz.Authorize(context.Background(), request(monitor, "list", "pods", "")); d != authorizer.DecisionNoOpinion {
+		t.Fatalf("decision before sync = %v", d)
+	}
+}
+
+func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
+	roles, bindings := DefaultPolicy()
+	objs := []runtime.Object{}
+	names := map[string]bool{}
+	for _, r := range roles {
+		if r.Labels[BootstrappingLabel] != BootstrappingValue {
+			t.Errorf("role %s lacks the bootstrapping label", r.Name)
+		}
+		if names[r.Name] {
+			t.Errorf("role %s defined twice", r.Name)
+		}
+		names[r.Name] = true
+		objs = append(objs, r)
+	}
+	for _, want := range []string{"cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery",
+		"system:public-info-viewer", "system:kube-scheduler", "system:node-bootstrapper"} {
+		if !names[want] {
+			t.Errorf("default role %s missing", want)
+		}
+	}
+	for _, b := range bindings {
+		objs = append(objs, b)
+	}
+	authz := NewAuthorizer(listersOf(t, objs...), func() bool { return true })
+	anonymous := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	bootstrapper := &user.DefaultInfo{Name: "system:bootstrap:abcdef", Groups: []string{BootstrappersGroup, user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: "root", Groups: []string{"system:masters"}}
+	node := &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes", user.AllAuthenticated}}
+	cases := []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		allow bool
+	}{
+		{"masters are cluster-admin", request(admin, "delete", "secrets", "kube-system"), true},
+		{"anonymous reads /version", authorizer.AttributesRecord{User: anonymous, Verb: "get", Path: "/version"}, true},
+		{"anonymous gets no discovery", authorizer.AttributesRecord{User: anonymous, Verb: "get", Path: "/api"}, false},
+		{"authenticated discover", authorizer.AttributesRecord{User: monitor, Verb: "get", Path: "/apis"}, true},
+		{"authenticated may ask can-i", authorizer.AttributesRecord{User: monitor, Verb: "create", APIGroup: "authorization.k8s.io", Resource: "selfsubjectaccessreviews", ResourceRequest: true}, true},
+		{"bootstrappers create CSRs", authorizer.AttributesRecord{User: bootstrapper, Verb: "create", APIGroup: "certificates.k8s.io", Resource: "certificatesigningrequests", ResourceRequest: true}, true},
+		{"bootstrappers cannot approve", authorizer.AttributesRecord{User: bootstrapper, Verb: "update", APIGroup: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", ResourceRequest: true}, false},
+		{"nodes get no RBAC role (the Node authorizer decides)", request(node, "get", "secrets", "default"), false},
+		{"authenticated users read no pods", request(monitor, "list", "pods", ""), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _, err := authz.Authorize(context.Background(), tc.attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d == authorizer.DecisionAllow; got != tc.allow {
+				t.Fatalf("allowed = %v, want %v", got, tc.allow)
+			}
+		})
+	}
+}
+
+func TestEscalationCheck(t *testing.T) {
+	objs := append(testPolicy(),
+		clusterRole("rbac-writer", rule([]string{"create", "update"}, []string{rbacv1.GroupName}, "clusterroles", "clusterrolebindings", "roles", "rolebindings")),
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "monitor-writes-rbac"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "rbac-writer"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "monitor"}, {Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "binder"}}},
+		clusterRole("binds-secret-reader", rbacv1.PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{"secret-reader"}}),
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "binder"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "binds-secret-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "binder"}}},
+	)
+	listers := listersOf(t, objs...)
+	check := NewEscalationCheck(listers, NewAuthorizer(listers, func() bool { return true }))
+	binder := &user.DefaultInfo{Name: "binder", Groups: []string{user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: "root", Groups: []string{"system:masters"}}
+	crb := func(role string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}}
+	}
+	cases := []struct {
+		name  string
+		obj   runtime.Object
+		u     user.Info
+		allow bool
+	}{
+		{"a role within what the author holds", clusterRole("r", podReader()), monitor, true},
+		{"a role granting more than the author holds", clusterRole("r", podReader(), rule(readVerbs, core, "secrets")), monitor, false},
+		{"a wildcard role", clusterRole("r", rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}), monitor, false},
+		{"binding a role the author holds", crb("pod-reader"), monitor, true},
+		{"binding a role the author does not hold", crb("secret-reader"), monitor, false},
+		{"binding with the bind verb on that role", crb("secret-reader"), binder, true},
+		{"bind on one role is not bind on another", crb("cluster-admin-like"), binder, false},
+		{"masters may grant anything", crb("secret-reader"), admin, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource := "clusterroles"
+			if _, ok := tc.obj.(*rbacv1.ClusterRoleBinding); ok {
+				resource = "clusterrolebindings"
+			}
+			res := rbacv1.SchemeGroupVersion.WithResource(resource)
+			attrs := admission.NewAttributesRecord(tc.obj, nil, rbacv1.SchemeGroupVersion.WithKind("X"), "", "r", res, "", admission.Create, nil, false, tc.u)
+			err := check.Validate(context.Background(), attrs, nil)
+			if tc.allow && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tc.allow && !apierrors.IsForbidden(err) {
+				t.Fatalf("err = %v, want Forbidden", err)
+			}
+		})
+	}
+}
