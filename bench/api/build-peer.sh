@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the side-by-side peer for bench/api: kube-apiserver v1.37.2 and an
+# etcd server, into _output/bench/. Skips each binary that is already built,
+# so rerunning it is cheap. Needs only the Go module proxy.
+#
+# kube-apiserver is built from a scratch module (k8s.io/kubernetes is not
+# meant to be required as a library): it takes k8s.io/kubernetes's own
+# go.mod require block and go.sum, and swaps each `k8s.io/<staging> =>
+# ./staging/src/...` replace for the published k8s.io/<staging> v0.37.2.
+set -euo pipefail
+
+KUBE_VERSION=v1.37.2
+STAGING_VERSION=v0.37.2
+ETCD_VERSION=v3.6.16
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$root/_output/bench
+mkdir -p "$out"
+export CGO_ENABLED=0 GOFLAGS=-mod=mod
+
+build_kube_apiserver() {
+	local bin=$out/kube-apiserver
+	if [[ -x $bin ]] && "$bin" --version 2>/dev/null | grep -q "$KUBE_VERSION"; then
+		echo "kube-apiserver $KUBE_VERSION already built: $bin"
+		return
+	fi
+	local dir=$out/peer
+	mkdir -p "$dir"
+	local kdir
+	kdir=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | jq -r .Dir)
+	cp "$kdir/go.mod" "$dir/go.mod"
+	cp "$kdir/go.sum" "$dir/go.sum"
+	chmod u+w "$dir/go.mod" "$dir/go.sum"
+	(
+		cd "$dir"
+		go mod edit -module berth.local/bench/peer
+		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION")
+		local staging
+		for staging in $(go mod edit -json | jq -r '.Replace[] | select(.New.Path | startswith("./staging/")) | .Old.Path'); do
+			args+=(-dropreplace="$staging" -require="$staging@$STAGING_VERSION")
+		done
+		go mod edit "${args[@]}"
+		echo "building kube-apiserver $KUBE_VERSION (takes 15+ minutes on 2 cores)"
+		local ver="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
+		go build -trimpath -ldflags "$ver" -o "$bin" k8s.io/kubernetes/cmd/kube-apiserver
+	)
+	echo "built $bin"
+}
+
+build_etcd() {
+	local bin=$out/etcd
+	if [[ -x $bin ]] && "$bin" --version 2>/dev/null | grep -q "${ETCD_VERSION#v}"; then
+		echo "etcd $ETCD_VERSION already built: $bin"
+		return
+	fi
+	local dir=$out/etcd-main
+	mkdir -p "$dir"
+	(
+		cd "$dir"
+		[[ -f go.mod ]] || go mod init berth.local/bench/etcd
+		cat >main.go <<'EOF'
+// Command etcd is the upstream etcd server, for bench/api's peer.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+EOF
+		go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+		go mod tidy
+		go build -trimpath -o "$bin" .
+	)
+	echo "built $bin"
+}
+
+build_etcd
+build_kube_apiserver

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// shape is one benchmark size.
+type shape struct {
+	name                 string
+	nodes, pods, clients int
+}
+
+var shapes = map[string]shape{
+	"small": {name: "small", nodes: 100, pods: 3000, clients: 32},
+	"large": {name: "large", nodes: 1000, pods: 10000, clients: 64},
+}
+
+// result is one target's figures for one shape.
+type result struct {
+	target                        string
+	createPerSec, statusPerSec    float64
+	deletePerSec                  float64
+	watch                         []time.Duration // create start → ADDED at the node's watcher
+	missedAdds, misdelivered      int64
+	list                          time.Duration // median full LIST of all pods
+	memStarted, memLoaded, memEnd []memory
+}
+
+// listRepeats is how many full LISTs are timed; the median is reported.
+const listRepeats = 3
+
+// measure runs the whole workload of s against t.
+func measure(ctx context.Context, t *target, s shape, log *slog.Logger) (*result, error) {
+	cfg := loadConfig(t.config)
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &result{target: t.name}
+	if r.memStarted, err = t.memory(); err != nil {
+		return nil, err
+	}
+	if err := setUp(ctx, admin); err != nil {
+		return nil, err
+	}
+	clients, err := clientsets(cfg, s.clients)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("creating nodes", "nodes", s.nodes)
+	leases, err := registerNodes(ctx, clients, s.nodes)
+	if err != nil {
+		return nil, err
+	}
+	stopHeartbeats := heartbeat(ctx, clients, leases, log)
+	defer stopHeartbeats()
+
+	log.Info("starting node watchers", "watchers", s.nodes)
+	w, err := startNodeWatchers(ctx, cfg, s.nodes, s.pods)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+
+	log.Info("creating pods", "pods", s.pods, "clients", s.clients)
+	elapsed, err := forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		w.created[i].Store(time.Now().UnixNano())
+		_, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create pods: %w", err)
+	}
+	r.createPerSec = perSecond(s.pods, elapsed)
+	waitCount(ctx, t, &w.nAdded, int64(s.pods), 2*time.Minute)
+	r.watch, r.missedAdds, r.misdelivered = w.latencies(), int64(s.pods)-w.nAdded.Load(), w.misdelivered.Load()
+
+	log.Info("listing pods", "repeats", listRepeats)
+	if r.list, err = timeList(ctx, admin, s.pods); err != nil {
+		return nil, err
+	}
+	if r.memLoaded, err = t.memory(); err != nil {
+		return nil, err
+	}
+
+	log.Info("updating pod status")
+	elapsed, err = forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		_, err := cs.CoreV1().Pods(benchNamespace).Patch(ctx, podPrefix+fmt.Sprint(i), types.StrategicMergePatchType,
+			runningStatusPatch(i), metav1.PatchOptions{}, "status")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update pod status: %w", err)
+	}
+	r.statusPerSec = perSecond(s.pods, elapsed)
+
+	log.Info("deleting pods")
+	zero := int64(0)
+	elapsed, err = forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		return cs.CoreV1().Pods(benchNamespace).Delete(ctx, podPrefix+fmt.Sprint(i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete pods: %w", err)
+	}
+	r.deletePerSec = perSecond(s.pods, elapsed)
+	waitCount(ctx, t, &w.nDeleted, int64(s.pods), 2*time.Minute)
+	if got := w.nDeleted.Load(); got < int64(s.pods) {
+		log.Warn("node watchers missed deletions", "seen", got, "want", s.pods)
+	}
+	if r.memEnd, err = t.memory(); err != nil {
+		return nil, err
+	}
+	return r, t.failed()
+}
+
+// setUp creates the benchmark namespace and its default ServiceAccount
+// (no controller-manager runs to create it, and upstream's ServiceAccount
+// admission refuses pods without it).
+func setUp(ctx context.Context, cs kubernetes.Interface) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	for _, n := range []string{benchNamespace, metav1.NamespaceDefault} {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: n}}
+		if _, err := cs.CoreV1().ServiceAccounts(n).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create service account %s/default: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// clientsets returns n clients, each on its own connection, as n
+// independent API clients would be.
+func clientsets(cfg *rest.Config, n int) ([]kubernetes.Interface, error) {
+	out := make([]kubernetes.Interface, n)
+	for i := range out {
+		c := rest.CopyConfig(cfg)
+		c.Proxy = noProxy
+		cs, err := kubernetes.NewForConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = cs
+	}
+	return out, nil
+}
+
+// forEachPod calls fn for pods [0,n), client k taking every len(clients)-th
+// pod from k, and returns the wall time of the whole batch.
+func forEachPod(ctx context.Context, clients []kubernetes.Interface, n int, fn func(context.Context, kubernetes.Interface, int) error) (time.Duration, error) {
+	g, ctx := errgroup.WithContext(ctx)
+	begin := time.Now()
+	for k, cs := range clients {
+		g.Go(func() error {
+			for i := k; i < n; i += len(clients) {
+				if err := fn(ctx, cs, i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	return time.Since(begin), err
+}
+
+// registerNodes creates the Node objects and their Leases.
+func registerNodes(ctx context.Context, clients []kubernetes.Interface, nodes int) ([]*coordinationv1.Lease, error) {
+	leases := make([]*coordinationv1.Lease, nodes)
+	_, err := forEachPod(ctx, clients, nodes, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, benchNode(i), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node: %w", err)
+		}
+		name, now, period := nodeName(i), metav1.NewMicroTime(time.Now()), int32(40)
+		lease, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &period, RenewTime: &now},
+		}, metav1.CreateOptions{})
+		leases[i] = lease
+		if err != nil {
+			return fmt.Errorf("create lease: %w", err)
+		}
+		return nil
+	})
+	return leases, err
+}
+
+// heartbeat renews every node's Lease each 10 s, as agents do, so a node
+// lifecycle controller keeps the nodes Ready (berth runs one; the peer has
+// none, but bears the same writes). It stops when the returned func is called.
+func heartbeat(ctx context.Context, clients []kubernetes.Interface, leases []*coordinationv1.Lease, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_, err := forEachPod(ctx, clients[:min(4, len(clients))], len(leases), func(ctx context.Context, cs kubernetes.Interface, i int) error {
+				lease := leases[i].DeepCopy()
+				now := metav1.NewMicroTime(time.Now())
+				lease.Spec.RenewTime = &now
+				updated, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, lease, metav1.UpdateOptions{})
+				if err == nil {
+					leases[i] = updated
+				}
+				return err
+			})
+			if err != nil && ctx.Err() == nil {
+				log.Warn("lease renewal failed", "err", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// timeList times listRepeats full LISTs of all pods and returns the median,
+// checking that each returns every pod.
+func timeList(ctx context.Context, cs kubernetes.Interface, want int) (time.Duration, error) {
+	var samples []time.Duration
+	for range listRepeats {
+		begin := time.Now()
+		list, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("list pods: %w", err)
+		}
+		samples = append(samples, time.Since(begin))
+		if len(list.Items) != want {
+			return 0, fmt.Errorf("list returned %d pods, want %d", len(list.Items), want)
+		}
+	}
+	return percentile(samples, 50), nil
+}

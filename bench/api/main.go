@@ -1,0 +1,161 @@
+// Command api measures berth's API server under the load of a cluster's
+// node agents and controllers, side by side with upstream kube-apiserver
+// v1.37.2 + etcd in the same run (issue 4's benchmark): pod create
+// throughput, watch delivery latency to node watchers, full LIST latency,
+// status-update and delete throughput, and server memory. It writes the
+// api section of docs/benchmarks.md.
+//
+//	bench/api/build-peer.sh   # once: builds kube-apiserver and etcd into _output/bench
+//	go run ./bench/api --shape small|large|both [--peer=false]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/berth/berth/bench/internal/report"
+)
+
+type options struct {
+	shape   string
+	peer    bool
+	berth   string // berth binary; empty builds ./cmd/berth
+	binDir  string // where build-peer.sh put kube-apiserver and etcd
+	workDir string // data directories and server logs
+	out     string
+	note    string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.shape, "shape", "small", "small (100 nodes, 3000 pods, 32 clients), large (1000, 10000, 64) or both")
+	flag.BoolVar(&o.peer, "peer", true, "also run kube-apiserver "+peerVersion+" + etcd (build them with bench/api/build-peer.sh)")
+	flag.StringVar(&o.berth, "berth", "", "berth binary to run (default: build ./cmd/berth into _output/bench/berth)")
+	flag.StringVar(&o.binDir, "peer-bin-dir", "_output/bench", "directory holding kube-apiserver and etcd")
+	flag.StringVar(&o.workDir, "work-dir", "_output/bench/api", "directory for the servers' data and logs (wiped per server)")
+	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report file (empty: print only)")
+	flag.StringVar(&o.note, "note", "", "a sentence to add to the report, e.g. about the machine's state")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, o, log); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/api:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, log *slog.Logger) error {
+	selected, err := selectShapes(o.shape)
+	if err != nil {
+		return err
+	}
+	if o.berth == "" {
+		if o.berth, err = buildBerth(ctx); err != nil {
+			return err
+		}
+	}
+	info := runInfo{command: commandLine(), date: time.Now(), loadBefore: loadAverage(), note: o.note}
+	var comps []comparison
+	for _, s := range selected {
+		c := comparison{shape: s}
+		if c.berth, err = runTarget(ctx, o, s, "berth", log); err != nil {
+			return err
+		}
+		if o.peer {
+			if c.peer, err = runTarget(ctx, o, s, "peer", log); err != nil {
+				return err
+			}
+		}
+		comps = append(comps, c)
+	}
+	info.loadEnd = loadAverage()
+	body := renderReport(info, comps)
+	fmt.Print(body)
+	if o.out == "" {
+		return nil
+	}
+	return report.Write(o.out, "api", body)
+}
+
+func selectShapes(name string) ([]shape, error) {
+	switch name {
+	case "both":
+		return []shape{shapes["small"], shapes["large"]}, nil
+	case "small", "large":
+		return []shape{shapes[name]}, nil
+	}
+	return nil, fmt.Errorf("unknown --shape %q: want small, large or both", name)
+}
+
+// runTarget starts one server on a fresh data directory, measures shape s
+// against it and stops it.
+func runTarget(ctx context.Context, o options, s shape, which string, log *slog.Logger) (*result, error) {
+	dir, err := filepath.Abs(filepath.Join(o.workDir, s.name+"-"+which))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	log = log.With("shape", s.name, "server", which)
+	log.Info("starting server", "dir", dir)
+	var t *target
+	if which == "berth" {
+		t, err = startBerth(ctx, o.berth, dir, dir)
+	} else {
+		t, err = startPeer(ctx, o.binDir, dir, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer t.stop()
+	r, err := measure(ctx, t, s, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s, %s shape: %w (server logs in %s)", t.name, s.name, err, dir)
+	}
+	log.Info("done", "creates/s", int(r.createPerSec), "watch p99", percentile(r.watch, 99))
+	return r, nil
+}
+
+// buildBerth builds the berth binary from this checkout, so the figures
+// are for the code at hand.
+func buildBerth(ctx context.Context) (string, error) {
+	bin, err := filepath.Abs("_output/bench/berth")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/berth")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build berth (run from the repository root): %w", err)
+	}
+	return bin, nil
+}
+
+func commandLine() string {
+	return "go run ./bench/api " + strings.Join(os.Args[1:], " ")
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(data)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// process is one server process under test, started by this tool, whose
+// memory is measured. Its output goes to a log file for post-mortems.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan error
+}
+
+// startProcess runs bin with args, logging to logPath. The child dies with
+// this tool (Pdeathsig), so an interrupted run leaves nothing behind.
+func startProcess(name, logPath, bin string, args ...string) (*process, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: log, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	return p, nil
+}
+
+// failed reports the process's exit, if it has exited, without waiting.
+func (p *process) failed() error {
+	select {
+	case err := <-p.exited:
+		p.exited <- err // keep it for stop
+		return fmt.Errorf("%s exited (%v); see %s", p.name, err, p.log.Name())
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM, then SIGKILL if the process has not exited after grace.
+func (p *process) stop(grace time.Duration) {
+	defer p.log.Close()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// memory is a process's resident set, now and at its peak.
+type memory struct {
+	name      string
+	rss, peak uint64 // bytes
+}
+
+func (p *process) memory() (memory, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return memory{}, fmt.Errorf("%s memory: %w", p.name, err)
+	}
+	m := memory{name: p.name}
+	if m.rss, err = statusField(data, "VmRSS"); err != nil {
+		return memory{}, fmt.Errorf("%s memory: %w", p.name, err)
+	}
+	if m.peak, err = statusField(data, "VmHWM"); err != nil {
+		return memory{}, fmt.Errorf("%s memory: %w", p.name, err)
+	}
+	return m, nil
+}
+
+// statusField reads a "Name:   123 kB" line of /proc/PID/status, in bytes.
+func statusField(status []byte, field string) (uint64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		name, value, ok := bytes.Cut(sc.Bytes(), []byte(":"))
+		if !ok || string(name) != field {
+			continue
+		}
+		fields := bytes.Fields(value)
+		if len(fields) != 2 || string(fields[1]) != "kB" {
+			return 0, fmt.Errorf("unexpected %s line %q", field, sc.Text())
+		}
+		kb, err := strconv.ParseUint(string(fields[0]), 10, 64)
+		return kb * 1024, err
+	}
+	return 0, fmt.Errorf("no %s in /proc status", field)
+}
+
+// waitFor polls check every 200 ms until it succeeds, ctx ends, or one of
+// procs exits; it returns check's last error on timeout.
+func waitFor(ctx context.Context, timeout time.Duration, procs []*process, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, p := range procs {
+			if err := p.failed(); err != nil {
+				return err
+			}
+		}
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s: %w", timeout, err)
+		case <-tick.C:
+		}
+	}
+}
