@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
@@ -20,13 +21,19 @@ type component struct {
 	run      func(ctx context.Context, client kubernetes.Interface) error
 }
 
-func (c *Config) components() []component {
+func (c *Config) components(cluster *pki.Cluster) []component {
 	var out []component
 	if !c.DisableScheduler {
 		out = append(out, component{name: "scheduler", identity: pki.SchedulerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 			return scheduler.New(scheduler.Config{Client: client, Logger: c.Logger.With("component", "scheduler")}).Run(ctx)
 		}})
 	}
+	out = append(out, component{name: "certificates", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return certificates.New(certificates.Config{
+			Client: client, CA: cluster.ClientCA, Lifetime: c.NodeCertificateLifetime,
+			Logger: c.Logger.With("component", "certificates"),
+		}).Run(ctx)
+	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return nodelifecycle.New(nodelifecycle.Config{Client: client, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
 	}})
@@ -39,19 +46,10 @@ func (c *Config) components() []component {
 // returned wait blocks until all have stopped after ctx ends.
 func startComponents(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait func(), err error) {
 	var wg sync.WaitGroup
-	for _, comp := range cfg.components() {
-		kubeconfig, err := cluster.ClientKubeconfig(cfg.clientURL(), comp.identity)
+	for _, comp := range cfg.components(cluster) {
+		client, err := loopbackClient(cfg, cluster, comp.identity)
 		if err != nil {
-			return nil, fmt.Errorf("%s identity: %w", comp.name, err)
-		}
-		restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("%s client: %w", comp.name, err)
-		}
-		restCfg.QPS, restCfg.Burst = 5000, 10000 // in-process peers; the server applies its own limits
-		client, err := kubernetes.NewForConfig(restCfg)
-		if err != nil {
-			return nil, fmt.Errorf("%s client: %w", comp.name, err)
+			return nil, fmt.Errorf("%s: %w", comp.name, err)
 		}
 		wg.Add(1)
 		go func() {
@@ -62,4 +60,19 @@ func startComponents(ctx context.Context, cfg Config, cluster *pki.Cluster) (wai
 		}()
 	}
 	return wg.Wait, nil
+}
+
+// loopbackClient is a client of the server's own HTTPS endpoint with a
+// fresh client certificate for id.
+func loopbackClient(cfg Config, cluster *pki.Cluster, id pki.Identity) (kubernetes.Interface, error) {
+	kubeconfig, err := cluster.ClientKubeconfig(cfg.clientURL(), id)
+	if err != nil {
+		return nil, fmt.Errorf("%s identity: %w", id.CommonName, err)
+	}
+	restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s client: %w", id.CommonName, err)
+	}
+	restCfg.QPS, restCfg.Burst = 5000, 10000 // in-process peers; the server applies its own limits
+	return kubernetes.NewForConfig(restCfg)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // Config is `berth server`'s configuration (the design's command-line contract).
@@ -43,6 +44,11 @@ type Config struct {
 	// NodeIP is the local node's InternalIP; empty lets the agent pick
 	// the host's first global IPv4 address.
 	NodeIP string
+
+	// NodeCertificateLifetime is how long node client certificates issued
+	// through CSRs are valid; 0 means certificates.DefaultLifetime (a year).
+	// Tests shorten it to watch renewal.
+	NodeCertificateLifetime time.Duration
 
 	Logger *slog.Logger
 }
