@@ -71,14 +71,7 @@ type Controller struct {
 
 // New validates cfg and builds the controller; Run starts it.
 func New(cfg Config) (*Controller, error) {
-	cluster, err := netip.ParsePrefix(cfg.ClusterCIDR)
-	if err != nil {
-		return nil, fmt.Errorf("cluster CIDR %q: %w", cfg.ClusterCIDR, err)
-	}
-	if cluster != cluster.Masked() {
-		return nil, fmt.Errorf("cluster CIDR %q has host bits set (did you mean %s?)", cfg.ClusterCIDR, cluster.Masked())
-	}
-	set, err := newCIDRSet(cluster, cfg.NodeMaskSize)
+	set, err := parseRange(cfg.ClusterCIDR, cfg.NodeMaskSize)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +88,24 @@ func New(cfg Config) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeipam"}),
 		owned: map[string]netip.Prefix{}, waiting: map[string]struct{}{},
 	}, nil
+}
+
+// ValidateRange reports whether clusterCIDR can be split into nodes'
+// /nodeMaskSize pod CIDRs, as one clear error for a command-line flag.
+func ValidateRange(clusterCIDR string, nodeMaskSize int) error {
+	_, err := parseRange(clusterCIDR, nodeMaskSize)
+	return err
+}
+
+func parseRange(clusterCIDR string, nodeMaskSize int) (*cidrSet, error) {
+	cluster, err := netip.ParsePrefix(clusterCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("cluster CIDR %q: %w", clusterCIDR, err)
+	}
+	if cluster != cluster.Masked() {
+		return nil, fmt.Errorf("cluster CIDR %q has host bits set (did you mean %s?)", clusterCIDR, cluster.Masked())
+	}
+	return newCIDRSet(cluster, nodeMaskSize)
 }
 
 // Run allocates until ctx ends.
