@@ -5,11 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/server"
 )
 
 func newServerCommand() *cobra.Command {
-	cfg := server.Config{}
+	cfg := server.Config{ClusterCIDR: nodeipam.DefaultClusterCIDR, NodeCIDRMaskSize: nodeipam.DefaultNodeMaskSize}
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the API server over etcd (embedded by default), with the scheduler and controllers",
@@ -36,6 +37,8 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.PauseImage, "pause-image", "", "the local runtime's pod sandbox image (default registry.k8s.io/pause:3.9)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the local node's InternalIP, where the API server reaches its agent (default: the host's first global IPv4 address)")
+	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", cfg.ClusterCIDR, "pod network range; each node gets a podCIDR of --node-cidr-mask-size bits from it (empty: no node IPAM)")
+	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", cfg.NodeCIDRMaskSize, "prefix length of each node's podCIDR")
 	f.IntVar(&cfg.AgentPort, "agent-port", 10250, "the local agent's node server port (logs, exec); 0 picks a free one")
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/controller/certificates"
+	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
@@ -37,6 +38,15 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return nodelifecycle.New(nodelifecycle.Config{Client: client, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
 	}})
+	if c.ClusterCIDR != "" {
+		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+			ctrl, err := nodeipam.New(nodeipam.Config{Client: client, ClusterCIDR: c.ClusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize, Logger: c.Logger.With("component", "node-ipam")})
+			if err != nil {
+				return err
+			}
+			return ctrl.Run(ctx)
+		}})
+	}
 	return out
 }
 

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/berth/berth/internal/controller/nodeipam"
 )
 
 // Config is `berth server`'s configuration (the design's command-line contract).
@@ -34,6 +36,11 @@ type Config struct {
 	RegistryMirrors    []string
 	// PauseImage is the local runtime's sandbox image (its default when empty).
 	PauseImage string
+
+	// ClusterCIDR is the pod network range the node IPAM controller splits
+	// into one NodeCIDRMaskSize-bit podCIDR per Node; empty turns it off.
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 
 	DisableAgent     bool
 	DisableScheduler bool // let an external scheduler (e.g. kube-scheduler) bind pods
@@ -72,6 +79,11 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
 		return fmt.Errorf("--node-ip %q is not an IP address", c.NodeIP)
+	}
+	if c.ClusterCIDR != "" {
+		if err := nodeipam.ValidateRange(c.ClusterCIDR, c.NodeCIDRMaskSize); err != nil {
+			return fmt.Errorf("--cluster-cidr/--node-cidr-mask-size: %w", err)
+		}
 	}
 	if len(c.EtcdServers) > 0 {
 		for flag, v := range map[string]string{"--etcd-cafile": c.EtcdCAFile, "--etcd-certfile": c.EtcdCertFile, "--etcd-keyfile": c.EtcdKeyFile} {
