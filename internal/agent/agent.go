@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
@@ -32,9 +33,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
-	restCfg, err := clientcmd.BuildConfigFromFlags(cfg.Server, cfg.Kubeconfig)
+	kubeconfig, renew, err := identity(ctx, cfg, log)
 	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
+		return err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags(cfg.Server, kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	restCfg.UserAgent = "berth-agent/" + version.Get().Version
 	client, err := kubernetes.NewForConfig(restCfg)
@@ -46,6 +51,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer rt.Close()
+	if renew != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		renewCtx, stopRenewing := context.WithCancel(ctx)
+		defer stopRenewing()
+		wg.Go(func() {
+			if err := renew(renewCtx); err != nil {
+				log.Error("node certificate renewal stopped", "err", err)
+			}
+		})
+	}
 	return New(cfg, client, rt, v, clock.RealClock{}, log).Run(ctx)
 }
 

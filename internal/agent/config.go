@@ -14,13 +14,18 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/berth/berth/internal/auth/bootstraptoken"
 )
 
 // Config is what `berth agent` is started with.
 type Config struct {
-	Server          string // API server URL (overrides the kubeconfig's server when both are given)
-	Token           string // join token (issue 5); not usable yet, see Validate
-	Kubeconfig      string // admin-issued kubeconfig for system:node:NodeName, until the join flow lands
+	Server string // API server URL: where to join; overrides the kubeconfig's server when both are given
+	// Token is a join token (berth token create): with it the agent joins
+	// (internal/agent/join) and from then on uses only the certificate it
+	// obtained, kept in DataDir. Exclusive with Kubeconfig.
+	Token           string
+	Kubeconfig      string // an admin-issued kubeconfig for system:node:NodeName, instead of joining
 	NodeName        string
 	NodeIP          string // the node's InternalIP; empty means the host's first global IPv4
 	DataDir         string
@@ -49,12 +54,14 @@ func (c Config) Validate() error {
 		return errors.New("--node-name is required")
 	case len(validation.IsDNS1123Subdomain(c.NodeName)) > 0:
 		return fmt.Errorf("--node-name %q: %s", c.NodeName, strings.Join(validation.IsDNS1123Subdomain(c.NodeName), "; "))
-	case c.Kubeconfig == "" && c.Token != "":
-		return errors.New("--token: the join flow is not available yet; pass --kubeconfig with an admin-issued kubeconfig for system:node:" + c.NodeName)
-	case c.Kubeconfig == "":
-		return errors.New("--kubeconfig is required (an admin-issued kubeconfig for system:node:" + c.NodeName + ")")
+	case c.Kubeconfig != "" && c.Token != "":
+		return errors.New("--token and --kubeconfig exclude each other: join with a token, or use an admin-issued kubeconfig")
+	case c.Kubeconfig == "" && c.Token == "":
+		return errors.New("--token (to join) or --kubeconfig (an admin-issued kubeconfig for system:node:" + c.NodeName + ") is required")
 	case c.Server != "" && !strings.HasPrefix(c.Server, "https://"):
 		return fmt.Errorf("--server %q: want an https:// URL", c.Server)
+	case c.Token != "" && c.Server == "":
+		return errors.New("--server is required with --token")
 	case c.RuntimeEndpoint == "":
 		return errors.New("--runtime-endpoint is required (starting berth runtime as a child is not available yet)")
 	case !strings.HasPrefix(c.RuntimeEndpoint, "unix:///"):
@@ -74,6 +81,12 @@ func (c Config) Validate() error {
 		if q.Sign() < 0 {
 			return fmt.Errorf("reserved %s %s: must not be negative", name, q.String())
 		}
+	}
+	if c.Token != "" {
+		if _, err := bootstraptoken.ParseJoinToken(c.Token); err != nil {
+			return fmt.Errorf("--token: %w", err)
+		}
+		return nil
 	}
 	if _, err := os.Stat(c.Kubeconfig); err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)

@@ -18,9 +18,16 @@ func validConfig(t *testing.T) Config {
 	return Config{Kubeconfig: kc, NodeName: "node-a", DataDir: dir, RuntimeEndpoint: "unix:///run/containerd/containerd.sock"}
 }
 
+const goodJoinToken = "berth::sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef::abcdef.0123456789abcdef"
+
 func TestValidate(t *testing.T) {
 	if err := validConfig(t).Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
+	}
+	joining := validConfig(t)
+	joining.Kubeconfig, joining.Server, joining.Token = "", "https://127.0.0.1:6443", goodJoinToken
+	if err := joining.Validate(); err != nil {
+		t.Fatalf("valid joining config refused: %v", err)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -29,8 +36,12 @@ func TestValidate(t *testing.T) {
 	}{
 		{"no node name", func(c *Config) { c.NodeName = "" }, "--node-name is required"},
 		{"bad node name", func(c *Config) { c.NodeName = "Node_A" }, "--node-name \"Node_A\""},
-		{"token only", func(c *Config) { c.Kubeconfig = ""; c.Token = "abcdef.0123456789abcdef" }, "join flow is not available yet"},
-		{"no credentials", func(c *Config) { c.Kubeconfig = "" }, "--kubeconfig is required"},
+		{"token and kubeconfig", func(c *Config) { c.Server, c.Token = "https://127.0.0.1:6443", goodJoinToken }, "exclude each other"},
+		{"token without server", func(c *Config) { c.Kubeconfig, c.Token = "", goodJoinToken }, "--server is required with --token"},
+		{"bare bootstrap token, no pin", func(c *Config) {
+			c.Kubeconfig, c.Server, c.Token = "", "https://127.0.0.1:6443", "abcdef.0123456789abcdef"
+		}, "--token: join token: want berth::sha256:"},
+		{"no credentials", func(c *Config) { c.Kubeconfig = "" }, "--token (to join) or --kubeconfig"},
 		{"plain http server", func(c *Config) { c.Server = "http://127.0.0.1:6443" }, "want an https:// URL"},
 		{"no runtime", func(c *Config) { c.RuntimeEndpoint = "" }, "--runtime-endpoint is required"},
 		{"tcp runtime", func(c *Config) { c.RuntimeEndpoint = "tcp://127.0.0.1:1" }, "want unix:///absolute/path"},

@@ -19,11 +19,15 @@ func newAgentCommand() *cobra.Command {
 		Short: "Run the node agent: register this node, run the pods bound to it through a CRI runtime, report their status",
 		Long: `Run berth's node agent (the kubelet's role) for one node.
 
-Until the token join flow exists, the agent authenticates with --kubeconfig: a
-kubeconfig an administrator issued for the identity system:node:NAME. --token
-is accepted but refused with an explanation. Starting berth runtime as a child
-is not available yet either: pass --runtime-endpoint (berth runtime's socket or
-containerd's, e.g. unix:///run/containerd/containerd.sock).`,
+The agent joins with --server URL --token TOKEN (berth token create prints
+tokens): it checks that the server's CA matches the hash in the token, asks for
+a certificate for system:node:NAME with a key it generates and keeps in
+--data-dir (0600), and from then on authenticates only with that certificate,
+renewing it before it expires. A restart with a valid certificate does not use
+the token again. Alternatively --kubeconfig names an admin-issued kubeconfig
+for system:node:NAME. Starting berth runtime as a child is not available yet:
+pass --runtime-endpoint (berth runtime's socket or containerd's, e.g.
+unix:///run/containerd/containerd.sock).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, r := range []struct {
@@ -45,12 +49,12 @@ containerd's, e.g. unix:///run/containerd/containerd.sock).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Server, "server", "", "API server URL (https://HOST:PORT); overrides the kubeconfig's server")
-	f.StringVar(&cfg.Token, "token", "", "join token (the join flow is not available yet; use --kubeconfig)")
-	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for system:node:NAME issued by an administrator")
+	f.StringVar(&cfg.Server, "server", "", "API server URL (https://HOST:PORT) to join; overrides the kubeconfig's server")
+	f.StringVar(&cfg.Token, "token", "", "join token berth::sha256:<CA hash>::<id>.<secret> (berth token create)")
+	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for system:node:NAME issued by an administrator (instead of --token)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name (a DNS subdomain)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches its node server (default: the host's first global IPv4 address)")
-	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the agent's per-pod files and pod logs")
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the agent's node certificate and kubeconfig, per-pod files and pod logs")
 	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
 	f.StringVar(&cfg.Address, "address", "", "node server listen address (default all interfaces)")
 	f.IntVar(&cfg.Port, "port", cfg.Port, "node server port (logs, exec, attach, port-forward); 0 picks a free one, reported in the Node")
