@@ -30,11 +30,15 @@ func defaultConfList(subnet, ipamDataDir string) ([]byte, error) {
 		"name":       defaultNetworkName,
 		"plugins": []any{
 			map[string]any{
-				"type":        "bridge",
-				"bridge":      defaultBridge,
-				"isGateway":   true,
-				"ipMasq":      false,
-				"hairpinMode": true,
+				"type":      "bridge",
+				"bridge":    defaultBridge,
+				"isGateway": true,
+				// The gateway is the subnet's first address (host-local's
+				// default). When the pod CIDR changes, the bridge's old
+				// gateway address is replaced rather than refused.
+				"forceAddress": true,
+				"ipMasq":       false,
+				"hairpinMode":  true,
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"dataDir": ipamDataDir,

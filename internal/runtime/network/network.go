@@ -4,6 +4,7 @@
 package network
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,6 +120,9 @@ func (m *Manager) writeDefault(subnet string) error {
 		return err
 	}
 	path := filepath.Join(m.confDir, DefaultConfFile)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil // the agent repeats the same CIDR after every restart
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return fmt.Errorf("write default CNI config: %w", err)
@@ -129,8 +133,10 @@ func (m *Manager) writeDefault(subnet string) error {
 	return nil
 }
 
-// SetPodCIDR points the default network at cidr. A config the operator wrote
-// is theirs and is left alone.
+// SetPodCIDR points the default network at cidr: host-local allocates from
+// it from now on and the bridge's gateway becomes its first address. Pods
+// already running keep their addresses. A config the operator wrote is
+// theirs and is left alone.
 func (m *Manager) SetPodCIDR(cidr string) error {
 	m.mu.RLock()
 	ours := filepath.Base(m.confPath) == DefaultConfFile
