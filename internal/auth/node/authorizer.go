@@ -107,14 +107,14 @@ func selectsNode(attrs authorizer.Attributes, node string) bool {
 }
 
 // ownNode: create (the name is checked by admission, as the authorizer
-// sees no body), and get, list/watch (with fieldSelector metadata.name),
-// update and patch of the node's own Node and its status. Nodes do not
-// read other Nodes: berth's agent has no use for them (upstream allows it
-// for kube-proxy and the kubelet's node lister).
+// sees no body), update and patch of the node's own Node and its status.
+// Every node may read (get, list, watch) all Nodes, as upstream's
+// system:node role allows: the agent routes to the other nodes' podCIDRs
+// through their addresses (host-gw, internal/agent/podnet).
 func ownNode(r request) (authorizer.Decision, string, error) {
 	attrs := r.attrs
 	verb, sub := attrs.GetVerb(), attrs.GetSubresource()
-	if sub == "" && verb == "create" {
+	if sub == "" && (verb == "create" || verb == "get" || verb == "list" || verb == "watch") {
 		return allow()
 	}
 	if attrs.GetName() != r.node {
