@@ -148,6 +148,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		mux.Handle(path+"/", health)
 	}
 	mux.Handle("/openapi/", api.openapi)
+	if snap, ok := cfg.Store.(store.Snapshotter); ok {
+		mux.Handle(SnapshotPath, snapshotHandler(snap, cfg.Logger))
+	}
 	mux.Handle("/", notFoundHandler(c))
 
 	var handler http.Handler = mux

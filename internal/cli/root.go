@@ -73,6 +73,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newRuntimeCommand(),
 		newAgentCommand(),
 		newImageCommand(),
+		newSnapshotCommand(),
 	)
 	return root
 }

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // KV is one stored object.
@@ -107,6 +108,12 @@ type WatchResult struct {
 // that its watch catches up even when nothing under its prefix changed.
 type ProgressRequester interface {
 	RequestProgress(ctx context.Context) error
+}
+
+// Snapshotter is implemented by stores that can stream a consistent backup
+// of everything they hold (an etcd snapshot), for `berth snapshot save`.
+type Snapshotter interface {
+	Snapshot(ctx context.Context) (io.ReadCloser, error)
 }
 
 // Sentinel errors; wrap them with %w, test them with errors.Is.
