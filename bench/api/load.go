@@ -27,17 +27,6 @@ var shapes = map[string]shape{
 	"large": {name: "large", nodes: 1000, pods: 10000, clients: 64},
 }
 
-// result is one target's figures for one shape.
-type result struct {
-	target                        string
-	createPerSec, statusPerSec    float64
-	deletePerSec                  float64
-	watch                         []time.Duration // create start → ADDED at the node's watcher
-	missedAdds, misdelivered      int64
-	list                          time.Duration // median full LIST of all pods
-	memStarted, memLoaded, memEnd []memory
-}
-
 // listRepeats is how many full LISTs are timed; the median is reported.
 const listRepeats = 3
 
@@ -85,7 +74,9 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger) (*result
 	}
 	r.createPerSec = perSecond(s.pods, elapsed)
 	waitCount(ctx, t, &w.nAdded, int64(s.pods), 2*time.Minute)
-	r.watch, r.missedAdds, r.misdelivered = w.latencies(), int64(s.pods)-w.nAdded.Load(), w.misdelivered.Load()
+	latencies := w.latencies()
+	r.watchP50, r.watchP99 = percentile(latencies, 50), percentile(latencies, 99)
+	r.missedAdds, r.misdelivered = int64(s.pods)-w.nAdded.Load(), w.misdelivered.Load()
 
 	log.Info("listing pods", "repeats", listRepeats)
 	if r.list, err = timeList(ctx, admin, s.pods); err != nil {

@@ -27,6 +27,7 @@ import (
 
 type options struct {
 	shape   string
+	runs    int
 	peer    bool
 	berth   string // berth binary; empty builds ./cmd/berth
 	binDir  string // where build-peer.sh put kube-apiserver and etcd
@@ -38,6 +39,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.shape, "shape", "small", "small (100 nodes, 3000 pods, 32 clients), large (1000, 10000, 64) or both")
+	flag.IntVar(&o.runs, "runs", 1, "runs per server and shape, alternating servers; the report shows medians")
 	flag.BoolVar(&o.peer, "peer", true, "also run kube-apiserver "+peerVersion+" + etcd (build them with bench/api/build-peer.sh)")
 	flag.StringVar(&o.berth, "berth", "", "berth binary to run (default: build ./cmd/berth into _output/bench/berth)")
 	flag.StringVar(&o.binDir, "peer-bin-dir", "_output/bench", "directory holding kube-apiserver and etcd")
@@ -59,22 +61,20 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if o.runs < 1 {
+		return fmt.Errorf("--runs %d: want at least 1", o.runs)
+	}
 	if o.berth == "" {
 		if o.berth, err = buildBerth(ctx); err != nil {
 			return err
 		}
 	}
-	info := runInfo{command: commandLine(), date: time.Now(), loadBefore: loadAverage(), note: o.note}
+	info := runInfo{command: commandLine(), date: time.Now(), loadBefore: loadAverage(), note: o.note, runs: o.runs}
 	var comps []comparison
 	for _, s := range selected {
-		c := comparison{shape: s}
-		if c.berth, err = runTarget(ctx, o, s, "berth", log); err != nil {
+		c, err := compareOn(ctx, o, s, log)
+		if err != nil {
 			return err
-		}
-		if o.peer {
-			if c.peer, err = runTarget(ctx, o, s, "peer", log); err != nil {
-				return err
-			}
 		}
 		comps = append(comps, c)
 	}
@@ -95,6 +95,32 @@ func selectShapes(name string) ([]shape, error) {
 		return []shape{shapes[name]}, nil
 	}
 	return nil, fmt.Errorf("unknown --shape %q: want small, large or both", name)
+}
+
+// compareOn runs shape s o.runs times against berth and (with o.peer) the
+// peer, alternating, so that drift in the machine's load hits both alike.
+func compareOn(ctx context.Context, o options, s shape, log *slog.Logger) (comparison, error) {
+	var berthRuns, peerRuns []*result
+	for run := range o.runs {
+		log := log.With("run", run+1)
+		r, err := runTarget(ctx, o, s, "berth", log)
+		if err != nil {
+			return comparison{}, err
+		}
+		berthRuns = append(berthRuns, r)
+		if !o.peer {
+			continue
+		}
+		if r, err = runTarget(ctx, o, s, "peer", log); err != nil {
+			return comparison{}, err
+		}
+		peerRuns = append(peerRuns, r)
+	}
+	c := comparison{shape: s, berth: medianResult(berthRuns)}
+	if o.peer {
+		c.peer = medianResult(peerRuns)
+	}
+	return c, nil
 }
 
 // runTarget starts one server on a fresh data directory, measures shape s
@@ -126,7 +152,7 @@ func runTarget(ctx context.Context, o options, s shape, which string, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("%s, %s shape: %w (server logs in %s)", t.name, s.name, err, dir)
 	}
-	log.Info("done", "creates/s", int(r.createPerSec), "watch p99", percentile(r.watch, 99))
+	log.Info("done", "creates/s", int(r.createPerSec), "watch p99", r.watchP99)
 	return r, nil
 }
 
@@ -145,8 +171,16 @@ func buildBerth(ctx context.Context) (string, error) {
 	return bin, nil
 }
 
+// commandLine is how this run was invoked, as a go run command line.
 func commandLine() string {
-	return "go run ./bench/api " + strings.Join(os.Args[1:], " ")
+	args := []string{"go", "run", "./bench/api"}
+	for _, a := range os.Args[1:] {
+		if a == "" || strings.HasSuffix(a, "=") {
+			a += `""` // keep empty values visible: --out ""
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
 }
 
 func loadAverage() string {

@@ -12,6 +12,7 @@ type runInfo struct {
 	date                time.Time
 	loadBefore, loadEnd string // /proc/loadavg's 1-minute figure
 	note                string
+	runs                int
 }
 
 // comparison is one shape's results: berth always, the peer when it ran.
@@ -28,7 +29,11 @@ func renderReport(info runInfo, comps []comparison) string {
 	b.WriteString("## API server: berth vs kube-apiserver (bench/api)\n\n")
 	fmt.Fprintf(&b, "`%s`, measured %s on this machine: 2 cores shared by the server under test, the load\n", info.command, info.date.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "generator and other engineers' builds and tests (1-minute load average %s at the start, %s at the end).\n", info.loadBefore, info.loadEnd)
-	b.WriteString("The servers ran one after the other in the same run, each on a fresh data directory.\n")
+	b.WriteString("The servers ran one after the other in the same run, each on a fresh data directory")
+	if info.runs > 1 {
+		fmt.Fprintf(&b, "; each figure is the median of %d runs per server, alternating servers", info.runs)
+	}
+	b.WriteString(".\n")
 	if info.note != "" {
 		b.WriteString(info.note + "\n")
 	}
@@ -57,54 +62,66 @@ etcd over plain HTTP on loopback (no TLS), which favours it.
 // row is one line of a comparison table.
 type row struct{ figure, berth, peer, target, met string }
 
+// figure is one measured quantity, and the issue's target for it if any.
+type figure struct {
+	name   string
+	show   func(*result) string
+	target string
+	met    func(berth, peer *result) bool // nil: no target
+}
+
+func rate(f func(*result) float64) func(*result) string {
+	return func(r *result) string { return fmt.Sprintf("%.0f/s", f(r)) }
+}
+
+func duration(f func(*result) time.Duration) func(*result) string {
+	return func(r *result) string { return formatDuration(f(r)) }
+}
+
+func rss(f func(*result) []memory, peak bool) func(*result) string {
+	return func(r *result) string { return formatMemory(f(r), peak) }
+}
+
+var figures = []figure{
+	{name: "pod creates", show: rate(func(r *result) float64 { return r.createPerSec }), target: "≥ 2× peer",
+		met: func(b, p *result) bool { return b.createPerSec >= 2*p.createPerSec }},
+	{name: "watch delivery p50", show: duration(func(r *result) time.Duration { return r.watchP50 })},
+	{name: "watch delivery p99", show: duration(func(r *result) time.Duration { return r.watchP99 }), target: "≤ ½ peer",
+		met: func(b, p *result) bool { return b.watchP99 <= p.watchP99/2 }},
+	{name: "ADDED events missed / sent to the wrong node", show: func(r *result) string { return fmt.Sprintf("%d / %d", r.missedAdds, r.misdelivered) },
+		target: "0 / 0", met: func(b, _ *result) bool { return b.missedAdds == 0 && b.misdelivered == 0 }},
+	{name: fmt.Sprintf("full LIST of all pods (median of %d)", listRepeats), show: duration(func(r *result) time.Duration { return r.list })},
+	{name: "pod status patches", show: rate(func(r *result) float64 { return r.statusPerSec })},
+	{name: "pod deletes", show: rate(func(r *result) float64 { return r.deletePerSec })},
+	{name: "RSS, started", show: rss(func(r *result) []memory { return r.memStarted }, false)},
+	{name: "RSS, loaded", show: rss(func(r *result) []memory { return r.memLoaded }, false), target: "≤ ½ peer",
+		met: func(b, p *result) bool { return rssTotal(b.memLoaded, false) <= rssTotal(p.memLoaded, false)/2 }},
+	{name: "RSS, end", show: rss(func(r *result) []memory { return r.memEnd }, false), target: "≤ ½ peer",
+		met: func(b, p *result) bool { return rssTotal(b.memEnd, false) <= rssTotal(p.memEnd, false)/2 }},
+	{name: "peak RSS", show: rss(func(r *result) []memory { return r.memEnd }, true)},
+}
+
 // compare lays out the figures of berth and (when not nil) the peer,
 // marking the issue's targets met or unmet.
 func compare(b, p *result) []row {
-	peer := func(f func(*result) string) string {
-		if p == nil {
-			return "not run"
+	var rows []row
+	for _, f := range figures {
+		r := row{figure: f.name, berth: f.show(b), peer: "not run", target: f.target}
+		if p != nil {
+			r.peer = f.show(p)
 		}
-		return f(p)
-	}
-	judge := func(met func() bool) string {
 		switch {
+		case f.met == nil:
 		case p == nil:
-			return "not measured"
-		case met():
-			return "met"
+			r.met = "not measured"
+		case f.met(b, p):
+			r.met = "met"
 		default:
-			return "**unmet**"
+			r.met = "**unmet**"
 		}
+		rows = append(rows, r)
 	}
-	rate := func(f func(*result) float64) func(*result) string {
-		return func(r *result) string { return fmt.Sprintf("%.0f/s", f(r)) }
-	}
-	mem := func(f func(*result) []memory, peak bool) func(*result) string {
-		return func(r *result) string { return formatMemory(f(r), peak) }
-	}
-	createRate := func(r *result) float64 { return r.createPerSec }
-	p99 := func(r *result) time.Duration { return percentile(r.watch, 99) }
-	loaded := func(r *result) []memory { return r.memLoaded }
-	end := func(r *result) []memory { return r.memEnd }
-	return []row{
-		{"pod creates", rate(createRate)(b), peer(rate(createRate)), "≥ 2× peer",
-			judge(func() bool { return b.createPerSec >= 2*p.createPerSec })},
-		{"watch delivery p50", formatDuration(percentile(b.watch, 50)), peer(func(r *result) string { return formatDuration(percentile(r.watch, 50)) }), "", ""},
-		{"watch delivery p99", formatDuration(p99(b)), peer(func(r *result) string { return formatDuration(p99(r)) }), "≤ ½ peer",
-			judge(func() bool { return p99(b) <= p99(p)/2 })},
-		{"ADDED events missed / sent to the wrong node", fmt.Sprintf("%d / %d", b.missedAdds, b.misdelivered),
-			peer(func(r *result) string { return fmt.Sprintf("%d / %d", r.missedAdds, r.misdelivered) }), "0 / 0",
-			judge(func() bool { return b.missedAdds == 0 && b.misdelivered == 0 })},
-		{fmt.Sprintf("full LIST of all pods (median of %d)", listRepeats), formatDuration(b.list), peer(func(r *result) string { return formatDuration(r.list) }), "", ""},
-		{"pod status patches", rate(func(r *result) float64 { return r.statusPerSec })(b), peer(rate(func(r *result) float64 { return r.statusPerSec })), "", ""},
-		{"pod deletes", rate(func(r *result) float64 { return r.deletePerSec })(b), peer(rate(func(r *result) float64 { return r.deletePerSec })), "", ""},
-		{"RSS, started", formatMemory(b.memStarted, false), peer(mem(func(r *result) []memory { return r.memStarted }, false)), "", ""},
-		{"RSS, loaded", formatMemory(b.memLoaded, false), peer(mem(loaded, false)), "≤ ½ peer",
-			judge(func() bool { return rssTotal(b.memLoaded, false) <= rssTotal(p.memLoaded, false)/2 })},
-		{"RSS, end", formatMemory(b.memEnd, false), peer(mem(end, false)), "≤ ½ peer",
-			judge(func() bool { return rssTotal(b.memEnd, false) <= rssTotal(p.memEnd, false)/2 })},
-		{"peak RSS", formatMemory(b.memEnd, true), peer(mem(end, true)), "", ""},
-	}
+	return rows
 }
 
 func rssTotal(ms []memory, peak bool) uint64 {

@@ -8,7 +8,7 @@ import (
 
 func fakeResult(name string, create float64, p99 time.Duration, procs ...memory) *result {
 	return &result{target: name, createPerSec: create, statusPerSec: create / 2, deletePerSec: create,
-		watch: []time.Duration{p99 / 2, p99}, list: 40 * time.Millisecond,
+		watchP50: p99 / 2, watchP99: p99, list: 40 * time.Millisecond,
 		memStarted: procs, memLoaded: procs, memEnd: procs}
 }
 
