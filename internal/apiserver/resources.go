@@ -32,7 +32,7 @@ func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().W
 // servedResources is berth's API surface, scoped as upstream.
 func servedResources() []*resource {
 	core := corev1.SchemeGroupVersion
-	return []*resource{
+	return append([]*resource{
 		{
 			gvr: core.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
 			newObj: func() runtime.Object { return &corev1.Namespace{} }, newList: func() runtime.Object { return &corev1.NamespaceList{} },
@@ -87,7 +87,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}
+	}, rbacResources()...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.

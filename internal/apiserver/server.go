@@ -217,6 +217,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		}
 	}
 	api.nsController.namespaces = api.namespaces
+	if err := api.addAccessReviews(factory, tableConvertor, cfg.Authorizer); err != nil {
+		return nil, err
+	}
 	for _, r := range stores {
 		if r.res.namespaced {
 			r.namespaceLive = api.namespaces.namespaceLive

@@ -10,11 +10,10 @@ var (
 
 // Default is the list of resources berth serves, in the order discovery
 // advertises them. Adding a resource is adding one entry here (and its
-// storage in the REST core); RBAC and Authorization are kept apart until the
-// access-control work serves them: append them to this list then.
+// storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), certificatesV1()} {
+	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), certificatesV1(), RBAC(), Authorization()} {
 		all = append(all, group...)
 	}
 	return all
@@ -78,7 +77,7 @@ func certificatesV1() []Resource {
 	}
 }
 
-// RBAC is rbac.authorization.k8s.io/v1, served once access control lands.
+// RBAC is rbac.authorization.k8s.io/v1.
 func RBAC() []Resource {
 	rbac := func(resource, kind string, namespaced bool) Resource {
 		return Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: resource, Kind: kind,
@@ -92,8 +91,9 @@ func RBAC() []Resource {
 	}
 }
 
-// Authorization is authorization.k8s.io/v1's review resources, which are
-// create-only and never stored.
+// Authorization is authorization.k8s.io/v1's access reviews, which are
+// create-only and never stored. selfsubjectrulesreviews (`kubectl auth
+// can-i --list`) is not served: the authorizer union cannot list rules yet.
 func Authorization() []Resource {
 	review := func(resource, kind string, namespaced bool) Resource {
 		return Resource{Group: "authorization.k8s.io", Version: "v1", Resource: resource, Kind: kind,
@@ -102,7 +102,6 @@ func Authorization() []Resource {
 	return []Resource{
 		review("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
 		review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
-		review("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
 		review("subjectaccessreviews", "SubjectAccessReview", false),
 	}
 }

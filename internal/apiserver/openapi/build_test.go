@@ -11,7 +11,7 @@ import (
 )
 
 func allResources() []discovery.Resource {
-	return append(append(discovery.Default(), discovery.RBAC()...), discovery.Authorization()...)
+	return discovery.Default()
 }
 
 func TestBuildDescribesEveryServedGroupVersion(t *testing.T) {
