@@ -72,8 +72,8 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newKubectlCommand(),
 		newRuntimeCommand(),
 		newAgentCommand(),
+		newTokenCommand(),
 		newImageCommand(),
-		newSnapshotCommand(),
 	)
 	return root
 }

@@ -66,6 +66,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	tokens, err := newBootstrapTokens(cfg, cluster)
+	if err != nil {
+		return err
+	}
 	toNodes, err := nodeTransport(cluster)
 	if err != nil {
 		return err
@@ -75,7 +79,7 @@ func Run(ctx context.Context, cfg Config) error {
 	handler, err := apiserver.New(apiCtx, apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
-		Authenticator: auth.NewAuthenticator(clientCAs),
+		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn),
 		Authorizer:    authz,
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       prometheus.NewRegistry(),
@@ -84,7 +88,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("api server: %w", err)
 	}
 	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
-	return serve(ctx, cfg, ln, handler, cluster, clientCAs, stopAPI)
+	return serve(ctx, cfg, ln, handler, cluster, clientCAs, stopAPI, tokens)
 }
 
 // History kept in etcd: compacting every 5 minutes (kube-apiserver's
@@ -97,7 +101,7 @@ const (
 
 // serve runs the HTTPS server until ctx ends; stopAPI ends the API's long
 // requests (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func()) error {
+func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), tokens *bootstrapTokens) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -128,6 +132,10 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	if err != nil {
 		return err
 	}
+	waitTokens := tokens.start(compCtx)
+	if err := ensureDefaultToken(compCtx, cfg, cluster); err != nil {
+		return err
+	}
 	nodeCtx, stopNode := context.WithCancel(ctx)
 	defer stopNode()
 	waitNode := func() {}
@@ -148,6 +156,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	waitNode()
 	stopComponents()
 	waitComponents()
+	waitTokens()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
