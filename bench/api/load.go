@@ -30,32 +30,29 @@ var shapes = map[string]shape{
 // listRepeats is how many full LISTs are timed; the median is reported.
 const listRepeats = 3
 
-// measure runs the whole workload of s against t.
+// measure runs the whole workload of s against t: register nodes and
+// start their watchers, then create, list, status-patch and delete pods.
 func measure(ctx context.Context, t *target, s shape, log *slog.Logger) (*result, error) {
-	cfg := loadConfig(t.config)
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	r := &result{target: t.name}
+	var err error
 	if r.memStarted, err = t.memory(); err != nil {
 		return nil, err
 	}
-	if err := setUp(ctx, admin); err != nil {
-		return nil, err
-	}
+	cfg := loadConfig(t.config)
 	clients, err := clientsets(cfg, s.clients)
 	if err != nil {
 		return nil, err
 	}
-	log.Info("creating nodes", "nodes", s.nodes)
+	if err := setUp(ctx, clients[0]); err != nil {
+		return nil, err
+	}
+	log.Info("registering nodes", "nodes", s.nodes)
 	leases, err := registerNodes(ctx, clients, s.nodes)
 	if err != nil {
 		return nil, err
 	}
 	stopHeartbeats := heartbeat(ctx, clients, leases, log)
 	defer stopHeartbeats()
-
 	log.Info("starting node watchers", "watchers", s.nodes)
 	w, err := startNodeWatchers(ctx, cfg, s.nodes, s.pods)
 	if err != nil {
@@ -64,48 +61,29 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger) (*result
 	defer w.close()
 
 	log.Info("creating pods", "pods", s.pods, "clients", s.clients)
-	elapsed, err := forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
-		w.created[i].Store(time.Now().UnixNano())
-		_, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create pods: %w", err)
+	if r.createPerSec, err = createPods(ctx, clients, w, s); err != nil {
+		return nil, err
 	}
-	r.createPerSec = perSecond(s.pods, elapsed)
 	waitCount(ctx, t, &w.nAdded, int64(s.pods), 2*time.Minute)
 	latencies := w.latencies()
 	r.watchP50, r.watchP99 = percentile(latencies, 50), percentile(latencies, 99)
 	r.missedAdds, r.misdelivered = int64(s.pods)-w.nAdded.Load(), w.misdelivered.Load()
-
 	log.Info("listing pods", "repeats", listRepeats)
-	if r.list, err = timeList(ctx, admin, s.pods); err != nil {
+	if r.list, err = timeList(ctx, clients[0], s.pods); err != nil {
 		return nil, err
 	}
 	if r.memLoaded, err = t.memory(); err != nil {
 		return nil, err
 	}
 
-	log.Info("updating pod status")
-	elapsed, err = forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
-		_, err := cs.CoreV1().Pods(benchNamespace).Patch(ctx, podPrefix+fmt.Sprint(i), types.StrategicMergePatchType,
-			runningStatusPatch(i), metav1.PatchOptions{}, "status")
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("update pod status: %w", err)
+	log.Info("patching pod status")
+	if r.statusPerSec, err = patchPodStatuses(ctx, clients, s.pods); err != nil {
+		return nil, err
 	}
-	r.statusPerSec = perSecond(s.pods, elapsed)
-
 	log.Info("deleting pods")
-	zero := int64(0)
-	elapsed, err = forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
-		return cs.CoreV1().Pods(benchNamespace).Delete(ctx, podPrefix+fmt.Sprint(i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("delete pods: %w", err)
+	if r.deletePerSec, err = deletePods(ctx, clients, s.pods); err != nil {
+		return nil, err
 	}
-	r.deletePerSec = perSecond(s.pods, elapsed)
 	waitCount(ctx, t, &w.nDeleted, int64(s.pods), 2*time.Minute)
 	if got := w.nDeleted.Load(); got < int64(s.pods) {
 		log.Warn("node watchers missed deletions", "seen", got, "want", s.pods)
@@ -114,6 +92,47 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger) (*result
 		return nil, err
 	}
 	return r, t.failed()
+}
+
+// createPods creates s.pods pods, bound round-robin to the nodes, noting
+// each create call's start for the watchers; it returns pods/s.
+func createPods(ctx context.Context, clients []kubernetes.Interface, w *nodeWatchers, s shape) (float64, error) {
+	elapsed, err := forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		w.created[i].Store(time.Now().UnixNano())
+		_, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("create pods: %w", err)
+	}
+	return perSecond(s.pods, elapsed), nil
+}
+
+// patchPodStatuses reports every pod Running, as its kubelet would; it
+// returns patches/s.
+func patchPodStatuses(ctx context.Context, clients []kubernetes.Interface, pods int) (float64, error) {
+	elapsed, err := forEachPod(ctx, clients, pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		_, err := cs.CoreV1().Pods(benchNamespace).Patch(ctx, podName(i), types.StrategicMergePatchType,
+			runningStatusPatch(i), metav1.PatchOptions{}, "status")
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("patch pod status: %w", err)
+	}
+	return perSecond(pods, elapsed), nil
+}
+
+// deletePods deletes every pod at once (grace period 0, as after the
+// kubelet has stopped it); it returns deletes/s.
+func deletePods(ctx context.Context, clients []kubernetes.Interface, pods int) (float64, error) {
+	zero := int64(0)
+	elapsed, err := forEachPod(ctx, clients, pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
+		return cs.CoreV1().Pods(benchNamespace).Delete(ctx, podName(i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete pods: %w", err)
+	}
+	return perSecond(pods, elapsed), nil
 }
 
 // setUp creates the benchmark namespace and its default ServiceAccount

@@ -16,6 +16,8 @@ const (
 
 func nodeName(i int) string { return "node-" + strconv.Itoa(i) }
 
+func podName(i int) string { return podPrefix + strconv.Itoa(i) }
+
 // benchNode is a Node as the kubelet registers it: capacity and
 // allocatable in its status, Ready, with an internal address.
 func benchNode(i int) *corev1.Node {
@@ -40,7 +42,7 @@ func benchNode(i int) *corev1.Node {
 // container and resource requests.
 func benchPod(i, nodes int) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podPrefix + strconv.Itoa(i), Namespace: benchNamespace, Labels: map[string]string{"app": "bench"}},
+		ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: benchNamespace, Labels: map[string]string{"app": "bench"}},
 		Spec: corev1.PodSpec{
 			NodeName: nodeName(i % nodes),
 			Containers: []corev1.Container{{
