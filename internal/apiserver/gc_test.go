@@ -1,0 +1,244 @@
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/metadata"
+	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/agent/node"
+	"github.com/berth/berth/internal/controller/garbagecollector"
+)
+
+// startGarbageCollector runs the real collector against s until the test ends.
+func startGarbageCollector(t *testing.T, s *testServer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	gc := garbagecollector.New(garbagecollector.Config{
+		Client:   s.jsonCli,
+		Metadata: metadata.NewForConfigOrDie(s.config),
+		Logger:   slog.New(slog.NewTextHandler(testLogWriter{t}, nil)),
+	})
+	go func() { done <- gc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("garbage collector: %v", err)
+		}
+	})
+}
+
+// family is a ConfigMap owning an unscheduled pod and a secret, both of
+// which block its foreground deletion.
+type family struct {
+	owner  *corev1.ConfigMap
+	pod    string
+	secret string
+}
+
+func createFamily(t *testing.T, s *testServer, name string, secretFinalizers ...string) family {
+	t.Helper()
+	ctx := testContext(t)
+	owner := createConfigMap(t, s, name)
+	block := true
+	ref := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, BlockOwnerDeletion: &block}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-pod", OwnerReferences: ref},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}}},
+	}
+	if _, err := s.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-secret", OwnerReferences: ref, Finalizers: secretFinalizers}}
+	if _, err := s.client.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create secret: %v", err)
+	}
+	return family{owner: owner, pod: pod.Name, secret: secret.Name}
+}
+
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx := testContext(t)
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, cond); err != nil {
+		t.Fatalf("waiting until %s: %v", what, err)
+	}
+}
+
+func gone(get func(ctx context.Context) error) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		err := get(ctx)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+func (f family) podGone(s *testServer) func(ctx context.Context) (bool, error) {
+	return gone(func(ctx context.Context) error {
+		_, err := s.client.CoreV1().Pods("default").Get(ctx, f.pod, metav1.GetOptions{})
+		return err
+	})
+}
+
+func (f family) secretGone(s *testServer) func(ctx context.Context) (bool, error) {
+	return gone(func(ctx context.Context) error {
+		_, err := s.client.CoreV1().Secrets("default").Get(ctx, f.secret, metav1.GetOptions{})
+		return err
+	})
+}
+
+func (f family) ownerGone(s *testServer) func(ctx context.Context) (bool, error) {
+	return gone(func(ctx context.Context) error {
+		_, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, f.owner.Name, metav1.GetOptions{})
+		return err
+	})
+}
+
+func TestKubectlDeleteCascadeBackgroundRemovesDependents(t *testing.T) {
+	s := newTestServer(t)
+	startGarbageCollector(t, s)
+	k := newKubectl(t, s)
+	doomed := createFamily(t, s, "doomed")
+	kept := createFamily(t, s, "kept")
+
+	k.Must("", []string{"delete", "configmap", doomed.owner.Name, "--cascade=background"}, `configmap "doomed" deleted`)
+	eventually(t, "the pod is collected", doomed.podGone(s))
+	eventually(t, "the secret is collected", doomed.secretGone(s))
+
+	// The other family's owner lives: its dependents stay.
+	ctx := testContext(t)
+	if _, err := s.client.CoreV1().Pods("default").Get(ctx, kept.pod, metav1.GetOptions{}); err != nil {
+		t.Fatalf("a dependent of a live owner was touched: %v", err)
+	}
+	if _, err := s.client.CoreV1().Secrets("default").Get(ctx, kept.secret, metav1.GetOptions{}); err != nil {
+		t.Fatalf("a dependent of a live owner was touched: %v", err)
+	}
+}
+
+func TestKubectlDeleteCascadeForegroundWaitsForDependents(t *testing.T) {
+	s := newTestServer(t)
+	startGarbageCollector(t, s)
+	k := newKubectl(t, s)
+	ctx := testContext(t)
+	// The secret's own finalizer holds it after the collector deletes it,
+	// so the owner is seen waiting.
+	f := createFamily(t, s, "fg", "example.com/hold")
+
+	k.Must("", []string{"delete", "configmap", f.owner.Name, "--cascade=foreground", "--wait=false"}, `configmap "fg" deleted`)
+	eventually(t, "the pod is collected", f.podGone(s))
+	eventually(t, "the secret is being deleted", func(ctx context.Context) (bool, error) {
+		secret, err := s.client.CoreV1().Secrets("default").Get(ctx, f.secret, metav1.GetOptions{})
+		return err == nil && secret.DeletionTimestamp != nil, err
+	})
+	owner, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, f.owner.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the owner must stay while a blocking dependent exists: %v", err)
+	}
+	if owner.DeletionTimestamp == nil || !slices.Equal(owner.Finalizers, []string{metav1.FinalizerDeleteDependents}) {
+		t.Fatalf("the waiting owner: deletionTimestamp %v, finalizers %v", owner.DeletionTimestamp, owner.Finalizers)
+	}
+
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := s.client.CoreV1().Secrets("default").Patch(ctx, f.secret, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("release the secret: %v", err)
+	}
+	eventually(t, "the secret is gone", f.secretGone(s))
+	eventually(t, "the owner is gone", f.ownerGone(s))
+}
+
+func TestKubectlDeleteCascadeOrphanKeepsDependents(t *testing.T) {
+	s := newTestServer(t)
+	startGarbageCollector(t, s)
+	k := newKubectl(t, s)
+	f := createFamily(t, s, "orphaner")
+
+	// kubectl waits for the owner to go, which needs the collector (bounded,
+	// so that a broken collector fails the test instead of hanging it).
+	k.Must("", []string{"delete", "configmap", f.owner.Name, "--cascade=orphan", "--timeout=60s"}, `configmap "orphaner" deleted`)
+	eventually(t, "the owner is gone", f.ownerGone(s))
+	ctx := testContext(t)
+	pod, err := s.client.CoreV1().Pods("default").Get(ctx, f.pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("an orphaned pod must stay: %v", err)
+	}
+	secret, err := s.client.CoreV1().Secrets("default").Get(ctx, f.secret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("an orphaned secret must stay: %v", err)
+	}
+	if len(pod.OwnerReferences) != 0 || len(secret.OwnerReferences) != 0 {
+		t.Fatalf("orphans keep references: pod %v, secret %v", pod.OwnerReferences, secret.OwnerReferences)
+	}
+}
+
+func TestDependentOfAbsentOwnerIsCollected(t *testing.T) {
+	s := newTestServer(t)
+	startGarbageCollector(t, s)
+	ctx := testContext(t)
+	owner := createConfigMap(t, s, "recreated")
+	if err := s.client.CoreV1().ConfigMaps("default").Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Same name, new UID: the reference to the old one dangles.
+	createConfigMap(t, s, "recreated")
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stray", OwnerReferences: []metav1.OwnerReference{ref}}}
+	if _, err := s.client.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the stray secret is collected", gone(func(ctx context.Context) error {
+		_, err := s.client.CoreV1().Secrets("default").Get(ctx, "stray", metav1.GetOptions{})
+		return err
+	}))
+	if _, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, "recreated", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the new object of the owner's name must stay: %v", err)
+	}
+}
+
+func TestDeletingNodeCollectsItsLease(t *testing.T) {
+	s := newTestServer(t)
+	startGarbageCollector(t, s)
+	ctx := testContext(t)
+	createNodes(t, s, "gc-node")
+
+	// The agent's own lease controller creates the Lease owned by the Node.
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	leaseDone := make(chan struct{})
+	go func() {
+		defer close(leaseDone)
+		node.NewLeaseController(s.client, "gc-node", clock.RealClock{}, 100*time.Millisecond).Run(leaseCtx)
+	}()
+	var lease *coordinationv1.Lease
+	eventually(t, "the node's Lease names the Node as owner", func(ctx context.Context) (bool, error) {
+		l, err := s.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gc-node", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		lease = l
+		return err == nil && len(l.OwnerReferences) == 1, err
+	})
+	stopLease()
+	<-leaseDone
+
+	if err := s.client.CoreV1().Nodes().Delete(ctx, "gc-node", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Lease is collected", gone(func(ctx context.Context) error {
+		l, err := s.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gc-node", metav1.GetOptions{})
+		if err == nil && l.UID != lease.UID {
+			t.Fatalf("a different Lease appeared: %s", l.UID)
+		}
+		return err
+	}))
+}

@@ -1,0 +1,146 @@
+// Package garbagecollector deletes objects whose owners are gone and carries
+// out the propagation policy a deletion asked for, as kube-controller-
+// manager's garbage collector does: it watches the metadata of every served
+// resource, keeps an owner→dependents graph by UID, deletes dependents whose
+// every owner is gone (background), deletes the dependents of an owner in
+// foreground deletion before releasing it, and strips the references to an
+// orphaning owner from its dependents before releasing it. The API server
+// records the policy as a finalizer (internal/apiserver/rest_delete_propagation.go).
+package garbagecollector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// DefaultWorkers is how many objects are synced at once.
+const DefaultWorkers = 4
+
+// Config configures the collector.
+type Config struct {
+	// Client records events and discovers the served resources.
+	Client kubernetes.Interface
+	// Metadata reads, watches, patches and deletes any resource by its metadata.
+	Metadata metadata.Interface
+	Workers  int
+	Logger   *slog.Logger
+}
+
+// Controller is the garbage collector.
+type Controller struct {
+	cfg      Config
+	log      *slog.Logger
+	graph    *graph
+	queue    workqueue.TypedRateLimitingInterface[types.UID]
+	resolver *resolver
+	writer   writer
+	recorder events.EventRecorder
+}
+
+// New builds the collector; Run starts it.
+func New(cfg Config) *Controller {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := newGraph()
+	return &Controller{
+		cfg: cfg, log: cfg.Logger, graph: g,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
+			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbagecollector"}),
+		resolver: &resolver{graph: g, client: cfg.Metadata},
+		writer:   writer{client: cfg.Metadata},
+	}
+}
+
+// Run collects until ctx ends. It discovers the served resources once, at
+// start: berth serves a fixed set.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	resources, mapper, err := discoverCollectable(c.cfg.Client.Discovery())
+	if err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
+	}
+	c.resolver.mapper = mapper
+
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.cfg.Client.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	defer broadcaster.Shutdown()
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, "garbage-collector-controller")
+
+	factory := metadatainformer.NewSharedInformerFactory(c.cfg.Metadata, 0)
+	for _, r := range resources {
+		if _, err := factory.ForResource(r.resource).Informer().AddEventHandler(c.handler(r)); err != nil {
+			return fmt.Errorf("garbage collector: watch %s: %w", r.resource, err)
+		}
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for gvr, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("garbage collector: %s informer did not sync: %w", gvr, ctx.Err())
+		}
+	}
+	c.log.Info("garbage collector started", "resources", len(resources))
+
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	var workers sync.WaitGroup
+	for range c.cfg.Workers {
+		workers.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	workers.Wait()
+	return nil
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	uid, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(uid)
+	err := c.sync(ctx, uid)
+	if err == nil {
+		c.queue.Forget(uid)
+		return true
+	}
+	if ctx.Err() != nil {
+		return true
+	}
+	c.log.Warn("garbage collection failed; retrying", "uid", uid, "attempts", c.queue.NumRequeues(uid)+1, "err", err)
+	if n, ok := c.graph.get(uid); ok && c.queue.NumRequeues(uid) == 0 {
+		c.event(n, corev1.EventTypeWarning, "GarbageCollectionFailed", err.Error())
+	}
+	c.queue.AddRateLimited(uid)
+	return true
+}
+
+// event records an event about n, naming it by reference so any resource works.
+func (c *Controller) event(n node, eventType, reason, note string) {
+	if c.recorder == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{
+		APIVersion: n.resource.GroupVersion().String(), Kind: n.kind.Kind,
+		Namespace: n.namespace, Name: n.name, UID: n.uid,
+	}
+	c.recorder.Eventf(ref, nil, eventType, reason, "GarbageCollect", "%s", note)
+}
