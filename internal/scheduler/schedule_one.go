@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,6 +52,9 @@ func (s *Scheduler) markUnschedulable(ctx context.Context, key string, pod *v1.P
 	}
 }
 
+// bindTimeout bounds one binding request.
+const bindTimeout = 30 * time.Second
+
 // bind asks the API server to bind pod to node; the server re-checks every
 // constraint in the same transaction.
 func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node string) {
@@ -58,7 +62,11 @@ func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node stri
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: node},
 	}
-	err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	// Bounded: a bind stuck on a dead connection would otherwise keep the
+	// pod assumed, and so never retried, for as long as the process lives.
+	bindCtx, cancel := context.WithTimeout(ctx, bindTimeout)
+	defer cancel()
+	err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Bind(bindCtx, binding, metav1.CreateOptions{})
 	if err != nil {
 		s.cache.unassume(pod.UID)
 		if apierrors.IsNotFound(err) || ctx.Err() != nil {
@@ -67,7 +75,7 @@ func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node stri
 		}
 		// A 409 means another binder took the room first (or our cache is
 		// behind the watch): try again after back-off with fresh state.
-		s.log.Debug("binding failed; retrying", "pod", key, "node", node, "err", err)
+		s.log.Info("binding failed; retrying", "pod", key, "node", node, "err", err)
 		s.queue.AddRateLimited(key)
 		return
 	}
