@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/filters"
@@ -53,6 +54,11 @@ type Config struct {
 	// cache keeps, so that watches resume (older resourceVersions get 410
 	// Gone and clients re-list); 0 means the cache's default (1000).
 	WatchHistorySize int
+
+	// AuditSink, with AuditPolicy, receives k8s.io/apiserver's audit events
+	// of every request (internal/auth/audit provides both); nil records none.
+	AuditSink   audit.Sink
+	AuditPolicy audit.PolicyRuleEvaluator
 
 	// Metrics, when set, receives the API server's Prometheus series
 	// (requests, watch caches), which are then served at /metrics.
@@ -163,7 +169,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		handler = requests.instrument(handler)
 	}
 	handler = filters.WithAuthorization(handler, cfg.Authorizer, c.negotiated)
-	handler = filters.WithAuthentication(handler, cfg.Authenticator, filters.Unauthorized(c.negotiated), nil, nil)
+	handler = filters.WithAudit(handler, cfg.AuditSink, cfg.AuditPolicy, longRunning)
+	unauthorized := filters.WithFailedAuthenticationAudit(filters.Unauthorized(c.negotiated), cfg.AuditSink, cfg.AuditPolicy)
+	handler = filters.WithAuthentication(handler, cfg.Authenticator, unauthorized, nil, nil)
 	handler = filters.WithWarningRecorder(handler)
 	handler = filters.WithCacheControl(handler)
 	handler = filters.WithRequestInfo(handler, &request.RequestInfoFactory{
@@ -272,4 +280,17 @@ func (r *resourceREST) forStatus(subresource string) *resourceREST {
 	status.strategy.forStatus = true
 	status.strategy.subresource = subresource
 	return &status
+}
+
+// longRunning tells the audit filter which requests stream (watches and the
+// connect subresources), so their event is completed when they end.
+func longRunning(_ *http.Request, info *request.RequestInfo) bool {
+	if info == nil {
+		return false
+	}
+	switch info.Subresource {
+	case "log", "exec", "attach", "portforward":
+		return true
+	}
+	return info.Verb == "watch"
 }

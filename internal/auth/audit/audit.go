@@ -1,0 +1,94 @@
+// Package audit is berth's audit log: one JSON line per request that was
+// denied (401, 403) or asked to change state, in the upstream
+// audit.k8s.io/v1 Event format, written when the response is complete.
+// k8s.io/apiserver records the events (its audit filters) and writes them
+// (its log backend); this package fixes the policy and chooses which
+// events reach the file.
+package audit
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/audit/policy"
+	auditlog "k8s.io/apiserver/plugin/pkg/audit/log"
+)
+
+// Log appends audit events to a file.
+type Log struct {
+	file    *os.File
+	backend audit.Backend
+	closed  sync.Once
+}
+
+// Open appends to path (created 0600: the log names users and objects).
+func Open(path string) (*Log, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	return &Log{file: f, backend: auditlog.NewBackend(f, auditlog.FormatJson, auditv1.SchemeGroupVersion)}, nil
+}
+
+// Policy records every request at the Metadata level (who, what verb, which
+// object, the response code; no bodies, which may hold secrets). Which
+// events are kept is Sink's choice, because the response code is known only
+// once the response starts.
+func (l *Log) Policy() audit.PolicyRuleEvaluator {
+	return policy.NewPolicyRuleEvaluator(&auditinternal.Policy{
+		Rules:      []auditinternal.PolicyRule{{Level: auditinternal.LevelMetadata}},
+		OmitStages: []auditinternal.Stage{auditinternal.StageRequestReceived},
+	})
+}
+
+// Sink writes the events worth keeping: denied requests and requests that
+// ask to change state (whether or not they succeed).
+func (l *Log) Sink() audit.Sink { return filteredSink{l.backend} }
+
+// Close closes the file; events after it are dropped (and counted by
+// k8s.io/apiserver's audit metrics).
+func (l *Log) Close() error {
+	var err error
+	l.closed.Do(func() { err = l.file.Close() })
+	return err
+}
+
+type filteredSink struct{ next audit.Sink }
+
+func (s filteredSink) ProcessEvents(events ...*auditinternal.Event) bool {
+	ok := true
+	for _, ev := range events {
+		if Keep(ev) {
+			ok = s.next.ProcessEvents(ev) && ok
+		}
+	}
+	return ok
+}
+
+// Keep reports whether ev belongs in the audit log: a denied request
+// (401 or 403), or one whose verb changes state; one line per request, at
+// ResponseComplete. The exception is a failed authentication, which
+// k8s.io/apiserver reports only at ResponseStarted (there is no user to
+// go on with).
+func Keep(ev *auditinternal.Event) bool {
+	code := int32(0)
+	if ev.ResponseStatus != nil {
+		code = ev.ResponseStatus.Code
+	}
+	if ev.Stage == auditinternal.StageResponseStarted {
+		return code == http.StatusUnauthorized
+	}
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		return true
+	}
+	switch ev.Verb {
+	case "get", "list", "watch", "head", "options":
+		return false
+	}
+	return true
+}
