@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 
@@ -34,7 +35,7 @@ func startGarbageCollector(t *testing.T, s *testServer) {
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("garbage collector: %v", err)
+			t.Errorf("Run: %v", err)
 		}
 	})
 }
@@ -241,4 +242,22 @@ func TestDeletingNodeCollectsItsLease(t *testing.T) {
 		}
 		return err
 	}))
+}
+
+// noSecretLists forbids listing secrets and allows everything else.
+var noSecretLists = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetResource() == "secrets" && (a.GetVerb() == "list" || a.GetVerb() == "watch") {
+		return authorizer.DecisionDeny, "secrets may not be listed", nil
+	}
+	return authorizer.DecisionAllow, "", nil
+})
+
+func TestCollectorWorksWithoutAccessToSomeResource(t *testing.T) {
+	s := newTestServerWith(t, func(c *Config) { c.Authorizer = noSecretLists })
+	startGarbageCollector(t, s)
+	f := createFamily(t, s, "partial")
+	if err := s.client.CoreV1().ConfigMaps("default").Delete(testContext(t), f.owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod is collected although secrets cannot be watched", f.podGone(s))
 }

@@ -75,6 +75,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("garbage collector: %w", err)
 	}
 	c.resolver.mapper = mapper
+	resources = c.readable(ctx, resources)
 
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.cfg.Client.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())

@@ -1,7 +1,11 @@
 package garbagecollector
 
 import (
+	"context"
 	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,4 +55,21 @@ func discoverCollectable(client discovery.DiscoveryInterface) ([]collectable, me
 		}
 	}
 	return out, mapper, nil
+}
+
+// readable drops the resources this identity may not list, with a warning:
+// an informer that can never sync would hold up the whole collector. Its
+// objects are then neither collected nor seen as owners (a dependent of
+// such an owner is kept, since the live read of the owner fails too).
+func (c *Controller) readable(ctx context.Context, resources []collectable) []collectable {
+	out := resources[:0:0]
+	for _, r := range resources {
+		_, err := c.cfg.Metadata.Resource(r.resource).List(ctx, metav1.ListOptions{Limit: 1})
+		if apierrors.IsForbidden(err) {
+			c.log.Warn("garbage collector may not list a served resource; not collecting it", "resource", r.resource.String(), "err", err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
