@@ -148,26 +148,28 @@ func join(ctx context.Context, cfg Config, store certificate.FileStore) error {
 	return nil
 }
 
-// tokenPropagation bounds how long a 401 is retried: the server learns of a
-// new token through a watch, so a token used the moment it is created may be
-// refused for an instant. After that, a 401 means the token is wrong,
-// expired or deleted.
-const tokenPropagation = 10 * time.Second
+// settle bounds how long 401 and 403 are retried. The server learns of a
+// new token, and of its default RBAC bindings at first start, through
+// watches, so a token used the moment it is created may be refused for an
+// instant. After that, 401 means the token is wrong, expired or deleted, and
+// 403 that bootstrappers may not request certificates.
+const settle = 30 * time.Second
 
 func requestWithFreshToken(ctx context.Context, client kubernetes.Interface, request []byte, key any, log *slog.Logger) (string, types.UID, error) {
-	deadline := time.Now().Add(tokenPropagation)
+	deadline := time.Now().Add(settle)
 	for {
 		name, uid, err := csr.RequestCertificateWithContext(ctx, client, request, "",
 			certificatesv1.KubeAPIServerClientKubeletSignerName, nil, clientUsages, key)
-		if err == nil {
+		switch {
+		case err == nil:
 			log.Info("CSR sent", "csr", name)
 			return name, uid, nil
-		}
-		if !apierrors.IsUnauthorized(err) {
+		case !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err):
 			return "", "", fmt.Errorf("send CSR: %w", err)
-		}
-		if time.Now().After(deadline) {
+		case time.Now().After(deadline) && apierrors.IsUnauthorized(err):
 			return "", "", errors.New("the server refused the join token (unknown, expired or deleted): 401 Unauthorized")
+		case time.Now().After(deadline):
+			return "", "", fmt.Errorf("the server does not let this join token request a node certificate (bind the system:node-bootstrapper role to system:bootstrappers): %w", err)
 		}
 		select {
 		case <-ctx.Done():
