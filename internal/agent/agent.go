@@ -127,6 +127,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { return podManager.Run(ctx) })
+	g.Go(func() error { return a.podNetwork().Run(ctx) })
 	if serveNode != nil {
 		g.Go(func() error { return serveNode(ctx) })
 	}

@@ -30,6 +30,10 @@ type Config struct {
 	NodeIP          string // the node's InternalIP; empty means the host's first global IPv4
 	DataDir         string
 	RuntimeEndpoint string // unix:///path of the CRI runtime
+	// HostGatewayRoutes keeps a route to every other node's podCIDR via
+	// its InternalIP (host-gw; nodes on one L2 segment). Off when another
+	// network plugin routes pod traffic.
+	HostGatewayRoutes bool
 
 	// The node server (logs, exec, attach, port-forward for the API
 	// server). It runs only when TLSCertFile is given; ClientCAFile is the
