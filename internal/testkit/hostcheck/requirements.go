@@ -30,6 +30,10 @@ var (
 	Overlayfs = Requirement{Name: "overlayfs", Install: "modprobe overlay (a kernel with CONFIG_OVERLAY_FS)", check: checkOverlayfs}
 	// Gcc: gcc with a static libc, used to build the test images' tiny C programs (pause, nginx, ...).
 	Gcc = Requirement{Name: "gcc", Install: "apt-get install gcc libc6-dev", check: checkGcc}
+	// IPRoute2: `ip` (network namespaces, veths, bridges, routes).
+	IPRoute2 = Requirement{Name: "iproute2", Install: "apt-get install iproute2", check: lookPath("ip")}
+	// Nsenter: util-linux's nsenter, to start a process in another network namespace only.
+	Nsenter = Requirement{Name: "nsenter", Install: "apt-get install util-linux", check: lookPath("nsenter")}
 	// Crictl: crictl in the tools dir ($BERTH_TOOLS_DIR or _output/tools).
 	Crictl = Requirement{Name: "crictl", Install: "hack/setup.sh (go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0)", check: tool("crictl")}
 	// Critest: critest in the tools dir ($BERTH_TOOLS_DIR or _output/tools).
