@@ -104,11 +104,11 @@ func (f *scopeFactory) mainEndpoint(res *resource, r fullREST) (*endpoint, error
 		"get":              handlers.GetResource(r, scope),
 		"list":             list,
 		"watch":            list,
-		"create":           handlers.CreateResource(r, scope, f.admit),
-		"update":           handlers.UpdateResource(r, scope, f.admit),
-		"patch":            handlers.PatchResource(r, scope, f.admit, patchTypes()),
-		"delete":           handlers.DeleteResource(r, true, scope, f.admit),
-		"deletecollection": handlers.DeleteCollection(r, true, scope, f.admit),
+		"create":           perRequest(func() http.Handler { return handlers.CreateResource(r, scope, f.admit) }),
+		"update":           perRequest(func() http.Handler { return handlers.UpdateResource(r, scope, f.admit) }),
+		"patch":            perRequest(func() http.Handler { return handlers.PatchResource(r, scope, f.admit, patchTypes()) }),
+		"delete":           perRequest(func() http.Handler { return handlers.DeleteResource(r, true, scope, f.admit) }),
+		"deletecollection": perRequest(func() http.Handler { return handlers.DeleteCollection(r, true, scope, f.admit) }),
 	}}, nil
 }
 
@@ -121,8 +121,8 @@ func (f *scopeFactory) statusEndpoint(res *resource, subresource string, r *reso
 	}
 	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
 		"get":    handlers.GetResource(r, scope),
-		"update": handlers.UpdateResource(r, scope, f.admit),
-		"patch":  handlers.PatchResource(r, scope, f.admit, patchTypes()),
+		"update": perRequest(func() http.Handler { return handlers.UpdateResource(r, scope, f.admit) }),
+		"patch":  perRequest(func() http.Handler { return handlers.PatchResource(r, scope, f.admit, patchTypes()) }),
 	}}, nil
 }
 
@@ -140,6 +140,18 @@ func (f *scopeFactory) postEndpoint(res *resource, subresource string, kind sche
 		return nil, err
 	}
 	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
-		"create": build(scope),
+		"create": perRequest(func() http.Handler { return build(scope) }),
 	}}, nil
+}
+
+// perRequest builds the handler afresh for every request, as
+// kube-apiserver's installer does. The upstream write handlers wrap their
+// admission argument (audit, managed-fields validation) by assigning to the
+// captured variable on every request: a handler built once and reused grows
+// that chain by one link per request, so admission got slower with every
+// write (and the shared variable raced).
+func perRequest(build func() http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		build().ServeHTTP(w, req)
+	})
 }
