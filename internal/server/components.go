@@ -6,9 +6,12 @@ import (
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/controller/certificates"
+	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
 	"github.com/berth/berth/internal/pki"
@@ -37,6 +40,17 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return nodelifecycle.New(nodelifecycle.Config{Client: client, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
+	}})
+	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		restCfg, err := loopbackConfig(*c, cluster, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		meta, err := metadata.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("garbage-collector metadata client: %w", err)
+		}
+		return garbagecollector.New(garbagecollector.Config{Client: client, Metadata: meta, Logger: c.Logger.With("component", "garbage-collector")}).Run(ctx)
 	}})
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
@@ -75,6 +89,16 @@ func startComponents(ctx context.Context, cfg Config, cluster *pki.Cluster) (wai
 // loopbackClient is a client of the server's own HTTPS endpoint with a
 // fresh client certificate for id.
 func loopbackClient(cfg Config, cluster *pki.Cluster, id pki.Identity) (kubernetes.Interface, error) {
+	restCfg, err := loopbackConfig(cfg, cluster, id)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(restCfg)
+}
+
+// loopbackConfig is the client configuration behind loopbackClient, for
+// components that need another kind of client (metadata, dynamic).
+func loopbackConfig(cfg Config, cluster *pki.Cluster, id pki.Identity) (*rest.Config, error) {
 	kubeconfig, err := cluster.ClientKubeconfig(cfg.clientURL(), id)
 	if err != nil {
 		return nil, fmt.Errorf("%s identity: %w", id.CommonName, err)
@@ -84,5 +108,5 @@ func loopbackClient(cfg Config, cluster *pki.Cluster, id pki.Identity) (kubernet
 		return nil, fmt.Errorf("%s client: %w", id.CommonName, err)
 	}
 	restCfg.QPS, restCfg.Burst = 5000, 10000 // in-process peers; the server applies its own limits
-	return kubernetes.NewForConfig(restCfg)
+	return restCfg, nil
 }
