@@ -57,6 +57,10 @@ type Config struct {
 	// Tests shorten it to watch renewal.
 	NodeCertificateLifetime time.Duration
 
+	// AuditLogPath, when set, is where denied and state-changing requests
+	// are recorded (audit.k8s.io/v1 JSON lines, file mode 0600).
+	AuditLogPath string
+
 	Logger *slog.Logger
 }
 
