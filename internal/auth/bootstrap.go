@@ -53,6 +53,9 @@ func BootstrapPolicy() []Binding {
 			rule(readWrite, "coordination.k8s.io", "leases"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
+			// The garbage collector's rule, as upstream's generic-garbage-collector:
+			// it watches, patches and deletes any served resource by metadata.
+			rule([]string{"get", "list", "watch", "patch", "update", "delete"}, "*", "*"),
 		), Users: []string{ControllerUser}},
 		// Upstream's system:node role. It is wider than a node needs: the
 		// Node authorizer (issue 5) narrows each node to its own objects.
