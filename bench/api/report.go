@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -27,8 +28,8 @@ const peerColumn = "kube-apiserver " + peerVersion + " + etcd"
 func renderReport(info runInfo, comps []comparison) string {
 	var b strings.Builder
 	b.WriteString("## API server: berth vs kube-apiserver (bench/api)\n\n")
-	fmt.Fprintf(&b, "`%s`, measured %s on this machine: 2 cores shared by the server under test, the load\n", info.command, info.date.UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "generator and other engineers' builds and tests (1-minute load average %s at the start, %s at the end).\n", info.loadBefore, info.loadEnd)
+	fmt.Fprintf(&b, "`%s`, measured %s on this machine: %d cores for the server under test and the\n", info.command, info.date.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU())
+	fmt.Fprintf(&b, "load generator (1-minute load average %s at the start, %s at the end).\n", info.loadBefore, info.loadEnd)
 	b.WriteString("The servers ran one after the other in the same run, each on a fresh data directory")
 	if info.runs > 1 {
 		fmt.Fprintf(&b, "; each figure is the median of %d runs per server, alternating servers", info.runs)
