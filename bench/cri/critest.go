@@ -56,7 +56,8 @@ func runCritest(ctx context.Context, critest string, t *target, pods, pulls int)
 		"-ginkgo.timeout", "60m")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("critest -benchmark against %s: %w (log %s)", t.name, err, logFile.Name())
+		// The log goes with the target's directory: its end goes into the error.
+		return nil, fmt.Errorf("critest -benchmark against %s: %w; log ends:\n%s", t.name, err, tailOf(logFile.Name(), 30))
 	}
 	all := samples{}
 	for _, file := range []string{"pod_benchmark_data.json", "container_benchmark_data.json", "image_lifecycle_benchmark_data.json"} {

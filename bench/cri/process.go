@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -48,7 +49,7 @@ func (p *process) pid() int { return p.cmd.Process.Pid }
 func (p *process) alive() error {
 	select {
 	case <-p.exited:
-		return fmt.Errorf("%s exited: %v (log %s)", p.cmd.Path, p.err, p.log)
+		return fmt.Errorf("%s exited: %v; log ends:\n%s", p.cmd.Path, p.err, tailOf(p.log, 30))
 	default:
 		return nil
 	}
@@ -87,4 +88,15 @@ func (p *process) waitFor(ctx context.Context, timeout time.Duration, ready func
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// tailOf returns the last n lines of the file at path (for errors, since
+// the bench removes its directory on the way out).
+func tailOf(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
