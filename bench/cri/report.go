@@ -17,9 +17,12 @@ func renderReport(o options, results map[string][]round, pullBytes int64, loadBe
 		"1-minute load average %s at the start, %s at the end (2 cores, shared with other work). "+
 		"%s vs %s, same runc, CNI plugins (bridge, host-local, portmap) and images (hack/testregistry --critest on loopback). "+
 		"Latencies from `critest -benchmark` (cri-tools v1.37.0), samples one at a time: median / p90 over %d samples, "+
-		"each the median over %d rounds. Memory from /proc/PID/status: VmRSS (RssAnon in brackets), median over rounds.\n\n",
+		"each the median over %d round(s). Memory from /proc/PID/status: VmRSS (RssAnon in brackets), median over rounds.\n\n",
 		o.rounds, o.pods, o.pulls, o.runningPod, now.Format("2006-01-02 15:04 UTC"), loadBefore, loadAfter,
-		b[0].version, c[0].version, o.pods, o.rounds)
+		b[0].version, c[0].version, o.pods, len(b))
+	if len(b) < o.rounds {
+		fmt.Fprintf(&w, "**Partial: %d of %d rounds done.**\n\n", len(b), o.rounds)
+	}
 
 	fmt.Fprintf(&w, "| | berth runtime | containerd | berth / containerd | target |\n|---|---|---|---|---|\n")
 	latencyRow := func(label, op, target string, limit float64) {

@@ -75,7 +75,16 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 			}
 			results[kind] = append(results[kind], res)
 		}
+		// Written after every round, so a run cut short (the machine is
+		// shared, rounds are long) still leaves the rounds it finished.
+		if err := writeReport(o, results, pullBytes, loadBefore); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+func writeReport(o options, results map[string][]round, pullBytes int64, loadBefore string) error {
 	body := renderReport(o, results, pullBytes, loadBefore, loadAverage(), time.Now().UTC())
 	fmt.Print(body)
 	if o.out == "" {
