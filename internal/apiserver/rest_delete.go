@@ -36,14 +36,16 @@ func (r *resourceREST) tryDelete(ctx context.Context, name string, deleteValidat
 	if err != nil {
 		return nil, false, err
 	}
-	graceful, pending, err := rest.BeforeDelete(r.strategy, ctx, obj, options)
-	if err != nil {
-		return nil, false, err
-	}
+	// Admission judges the object as stored, as upstream's store does:
+	// BeforeDelete below already marks it deleted.
 	if deleteValidation != nil {
 		if err := deleteValidation(ctx, obj); err != nil {
 			return nil, false, err
 		}
+	}
+	graceful, pending, err := rest.BeforeDelete(r.strategy, ctx, obj, options)
+	if err != nil {
+		return nil, false, err
 	}
 	if pending {
 		// A graceful deletion is under way: as upstream, its finalizers
