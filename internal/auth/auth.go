@@ -8,6 +8,7 @@ package auth
 
 import (
 	"crypto/x509"
+	"errors"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -38,10 +39,24 @@ func NewAuthenticator(clientCAs *x509.CertPool, tokens ...authenticator.Token) a
 	return group.NewAuthenticatedGroupAdder(requestunion.New(chain...))
 }
 
-// NewAuthorizer returns the authorization chain: first allow wins, default deny.
-func NewAuthorizer() (authorizer.Authorizer, error) {
-	return union.New(
+// NewAuthorizer returns the authorization chain: first allow wins, default
+// deny. nodes, the Node authorizer (internal/auth/node), is the only source
+// of node agents' rights: the bootstrap policy grants system:nodes nothing
+// beyond what every authenticated user gets.
+//
+// rbac, when given, decides last: grants made through RBAC objects
+// (internal/auth/rbac), which the in-code policy only seeds.
+func NewAuthorizer(nodes authorizer.Authorizer, rbac ...authorizer.Authorizer) (authorizer.Authorizer, error) {
+	if nodes == nil {
+		return nil, errors.New("auth: the Node authorizer is required")
+	}
+	chain := []union.NamedAuthorizer{
 		union.NamedAuthorizer{AuthorizerName: "masters", Authorizer: authorizerfactory.NewPrivilegedGroups(MastersGroup)},
+		union.NamedAuthorizer{AuthorizerName: "node", Authorizer: nodes},
 		union.NamedAuthorizer{AuthorizerName: "bootstrap-policy", Authorizer: NewPolicyAuthorizer(BootstrapPolicy())},
-	)
+	}
+	for _, r := range rbac {
+		chain = append(chain, union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: r})
+	}
+	return union.New(chain...)
 }

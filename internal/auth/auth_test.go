@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/berth/berth/internal/auth/node"
 	"github.com/berth/berth/internal/pki"
 )
 
@@ -22,7 +23,7 @@ func TestCertificateAuthenticationAndMastersAuthorization(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cluster.ClientCA.Cert)
 	authn := NewAuthenticator(pool)
-	authz, err := NewAuthorizer()
+	authz, err := NewAuthorizer(node.NewAuthorizer(node.NewGraph()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +96,14 @@ func requestWithCert(t *testing.T, ca *pki.CA, id pki.Identity) *http.Request {
 }
 
 func TestBootstrapPolicy(t *testing.T) {
-	authz, err := NewAuthorizer()
+	authz, err := NewAuthorizer(node.NewAuthorizer(node.NewGraph()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	scheduler := &user.DefaultInfo{Name: SchedulerUser, Groups: []string{user.AllAuthenticated}}
 	controller := &user.DefaultInfo{Name: ControllerUser, Groups: []string{user.AllAuthenticated}}
 	someone := &user.DefaultInfo{Name: "someone", Groups: []string{user.AllAuthenticated}}
+	nodeA := &user.DefaultInfo{Name: node.UserPrefix + "node-a", Groups: []string{NodesGroup, user.AllAuthenticated}}
 	res := func(u user.Info, verb, group, resource, sub string) authorizer.AttributesRecord {
 		return authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: group, Resource: resource, Subresource: sub, Namespace: "default", Name: "x", ResourceRequest: true}
 	}
@@ -122,6 +124,10 @@ func TestBootstrapPolicy(t *testing.T) {
 		{"controller cannot exec", res(controller, "create", "", "pods", "exec"), false},
 		{"authenticated user discovers", authorizer.AttributesRecord{User: someone, Verb: "get", Path: "/apis/coordination.k8s.io/v1"}, true},
 		{"authenticated user cannot list pods", res(someone, "list", "", "pods", ""), false},
+		{"node registers through the node authorizer", res(nodeA, "create", "", "nodes", ""), true},
+		{"node gets no group-wide pod rights", res(nodeA, "list", "", "pods", ""), false},
+		{"node gets no group-wide secret rights", res(nodeA, "get", "", "secrets", ""), false},
+		{"node discovers", authorizer.AttributesRecord{User: nodeA, Verb: "get", Path: "/api"}, true},
 		{"authenticated user cannot read metrics path", authorizer.AttributesRecord{User: someone, Verb: "get", Path: "/metrics"}, false},
 	}
 	for _, tc := range cases {

@@ -57,17 +57,7 @@ func BootstrapPolicy() []Binding {
 			// it watches, patches and deletes any served resource by metadata.
 			rule([]string{"get", "list", "watch", "patch", "update", "delete"}, "*", "*"),
 		), Users: []string{ControllerUser}},
-		// Upstream's system:node role. It is wider than a node needs: the
-		// Node authorizer (issue 5) narrows each node to its own objects.
-		{Role: clusterRole("system:node",
-			rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
-			rule([]string{"get", "list", "watch", "create", "update", "patch", "delete"}, "", "nodes"),
-			rule([]string{"update", "patch"}, "", "nodes/status", "pods/status"),
-			rule([]string{"get", "list", "watch", "create", "delete"}, "", "pods"),
-			rule(read, "", "configmaps", "secrets", "services", "serviceaccounts", "persistentvolumeclaims"),
-			rule([]string{"create"}, "", "serviceaccounts/token", "pods/eviction"),
-			rule([]string{"get", "create", "update", "patch", "delete"}, "coordination.k8s.io", "leases"),
-			rule([]string{"create", "get", "list", "watch"}, "certificates.k8s.io", "certificatesigningrequests"),
-		), Groups: []string{NodesGroup}},
+		// No system:node role: nodes get exactly what the Node authorizer
+		// (internal/auth/node) grants each of them, and nothing by group.
 	}
 }

@@ -13,9 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/berth/berth/internal/admission/noderestriction"
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/atomicfile"
 	"github.com/berth/berth/internal/auth"
+	"github.com/berth/berth/internal/auth/node"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/store/etcd"
 )
@@ -62,7 +64,10 @@ func Run(ctx context.Context, cfg Config) error {
 
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(cluster.ClientCA.Cert)
-	authz, err := auth.NewAuthorizer()
+	// The Node authorizer's graph is fed through the API once it serves
+	// (startNodeGraph); until then nodes' reads of their pods' objects are refused.
+	nodeGraph := node.NewGraph()
+	authz, err := auth.NewAuthorizer(node.NewAuthorizer(nodeGraph))
 	if err != nil {
 		return err
 	}
@@ -81,6 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store:         st,
 		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn),
 		Authorizer:    authz,
+		Admission:     noderestriction.New(),
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       prometheus.NewRegistry(),
 	})
@@ -88,7 +94,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("api server: %w", err)
 	}
 	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
-	return serve(ctx, cfg, ln, handler, cluster, clientCAs, stopAPI, tokens)
+	return serve(ctx, cfg, ln, handler, cluster, clientCAs, stopAPI, nodeGraph, tokens)
 }
 
 // History kept in etcd: compacting every 5 minutes (kube-apiserver's
@@ -101,7 +107,7 @@ const (
 
 // serve runs the HTTPS server until ctx ends; stopAPI ends the API's long
 // requests (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), tokens *bootstrapTokens) error {
+func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -132,6 +138,10 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	if err != nil {
 		return err
 	}
+	waitGraph, err := startNodeGraph(compCtx, cfg, cluster, nodeGraph)
+	if err != nil {
+		return err
+	}
 	waitTokens := tokens.start(compCtx)
 	if err := ensureDefaultToken(compCtx, cfg, cluster); err != nil {
 		return err
@@ -156,6 +166,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	waitNode()
 	stopComponents()
 	waitComponents()
+	waitGraph()
 	waitTokens()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -163,6 +174,25 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// startNodeGraph keeps the Node authorizer's graph current through the
+// server's own endpoint, as the API server's own identity (system:apiserver),
+// so it sees every pod and CSR as stored. The returned wait blocks until it
+// has stopped after ctx ends.
+func startNodeGraph(ctx context.Context, cfg Config, cluster *pki.Cluster, graph *node.Graph) (wait func(), err error) {
+	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("node authorizer graph: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := graph.Run(ctx, client, cfg.Logger.With("component", "node-authorizer")); err != nil && ctx.Err() == nil {
+			cfg.Logger.Error("node authorizer graph stopped; nodes' reads of their pods' objects are refused", "err", err)
+		}
+	}()
+	return func() { <-done }, nil
 }
 
 func openStore(ctx context.Context, cfg Config) (*etcd.Store, error) {

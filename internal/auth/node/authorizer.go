@@ -19,7 +19,9 @@ type Authorizer struct {
 }
 
 // NewAuthorizer returns the Node authorizer over graph.
-func NewAuthorizer(graph *Graph) *Authorizer { return &Authorizer{graph: graph} }
+func NewAuthorizer(graph *Graph) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc((&Authorizer{graph: graph}).Authorize)
+}
 
 // request is one node's resource request being decided.
 type request struct {
