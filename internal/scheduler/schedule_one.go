@@ -13,41 +13,59 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// scheduleOne decides where the pod under key goes and assumes it there.
-// ok=false means there is nothing to bind now.
-func (s *Scheduler) scheduleOne(ctx context.Context, key string) (*v1.Pod, string, bool) {
+// scheduleOne decides where the pod under key goes and assumes it there. It
+// returns the API calls that carry the decision out (a binding, or the
+// record of why the pod fits nowhere), for the caller to run off the
+// scheduling loop; nil means there is nothing to do.
+func (s *Scheduler) scheduleOne(key string) func(context.Context) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		s.queue.Forget(key)
-		return nil, "", false
+		return nil
 	}
 	pod, err := s.pods.Pods(ns).Get(name)
 	if err != nil || !s.responsibleFor(pod) || s.cache.isAccounted(pod.UID) {
 		s.queue.Forget(key)
-		return nil, "", false
+		return nil
 	}
 	s.offset++
 	d := schedule(pod, s.cache.snapshot(spreadGroup(pod)), s.offset)
 	if d.node == "" {
-		s.markUnschedulable(ctx, key, pod, d.message())
-		return nil, "", false
+		msg := d.message()
+		s.waitForClusterChange(key, msg)
+		return func(ctx context.Context) { s.recordUnschedulable(ctx, key, pod, msg) }
 	}
 	s.cache.assume(pod, d.node)
-	return pod, d.node, true
+	return func(ctx context.Context) { s.bind(ctx, key, pod, d.node) }
 }
 
-func (s *Scheduler) markUnschedulable(ctx context.Context, key string, pod *v1.Pod, msg string) {
+// waitForClusterChange parks a pod that fits nowhere until a cluster event
+// (or the periodic retry) may let it fit.
+func (s *Scheduler) waitForClusterChange(key, msg string) {
 	s.mu.Lock()
 	s.unschedulable[key] = struct{}{}
 	s.mu.Unlock()
 	s.queue.AddAfter(key, unschedulableRetry)
 	s.log.Debug("pod unschedulable", "pod", key, "message", msg)
+}
 
+// recordUnschedulable tells the pod's owner why it fits nowhere: an event
+// and the PodScheduled=False condition, written only if the pod is still
+// the one judged (another scheduler may have bound it meanwhile, and that
+// binding's PodScheduled=True must not be overwritten).
+func (s *Scheduler) recordUnschedulable(ctx context.Context, key string, pod *v1.Pod, msg string) {
 	if cond := podCondition(pod, v1.PodScheduled); cond != nil && cond.Reason == v1.PodReasonUnschedulable && cond.Message == msg {
 		return // already says so; do not write the same status again
 	}
 	s.recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", msg)
-	if err := s.patchScheduledCondition(ctx, pod, v1.ConditionFalse, v1.PodReasonUnschedulable, msg); err != nil && !apierrors.IsNotFound(err) {
+	err := s.patchScheduledCondition(ctx, pod, v1.ConditionFalse, v1.PodReasonUnschedulable, msg)
+	switch {
+	case err == nil, apierrors.IsNotFound(err), ctx.Err() != nil:
+	case apierrors.IsConflict(err):
+		// The pod changed since it was judged; its update is on its way
+		// through the informer and brings it back to the queue if unbound.
+		s.log.Debug("pod changed before its unschedulable condition was written", "pod", key)
+	default:
 		s.log.Warn("recording unschedulable condition", "pod", key, "err", err)
 	}
 }
@@ -85,9 +103,14 @@ func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node stri
 }
 
 func (s *Scheduler) patchScheduledCondition(ctx context.Context, pod *v1.Pod, status v1.ConditionStatus, reason, msg string) error {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.PodCondition{{
-		Type: v1.PodScheduled, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
-	}}}})
+	// The resourceVersion makes the patch conditional on the pod being
+	// exactly as judged (409 otherwise).
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
+		"status": map[string]any{"conditions": []v1.PodCondition{{
+			Type: v1.PodScheduled, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
+		}}},
+	})
 	if err != nil {
 		return err
 	}

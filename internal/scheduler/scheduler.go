@@ -40,7 +40,8 @@ type Config struct {
 	Client kubernetes.Interface
 	// Name is the spec.schedulerName this scheduler serves.
 	Name string
-	// BindWorkers bounds concurrent binding calls.
+	// BindWorkers bounds concurrent API calls that carry out decisions
+	// (bindings, unschedulable conditions).
 	BindWorkers int
 	Logger      *slog.Logger
 }
@@ -94,15 +95,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer broadcaster.Shutdown()
 	s.recorder = broadcaster.NewRecorder(scheme.Scheme, s.cfg.Name)
 
-	if err := s.registerHandlers(); err != nil {
+	synced, err := s.registerHandlers()
+	if err != nil {
 		return err
 	}
 	s.factory.Start(ctx.Done())
 	defer s.factory.Shutdown()
-	for typ, ok := range s.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("scheduler: %v informer did not sync: %w", typ, ctx.Err())
-		}
+	// The handlers, not just the informers' stores, must have seen every
+	// initial object: a decision made earlier would miss nodes or bound pods.
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("scheduler: informers did not sync: %w", ctx.Err())
 	}
 	s.log.Info("scheduler started", "name", s.cfg.Name)
 
@@ -118,8 +120,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if shutdown {
 			return nil
 		}
-		pod, node, ok := s.scheduleOne(ctx, key)
-		if !ok {
+		apiCalls := s.scheduleOne(key)
+		if apiCalls == nil {
 			s.queue.Done(key)
 			continue
 		}
@@ -127,13 +129,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		inflight.Add(1)
 		go func() {
 			defer func() { <-binds; inflight.Done(); s.queue.Done(key) }()
-			s.bind(ctx, key, pod, node)
+			apiCalls(ctx)
 		}()
 	}
 }
 
-func (s *Scheduler) registerHandlers() error {
-	if _, err := s.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+// registerHandlers feeds the cache and the queue from the informers and
+// returns when each handler has processed the initial list.
+func (s *Scheduler) registerHandlers() ([]cache.InformerSynced, error) {
+	pods, err := s.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onPod(obj.(*v1.Pod)) },
 		UpdateFunc: func(_, obj any) { s.onPod(obj.(*v1.Pod)) },
 		DeleteFunc: func(obj any) {
@@ -145,10 +149,11 @@ func (s *Scheduler) registerHandlers() error {
 				s.retryUnschedulable()
 			}
 		},
-	}); err != nil {
-		return fmt.Errorf("scheduler: pod handler: %w", err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: pod handler: %w", err)
 	}
-	if _, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodes, err := s.factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.cache.setNode(obj.(*v1.Node)); s.retryUnschedulable() },
 		UpdateFunc: func(_, obj any) { s.cache.setNode(obj.(*v1.Node)); s.retryUnschedulable() },
 		DeleteFunc: func(obj any) {
@@ -159,10 +164,11 @@ func (s *Scheduler) registerHandlers() error {
 				s.cache.removeNode(node.Name)
 			}
 		},
-	}); err != nil {
-		return fmt.Errorf("scheduler: node handler: %w", err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: node handler: %w", err)
 	}
-	return nil
+	return []cache.InformerSynced{pods.HasSynced, nodes.HasSynced}, nil
 }
 
 func (s *Scheduler) onPod(pod *v1.Pod) {
