@@ -84,7 +84,11 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	factory := metadatainformer.NewSharedInformerFactory(c.cfg.Metadata, 0)
 	for _, r := range resources {
-		if _, err := factory.ForResource(r.resource).Informer().AddEventHandler(c.handler(r)); err != nil {
+		informer := factory.ForResource(r.resource).Informer()
+		if err := informer.SetTransform(keepCollectionMetadata); err != nil {
+			return fmt.Errorf("garbage collector: watch %s: %w", r.resource, err)
+		}
+		if _, err := informer.AddEventHandler(c.handler(r)); err != nil {
 			return fmt.Errorf("garbage collector: watch %s: %w", r.resource, err)
 		}
 	}
