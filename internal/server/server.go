@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/berth/berth/internal/admission/noderestriction"
 	"github.com/berth/berth/internal/apiserver"
@@ -67,7 +68,11 @@ func Run(ctx context.Context, cfg Config) error {
 	// The Node authorizer's graph is fed through the API once it serves
 	// (startNodeGraph); until then nodes' reads of their pods' objects are refused.
 	nodeGraph := node.NewGraph()
-	authz, err := auth.NewAuthorizer(node.NewAuthorizer(nodeGraph))
+	access, err := newRBACPolicy(cfg, cluster)
+	if err != nil {
+		return err
+	}
+	authz, err := auth.NewAuthorizer(node.NewAuthorizer(nodeGraph), access.Authorizer)
 	if err != nil {
 		return err
 	}
@@ -79,21 +84,34 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	auditLog, err := openAuditing(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := auditLog.close(); err != nil {
+			log.Warn("closing the audit log", "err", err)
+		}
+	}()
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	defer stopAPI()
-	handler, err := apiserver.New(apiCtx, apiserver.Config{
+	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
 		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn),
 		Authorizer:    authz,
-		Admission:     noderestriction.New(),
+		Admission:     admission.NewChainHandler(noderestriction.New(), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       prometheus.NewRegistry(),
-	})
+	}
+	auditLog.configure(&apiCfg)
+	handler, err := apiserver.New(apiCtx, apiCfg)
 	if err != nil {
 		return fmt.Errorf("api server: %w", err)
 	}
 	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
+	waitRBAC := access.start(apiCtx)
+	defer func() { stopAPI(); waitRBAC() }()
 	return serve(ctx, cfg, ln, handler, cluster, clientCAs, stopAPI, nodeGraph, tokens)
 }
 
