@@ -1,0 +1,154 @@
+package serviceaccount
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// objects is a map-backed Objects for the authenticator's unit tests.
+type objects struct {
+	sas  map[string]*corev1.ServiceAccount
+	pods map[string]*corev1.Pod
+}
+
+func (o *objects) ServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+	if sa, ok := o.sas[ns+"/"+name]; ok {
+		return sa, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccounts"}, name)
+}
+
+func (o *objects) Pod(_ context.Context, ns, name string) (*corev1.Pod, error) {
+	if p, ok := o.pods[ns+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+}
+
+func meta(ns, name, uid string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}
+}
+
+func TestKeyIsCreatedOnceAndReused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sa.key")
+	first, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Equal(again) {
+		t.Fatal("a second load made a new key: tokens would not survive a restart")
+	}
+}
+
+func TestTokensAreBoundToTheirObjects(t *testing.T) {
+	key, err := LoadOrCreateKey(filepath.Join(t.TempDir(), "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	issuer, err := NewIssuer(key, DefaultIssuer, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: meta("team", "robot", "sa-1")}
+	pod := &corev1.Pod{ObjectMeta: meta("team", "web", "pod-1")}
+	objs := &objects{sas: map[string]*corev1.ServiceAccount{"team/robot": sa}, pods: map[string]*corev1.Pod{"team/web": pod}}
+	authn := NewAuthenticator(&key.PublicKey, DefaultIssuer, []string{DefaultIssuer}, objs, clock, slog.New(slog.DiscardHandler))
+
+	token, expires, err := issuer.Issue(sa, pod, []string{DefaultIssuer}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !expires.Equal(now.Add(time.Hour)) {
+		t.Errorf("expires %v", expires)
+	}
+	resp, ok, err := authn.AuthenticateToken(context.Background(), token)
+	if err != nil || !ok {
+		t.Fatalf("fresh token: %v %v", ok, err)
+	}
+	u := resp.User
+	if u.GetName() != "system:serviceaccount:team:robot" || u.GetUID() != "sa-1" ||
+		!slices.Equal(u.GetGroups(), []string{"system:serviceaccounts", "system:serviceaccounts:team"}) ||
+		!slices.Equal(u.GetExtra()["authentication.kubernetes.io/pod-name"], []string{"web"}) {
+		t.Errorf("user %+v", u)
+	}
+
+	foreignKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	forger, _ := NewIssuer(foreignKey, DefaultIssuer, clock)
+	forged, _, _ := forger.Issue(sa, pod, []string{DefaultIssuer}, time.Hour)
+	otherAudience, _, _ := issuer.Issue(sa, pod, []string{"vault"}, time.Hour)
+	elsewhere, _ := NewIssuer(foreignKey, "https://other.example", clock)
+	otherIssuer, _, _ := elsewhere.Issue(sa, pod, []string{DefaultIssuer}, time.Hour)
+	parts := strings.Split(token, ".")
+	flipped := "A"
+	if parts[2][0] == 'A' {
+		flipped = "B"
+	}
+	tampered := parts[0] + "." + parts[1] + "." + flipped + parts[2][1:] // a signature that does not match
+
+	refused := []struct {
+		name   string
+		token  string
+		change func()
+		undo   func()
+	}{
+		{name: "signed by another key", token: forged},
+		{name: "for another audience", token: otherAudience},
+		{name: "tampered with", token: tampered},
+		{name: "expired", token: token, change: func() { now = now.Add(time.Hour + time.Second) }, undo: func() { now = now.Add(-time.Hour - time.Second) }},
+		{name: "service account deleted", token: token, change: func() { delete(objs.sas, "team/robot") }, undo: func() { objs.sas["team/robot"] = sa }},
+		{name: "service account recreated", token: token,
+			change: func() { objs.sas["team/robot"] = &corev1.ServiceAccount{ObjectMeta: meta("team", "robot", "sa-2")} },
+			undo:   func() { objs.sas["team/robot"] = sa }},
+		{name: "pod deleted", token: token, change: func() { delete(objs.pods, "team/web") }, undo: func() { objs.pods["team/web"] = pod }},
+		{name: "pod recreated", token: token,
+			change: func() { objs.pods["team/web"] = &corev1.Pod{ObjectMeta: meta("team", "web", "pod-2")} },
+			undo:   func() { objs.pods["team/web"] = pod }},
+		{name: "pod terminating", token: token,
+			change: func() {
+				p := pod.DeepCopy()
+				p.DeletionTimestamp = &metav1.Time{Time: now}
+				objs.pods["team/web"] = p
+			},
+			undo: func() { objs.pods["team/web"] = pod }},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.change != nil {
+				tc.change()
+				defer tc.undo()
+			}
+			if resp, ok, err := authn.AuthenticateToken(context.Background(), tc.token); ok || err == nil {
+				t.Fatalf("accepted (%v, %v, %v)", resp, ok, err)
+			}
+		})
+	}
+	// Not ours: left to the other authenticators, without an error.
+	for name, tok := range map[string]string{"another issuer": otherIssuer, "a bootstrap token": "abcdef.0123456789abcdef", "garbage": "a.b.c"} {
+		if _, ok, err := authn.AuthenticateToken(context.Background(), tok); ok || err != nil {
+			t.Errorf("%s: ok=%v err=%v, want no opinion", name, ok, err)
+		}
+	}
+	if _, ok, err := authn.AuthenticateToken(context.Background(), token); !ok || err != nil {
+		t.Fatalf("the token after the refusals were undone: %v %v", ok, err)
+	}
+}
