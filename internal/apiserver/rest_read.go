@@ -33,6 +33,7 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	if err != nil {
 		return nil, err
 	}
+	objs = viewObjects(r.viewFor(ctx), objs)
 	list := r.res.newList()
 	if err := meta.SetList(list, objs); err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -51,7 +52,7 @@ func (r *resourceREST) Watch(ctx context.Context, options *metainternalversion.L
 	if options == nil {
 		options = &metainternalversion.ListOptions{}
 	}
-	return r.reader.Watch(ctx, watchQuery{
+	w, err := r.reader.Watch(ctx, watchQuery{
 		Namespace:         genericapirequest.NamespaceValue(ctx),
 		Label:             options.LabelSelector,
 		Field:             options.FieldSelector,
@@ -59,6 +60,10 @@ func (r *resourceREST) Watch(ctx context.Context, options *metainternalversion.L
 		SendInitialEvents: options.SendInitialEvents,
 		AllowBookmarks:    options.AllowWatchBookmarks,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return viewWatch(r.viewFor(ctx), w), nil
 }
 
 // ConvertToTable implements rest.TableConvertor.

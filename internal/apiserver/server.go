@@ -70,6 +70,14 @@ type Config struct {
 	// those subresources into 503s.
 	NodeTransport http.RoundTripper
 
+	// ReadView, when set, may change what a requester reads (get, list,
+	// watch): nodes get their view of pods (internal/auth/node.PodView).
+	ReadView ReadView
+
+	// ServiceAccountTokens, when set, serves serviceaccounts/token
+	// (TokenRequest); without it that subresource answers 503.
+	ServiceAccountTokens *ServiceAccountTokens
+
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
 	newReader readerFactory
@@ -193,6 +201,8 @@ type apiSet struct {
 	nsController *namespaceController
 	// nodeTransport is Config.NodeTransport, for the connect subresources.
 	nodeTransport http.RoundTripper
+	// serviceAccountTokens is Config.ServiceAccountTokens, for serviceaccounts/token.
+	serviceAccountTokens *ServiceAccountTokens
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
@@ -209,7 +219,8 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		maxBody: cfg.MaxRequestBodyBytes, minRequestTimeout: cfg.MinRequestTimeout,
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 	}
-	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger), nodeTransport: cfg.NodeTransport}
+	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger), nodeTransport: cfg.NodeTransport,
+		serviceAccountTokens: cfg.ServiceAccountTokens}
 	stores := map[string]*resourceREST{}
 	for _, res := range served {
 		r, err := newResourceREST(ctx, cfg, c, res, tableConvertor)
@@ -251,7 +262,7 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 }
 
 func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, table rest.TableConvertor) (*resourceREST, error) {
-	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String())}
+	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String()), readView: cfg.ReadView}
 	reader, err := cfg.newReader(ctx, readerSpec{
 		Store:       cfg.Store,
 		Resource:    res.gvr.GroupResource(),

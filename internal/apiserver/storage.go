@@ -27,6 +27,8 @@ type objectStore struct {
 	reader collectionReader
 	codecs codecs
 	logger *slog.Logger
+	// readView is Config.ReadView: how a requester sees what it reads.
+	readView ReadView
 }
 
 func (s *objectStore) groupResource() schema.GroupResource { return s.res.gvr.GroupResource() }
@@ -115,7 +117,13 @@ func (s *objectStore) storeError(err error, name string) error {
 // Get implements rest.Getter.
 func (s *objectStore) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
 	obj, _, err := s.get(ctx, name)
-	return obj, err
+	if err != nil {
+		return nil, err
+	}
+	if view := s.viewFor(ctx); view != nil {
+		obj = view(obj)
+	}
+	return obj, nil
 }
 
 // New and Destroy implement rest.Storage.

@@ -100,6 +100,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store:         st,
 		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn),
 		Authorizer:    authz,
+		ReadView:      node.PodView,
 		Admission:     admission.NewChainHandler(noderestriction.New(), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       prometheus.NewRegistry(),

@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +64,7 @@ func newCluster(t *testing.T) *cluster {
 		Authenticator: auth.NewAuthenticator(clientCAs),
 		Authorizer:    authz,
 		Admission:     noderestriction.New(),
+		ReadView:      node.PodView,
 		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -161,12 +164,14 @@ func register(ctx context.Context, t *testing.T, c kubernetes.Interface, name st
 	}
 }
 
-// podUsing is a pod bound to node that mounts secret and takes env from configMap.
-func podUsing(name, node, secret, configMap string) *corev1.Pod {
+// podUsing is a pod bound to nodeName that mounts secret and takes env from configMap.
+func podUsing(name, nodeName, secret, configMap string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{
+			node.PrivateAnnotationPrefix + "hint": "for berth only", publicAnnotation: "for all",
+		}},
 		Spec: corev1.PodSpec{
-			NodeName:           node,
+			NodeName:           nodeName,
 			ServiceAccountName: "default",
 			Volumes:            []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
 			Containers: []corev1.Container{{Name: "c", Image: "busybox", EnvFrom: []corev1.EnvFromSource{
@@ -174,6 +179,30 @@ func podUsing(name, node, secret, configMap string) *corev1.Pod {
 			}}},
 		},
 	}
+}
+
+const publicAnnotation = "example.com/owner"
+
+// nodeView checks that pod is as a node must see it: no managedFields, no
+// berth-private annotations, the public ones kept. With asStored it checks
+// the opposite: everything there.
+func nodeView(pod *corev1.Pod, asStored bool) error {
+	private := 0
+	for k := range pod.Annotations {
+		if strings.HasPrefix(k, node.PrivateAnnotationPrefix) {
+			private++
+		}
+	}
+	hidden := len(pod.ManagedFields) == 0 && private == 0
+	switch {
+	case pod.Annotations[publicAnnotation] == "":
+		return fmt.Errorf("pod %s lost its public annotation: %v", pod.Name, pod.Annotations)
+	case asStored && hidden:
+		return fmt.Errorf("pod %s is missing managedFields or private annotations: %d, %v", pod.Name, len(pod.ManagedFields), pod.Annotations)
+	case !asStored && !hidden:
+		return fmt.Errorf("node sees pod %s with %d managedFields and annotations %v", pod.Name, len(pod.ManagedFields), pod.Annotations)
+	}
+	return nil
 }
 
 // csrFor is a node client certificate request for name.

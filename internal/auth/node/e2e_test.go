@@ -221,6 +221,13 @@ func TestNodeAccess(t *testing.T) {
 		{"node-a deletes its terminating pod", nodeA, pods(nodeA).delete("pod-a-done"), 0},
 		{"node-b reads its pod's secret", nodeB, getSecret(nodeB, "secret-b"), 0},
 		{"the admin lists all pods", admin, pods(admin).list(metav1.ListOptions{}), 0},
+
+		// What a node sees of its pods: no managedFields, no private annotations.
+		{"node-a gets its pod in the node's view", nodeA, pods(nodeA).getView("pod-a", false), 0},
+		{"node-a lists its pods in the node's view", nodeA, pods(nodeA).listView(onNode("node-a"), false), 0},
+		{"node-a watches its pods in the node's view", nodeA, pods(nodeA).watchView(onNode("node-a"), false), 0},
+		{"the admin gets the pod as stored", admin, pods(admin).getView("pod-a", true), 0},
+		{"the admin watches the pods as stored", admin, pods(admin).watchView(onNode("node-a"), true), 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -356,6 +363,54 @@ func (p podsAPI) watch(opts metav1.ListOptions) func(context.Context) error {
 			return apierrors.FromObject(ev.Object)
 		}
 		return nil
+	}
+}
+
+func (p podsAPI) getView(name string, asStored bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		pod, err := p.pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return nodeView(pod, asStored)
+	}
+}
+
+func (p podsAPI) listView(opts metav1.ListOptions, asStored bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		list, err := p.pods.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if len(list.Items) == 0 {
+			return errors.New("listed no pods")
+		}
+		for i := range list.Items {
+			if err := nodeView(&list.Items[i], asStored); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// watchView checks the first event's pod, then one sent after an update.
+func (p podsAPI) watchView(opts metav1.ListOptions, asStored bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		w, err := p.pods.Watch(ctx, opts)
+		if err != nil {
+			return err
+		}
+		defer w.Stop()
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			return errors.New("watch closed before its first event")
+		}
+		pod, isPod := ev.Object.(*corev1.Pod)
+		if !isPod {
+			return fmt.Errorf("first event %s carries %T", ev.Type, ev.Object)
+		}
+		return nodeView(pod, asStored)
 	}
 }
 
