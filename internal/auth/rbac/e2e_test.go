@@ -1,0 +1,311 @@
+package rbac_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth/berth/internal/auth/rbac"
+	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/server"
+	"github.com/berth/berth/internal/testkit/kubectltest"
+)
+
+func TestMain(m *testing.M) {
+	kubectltest.RunIfChild()
+	os.Exit(m.Run())
+}
+
+// berth is a real `berth server` (in-process, no local agent) and kubectl
+// runs against it with the kubeconfig of one user or another.
+type berth struct {
+	t       *testing.T
+	dataDir string
+	url     string
+	kubectl *kubectltest.Runner
+	admin   kubernetes.Interface
+}
+
+func startBerth(t *testing.T) *berth {
+	t.Helper()
+	dataDir := t.TempDir()
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Run(ctx, server.Config{DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true,
+			AuditLogPath: filepath.Join(dataDir, "audit.log"),
+			Logger:       slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	b := &berth{t: t, dataDir: dataDir, url: "https://127.0.0.1:" + strconv.Itoa(port)}
+	b.kubectl = kubectltest.New(t, b.url)
+	adminKubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
+	waitFor(t, "the admin kubeconfig and the default roles", func() bool {
+		if b.admin == nil {
+			cfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
+			if err != nil {
+				return false
+			}
+			b.admin = kubernetes.NewForConfigOrDie(cfg)
+		}
+		view, err := b.admin.RbacV1().ClusterRoles().Get(context.Background(), "view", metav1.GetOptions{})
+		return err == nil && view.Labels[rbac.BootstrappingLabel] == rbac.BootstrappingValue
+	})
+	return b
+}
+
+// kubeconfigFor writes a kubeconfig with a client certificate for id.
+func (b *berth) kubeconfigFor(id pki.Identity) string {
+	b.t.Helper()
+	cluster, err := pki.LoadOrCreateCluster(filepath.Join(b.dataDir, "pki"), pki.DefaultServingNames([]string{"127.0.0.1"}))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	kc, err := cluster.ClientKubeconfig(b.url, id)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	path := filepath.Join(b.t.TempDir(), id.CommonName+".kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		b.t.Fatal(err)
+	}
+	return path
+}
+
+// as runs kubectl with kubeconfig (the runner's own flag comes first, and
+// kubectl takes the last one given).
+func (b *berth) as(kubeconfig string, args ...string) (string, bool) {
+	b.t.Helper()
+	return b.kubectl.Run("", nil, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+}
+
+func (b *berth) mustAs(kubeconfig string, args ...string) string {
+	b.t.Helper()
+	out, ok := b.as(kubeconfig, args...)
+	if !ok {
+		b.t.Fatalf("kubectl %s: %s", strings.Join(args, " "), out)
+	}
+	return out
+}
+
+func (b *berth) forbiddenAs(kubeconfig string, args ...string) string {
+	b.t.Helper()
+	out, ok := b.as(kubeconfig, args...)
+	if ok || !strings.Contains(out, "forbidden") {
+		b.t.Fatalf("kubectl %s: want forbidden, got (ok=%v): %s", strings.Join(args, " "), ok, out)
+	}
+	return out
+}
+
+// An operator grants a monitoring user read-only watch of pods across
+// nodes and namespaces with kubectl; the grant is exactly that, cannot be
+// widened by the user, and goes away with its binding.
+func TestOperatorGrantsMonitoringReadOnlyPods(t *testing.T) {
+	b := startBerth(t)
+	ctx := context.Background()
+	admin := filepath.Join(b.dataDir, "admin.kubeconfig")
+	monitorID := pki.Identity{CommonName: "monitor", Client: true}
+	monitor := b.kubeconfigFor(monitorID)
+
+	for _, ns := range []string{"team-a", "team-b"} {
+		b.mustAs(admin, "create", "namespace", ns)
+		b.mustAs(admin, "-n", ns, "run", "web-"+ns, "--image=busybox", "--restart=Never")
+	}
+	b.mustAs(admin, "-n", "team-a", "create", "secret", "generic", "db", "--from-literal=password=hunter2")
+
+	// Before any grant: authenticated, but nothing beyond discovery.
+	b.forbiddenAs(monitor, "get", "pods", "-A")
+	if out, _ := b.as(monitor, "auth", "can-i", "list", "pods", "-A"); lastLine(out) != "no" {
+		t.Fatalf("can-i list pods before the grant: %q", out)
+	}
+
+	b.mustAs(admin, "create", "clusterrole", "pod-watcher", "--verb=get,list,watch", "--resource=pods")
+	b.mustAs(admin, "create", "clusterrolebinding", "monitoring", "--clusterrole=pod-watcher", "--user=monitor")
+
+	waitFor(t, "the monitor to list pods in every namespace", func() bool {
+		out, ok := b.as(monitor, "get", "pods", "-A", "-o", "name")
+		return ok && strings.Contains(out, "pod/web-team-a") && strings.Contains(out, "pod/web-team-b")
+	})
+	for verb, want := range map[string]string{"list": "yes", "watch": "yes", "get": "yes", "create": "no", "delete": "no"} {
+		if out, _ := b.as(monitor, "auth", "can-i", verb, "pods", "-A"); lastLine(out) != want {
+			t.Errorf("can-i %s pods -A = %q, want %s", verb, out, want)
+		}
+	}
+	watchPodsAcrossNamespaces(t, b.clientFor(monitorID))
+
+	b.forbiddenAs(monitor, "-n", "team-a", "get", "secrets")
+	b.forbiddenAs(monitor, "-n", "team-a", "get", "secret", "db")
+	b.forbiddenAs(monitor, "-n", "team-a", "run", "intruder", "--image=busybox", "--restart=Never")
+	b.forbiddenAs(monitor, "-n", "team-b", "delete", "pod", "web-team-b")
+	b.forbiddenAs(monitor, "-n", "team-a", "delete", "secret", "db")
+	for _, ns := range []string{"team-a", "team-b"} {
+		if _, err := b.admin.CoreV1().Pods(ns).Get(ctx, "web-"+ns, metav1.GetOptions{}); err != nil {
+			t.Errorf("pod in %s after the monitor's refused delete: %v", ns, err)
+		}
+	}
+	if _, err := b.admin.CoreV1().Pods("team-a").Get(ctx, "intruder", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("refused create left a pod: %v", err)
+	}
+
+	// Escalation: even allowed to write RBAC objects, the monitor cannot
+	// grant what it does not hold.
+	b.mustAs(admin, "create", "clusterrole", "rbac-writer", "--verb=create,update", "--resource=clusterroles,clusterrolebindings,roles,rolebindings")
+	b.mustAs(admin, "create", "clusterrolebinding", "monitor-writes-rbac", "--clusterrole=rbac-writer", "--user=monitor")
+	var canI string
+	waitFor(t, "the monitor to be allowed to create clusterroles", func() bool {
+		canI, _ = b.as(monitor, "auth", "can-i", "create", "clusterroles")
+		return lastLine(canI) == "yes"
+	}, &canI)
+	out := b.forbiddenAs(monitor, "create", "clusterrole", "secret-reader", "--verb=get", "--resource=secrets")
+	if !strings.Contains(out, "not currently held") {
+		t.Errorf("escalating role refused without saying why: %s", out)
+	}
+	b.forbiddenAs(monitor, "create", "clusterrolebinding", "monitor-is-admin", "--clusterrole=cluster-admin", "--user=monitor")
+	b.forbiddenAs(monitor, "-n", "team-a", "create", "rolebinding", "monitor-edits", "--clusterrole=edit", "--user=monitor")
+	for _, name := range []string{"secret-reader"} {
+		if _, err := b.admin.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("refused clusterrole %s exists: %v", name, err)
+		}
+	}
+	if _, err := b.admin.RbacV1().ClusterRoleBindings().Get(ctx, "monitor-is-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("refused binding exists: %v", err)
+	}
+	// Within what it holds, it may.
+	b.mustAs(monitor, "create", "clusterrole", "pod-lister", "--verb=list", "--resource=pods")
+
+	// Revocation: deleting the binding takes the access away.
+	b.mustAs(admin, "delete", "clusterrolebinding", "monitoring")
+	waitFor(t, "the monitor to lose pod access", func() bool {
+		out, ok := b.as(monitor, "get", "pods", "-A")
+		return !ok && strings.Contains(out, "forbidden")
+	})
+
+	// The audit log (--audit-log-path) has the grant, the refused
+	// escalation and the revocation, each with who, what and the outcome.
+	log := readAuditLog(t, filepath.Join(b.dataDir, "audit.log"))
+	for _, want := range []string{
+		"berth-admin create clusterrolebindings monitoring 201",
+		"monitor create clusterroles secret-reader 403",
+		"monitor get secrets db 403",
+		"berth-admin delete clusterrolebindings monitoring 200",
+	} {
+		if !log[want] {
+			t.Errorf("audit log lacks %q", want)
+		}
+	}
+}
+
+// readAuditLog returns "user verb resource name code" of each event.
+func readAuditLog(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev auditv1.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit line is not JSON: %v: %s", err, line)
+		}
+		if ev.ObjectRef == nil || ev.ResponseStatus == nil {
+			continue
+		}
+		seen[fmt.Sprintf("%s %s %s %s %d", ev.User.Username, ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Name, ev.ResponseStatus.Code)] = true
+	}
+	return seen
+}
+
+// watchPodsAcrossNamespaces watches pods in all namespaces as the client
+// and expects both teams' pods.
+func watchPodsAcrossNamespaces(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w, err := c.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch pods across namespaces: %v", err)
+	}
+	defer w.Stop()
+	seen := map[string]bool{}
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Added {
+			continue
+		}
+		if p, ok := ev.Object.(*corev1.Pod); ok {
+			seen[p.Namespace+"/"+p.Name] = true
+		}
+		if seen["team-a/web-team-a"] && seen["team-b/web-team-b"] {
+			return
+		}
+	}
+	t.Fatalf("watch ended having seen only %v", seen)
+}
+
+func (b *berth) clientFor(id pki.Identity) kubernetes.Interface {
+	b.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfigFor(id))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitFor polls cond; on timeout it shows the last of lastSeen, if given.
+func waitFor(t *testing.T, what string, cond func() bool, lastSeen ...*string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		for _, s := range lastSeen {
+			t.Logf("last seen: %s", *s)
+		}
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
