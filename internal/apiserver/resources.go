@@ -73,7 +73,7 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", shortNames: []string{"sa"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.ServiceAccount{} }, newList: func() runtime.Object { return &corev1.ServiceAccountList{} },
-			rules: kindRules{},
+			rules: kindRules{}, subresources: []string{"token"},
 		},
 		{
 			gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true,

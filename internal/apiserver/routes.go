@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,6 +60,9 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 					a.writeError(err, corev1.SchemeGroupVersion, w, req)
 				}}
 			ep, err = connector.endpoint(sub)
+		case "token":
+			tokens := &tokenREST{serviceAccounts: r, pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()], tokens: a.serviceAccountTokens}
+			ep, err = f.createEndpoint(res, sub, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), tokens, r)
 		case "eviction":
 			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r}, r)
 		default:

@@ -48,7 +48,8 @@ func core() []Resource {
 		{Version: "v1", Resource: "secrets", Kind: "Secret", SingularName: "secret", Namespaced: true,
 			Verbs: crudVerbs},
 		{Version: "v1", Resource: "serviceaccounts", Kind: "ServiceAccount", SingularName: "serviceaccount", Namespaced: true,
-			Verbs: crudVerbs, ShortNames: []string{"sa"}},
+			Verbs: crudVerbs, ShortNames: []string{"sa"},
+			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Verbs: []string{"create"}}}},
 	}
 }
 
