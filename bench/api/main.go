@@ -171,15 +171,20 @@ func buildBerth(ctx context.Context) (string, error) {
 	return bin, nil
 }
 
-// commandLine is how this run was invoked, as a go run command line.
+// commandLine is how this run was invoked, as a go run command line with
+// the flags that were set (bar --note, which the report prints as text).
 func commandLine() string {
 	args := []string{"go", "run", "./bench/api"}
-	for _, a := range os.Args[1:] {
-		if a == "" || strings.HasSuffix(a, "=") {
-			a += `""` // keep empty values visible: --out ""
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "note" {
+			return
 		}
-		args = append(args, a)
-	}
+		v := f.Value.String()
+		if v == "" {
+			v = `""`
+		}
+		args = append(args, "--"+f.Name+"="+v)
+	})
 	return strings.Join(args, " ")
 }
 
