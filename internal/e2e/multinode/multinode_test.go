@@ -1,0 +1,374 @@
+package multinode
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/agent/podnet"
+	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/registry"
+)
+
+var nodeNames = []string{"node-a", "node-b", "node-c"}
+
+// cluster is what the test started.
+type cluster struct {
+	t        *testing.T
+	lan      *lan
+	client   kubernetes.Interface
+	procs    []*process
+	agentDir map[string]string // node → the agent's data directory
+}
+
+// TestPodsReachEachOtherAcrossNodes: one server and three nodes, each node
+// in its own network namespace on a shared bridge.
+// The nodes get distinct podCIDRs, each agent routes to the other two, and
+// a busybox client on node-b and one on node-c fetch the index of an httpd pod on
+// node-a by its pod IP.
+func TestPodsReachEachOtherAcrossNodes(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic,
+		hostcheck.Overlayfs, hostcheck.Gcc, hostcheck.IPRoute2, hostcheck.Nsenter)
+	c := startCluster(t)
+	ctx := context.Background()
+
+	cidrs := c.waitNodesReady(ctx)
+	for _, node := range nodeNames {
+		c.waitRoutes(node, cidrs)
+	}
+
+	httpd := c.runPod(ctx, "httpd", "node-a", corev1.RestartPolicyAlways, images.Httpd, nil)
+	c.waitPod(ctx, httpd, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && allReady(p)
+	})
+	server, _ := c.client.CoreV1().Pods("default").Get(ctx, httpd, metav1.GetOptions{})
+	if !cidrs["node-a"].Contains(netip.MustParseAddr(server.Status.PodIP)) {
+		t.Fatalf("httpd pod IP %s is not in node-a's podCIDR %s", server.Status.PodIP, cidrs["node-a"])
+	}
+
+	for _, node := range []string{"node-b", "node-c"} {
+		// nc rather than wget: Debian's static busybox wget segfaults.
+		name := c.runPod(ctx, "client-"+strings.TrimPrefix(node, "node-"), node, corev1.RestartPolicyNever, images.Busybox,
+			[]string{"sh", "-c", `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 20 "$0" 80`, server.Status.PodIP})
+		c.waitPod(ctx, name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		if got := c.containerLog(node, name); !strings.Contains(got, strings.TrimSpace(images.HttpdIndex)) {
+			t.Fatalf("%s on %s: log %q lacks the httpd index %q\n%s", name, node, got, images.HttpdIndex, c.tails())
+		}
+		p, _ := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if ip := p.Status.PodIP; ip != "" && !cidrs[node].Contains(netip.MustParseAddr(ip)) {
+			t.Errorf("%s's pod IP %s is not in %s's podCIDR %s", name, ip, node, cidrs[node])
+		}
+	}
+}
+
+// startCluster builds the network, the registry, the server and the nodes.
+func startCluster(t *testing.T) *cluster {
+	work, err := os.MkdirTemp("", "bmn-") // short: unix socket paths live under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(work); err != nil {
+			t.Errorf("remove %s: %v", work, err)
+		}
+	})
+	l := newLAN(t, nodeNames...)
+	t.Cleanup(func() {
+		var nss []string
+		for _, node := range nodeNames {
+			nss = append(nss, l.nodeNS[node])
+		}
+		sweep(t, work, nss)
+	})
+	logDir := filepath.Join(work, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	catalogue, err := images.Catalogue(context.Background(), images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := registry.Start(t)
+	registry.Push(t, host, images.Set{
+		"registry.k8s.io/pause:3.9": catalogue[images.Pause],
+		images.Busybox:              catalogue[images.Busybox],
+		images.Httpd:                catalogue[images.Httpd],
+	})
+	mirror := forward(t, l.bridgeNS, lanGateway+":0", host)
+
+	c := &cluster{t: t, lan: l, agentDir: map[string]string{}}
+	serverDir := filepath.Join(work, "server")
+	apiURL := "https://" + lanGateway + ":6443"
+	c.procs = append(c.procs, start(t, "server", l.bridgeNS, logDir, "server", "--data-dir", serverDir,
+		"--bind-address", lanGateway, "--port", "6443", "--tls-san", lanGateway, "--disable-agent"))
+	c.waitFile(filepath.Join(serverDir, "admin.kubeconfig"))
+	c.client = c.adminClient(filepath.Join(serverDir, "admin.kubeconfig"))
+
+	for _, node := range nodeNames {
+		dir := filepath.Join(work, node)
+		socket := filepath.Join(dir, "cri.sock")
+		c.procs = append(c.procs, start(t, node+"-runtime", l.nodeNS[node], logDir, "runtime",
+			"--root", filepath.Join(dir, "root"), "--state-dir", filepath.Join(dir, "state"),
+			"--listen", "unix://"+socket, "--cni-conf-dir", filepath.Join(dir, "net.d"), "--disable-nri",
+			"--insecure-registry", mirror,
+			"--registry-mirror", "registry.k8s.io=http://"+mirror, "--registry-mirror", "docker.io=http://"+mirror))
+		c.waitRuntime(socket)
+		c.agentDir[node] = filepath.Join(dir, "agent")
+		kubeconfig := nodeKubeconfig(t, serverDir, apiURL, node, dir)
+		c.procs = append(c.procs, start(t, node+"-agent", l.nodeNS[node], logDir, "agent",
+			"--server", apiURL, "--kubeconfig", kubeconfig, "--node-name", node, "--node-ip", l.nodeIP[node],
+			"--data-dir", c.agentDir[node], "--runtime-endpoint", "unix://"+socket, "--port", "0"))
+	}
+	// Registered last, so it runs first: pods go while the nodes still
+	// run, and the runtimes tear their sandboxes down themselves.
+	t.Cleanup(c.deleteAllPods)
+	return c
+}
+
+// nodeKubeconfig issues the agent of node an admin-made kubeconfig for
+// system:node:NODE from the server's client CA, written into dir. (The join
+// token, `berth agent --token`, is refused by a fresh server at the time of
+// writing: its bootstrap token may not create CSRs yet.)
+func nodeKubeconfig(t *testing.T, serverDir, apiURL, node, dir string) string {
+	t.Helper()
+	var cas [2]*pki.CA
+	for i, name := range []string{"server-ca", "client-ca"} {
+		if _, err := os.Stat(filepath.Join(serverDir, "pki", name+".crt")); err != nil {
+			t.Fatalf("the server's %s: %v", name, err) // never create a CA here
+		}
+		ca, err := pki.LoadOrCreateCA(filepath.Join(serverDir, "pki"), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cas[i] = ca
+	}
+	kc, err := (&pki.Cluster{ServerCA: cas[0], ClientCA: cas[1]}).ClientKubeconfig(apiURL, pki.NodeIdentity(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "node.kubeconfig")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func (c *cluster) adminClient(kubeconfig string) kubernetes.Interface {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfg.Dial = dialer(c.lan.bridgeNS)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cs
+}
+
+func (c *cluster) poll(what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range c.procs {
+			if !p.running() {
+				return false, fmt.Errorf("%s exited", p.name)
+			}
+		}
+		return cond(ctx)
+	})
+	if err != nil {
+		c.t.Fatalf("%s: %v\n%s", what, err, c.tails())
+	}
+}
+
+func (c *cluster) waitFile(path string) string {
+	var data []byte
+	c.poll("wait for "+path, 2*time.Minute, func(context.Context) (bool, error) {
+		data, _ = os.ReadFile(path)
+		return len(strings.TrimSpace(string(data))) > 0, nil
+	})
+	return strings.TrimSpace(string(data))
+}
+
+// waitRuntime waits until the runtime answers CRI Version on its socket.
+func (c *cluster) waitRuntime(socket string) {
+	c.poll("runtime at "+socket, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return false, nil
+		}
+		defer conn.Close()
+		_, err = runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{})
+		return err == nil, nil
+	})
+}
+
+// waitNodesReady waits for every node to be Ready with a podCIDR, checks
+// the podCIDRs are distinct, and returns them.
+func (c *cluster) waitNodesReady(ctx context.Context) map[string]netip.Prefix {
+	cidrs := map[string]netip.Prefix{}
+	c.poll("three nodes Ready with podCIDRs", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		for _, name := range nodeNames {
+			n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(n) || n.Spec.PodCIDR == "" {
+				return false, nil
+			}
+			cidrs[name] = netip.MustParsePrefix(n.Spec.PodCIDR)
+		}
+		return true, nil
+	})
+	seen := map[netip.Prefix]string{}
+	cluster := netip.MustParsePrefix("10.88.0.0/16") // the server's default --cluster-cidr
+	for node, p := range cidrs {
+		if other, dup := seen[p]; dup {
+			c.t.Fatalf("%s and %s share podCIDR %s", node, other, p)
+		}
+		seen[p] = node
+		if p.Bits() != 24 || !cluster.Contains(p.Addr()) {
+			c.t.Fatalf("%s's podCIDR %s is not a /24 of %s", node, p, cluster)
+		}
+	}
+	return cidrs
+}
+
+// waitRoutes waits until node's namespace holds exactly berth's routes to
+// the other nodes' podCIDRs via their addresses.
+func (c *cluster) waitRoutes(node string, cidrs map[string]netip.Prefix) {
+	var want []string
+	for _, other := range nodeNames {
+		if other != node {
+			want = append(want, fmt.Sprintf("%s via %s", cidrs[other], c.lan.nodeIP[other]))
+		}
+	}
+	slices.Sort(want)
+	var got []string
+	c.poll(node+" routes to the other nodes", 2*time.Minute, func(context.Context) (bool, error) {
+		out := ipCmd(c.t, "-n", c.lan.nodeNS[node], "route", "show", "proto", fmt.Sprint(podnet.RouteProtocol))
+		got = got[:0]
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) >= 3 {
+				got = append(got, strings.Join(f[:3], " "))
+			}
+		}
+		slices.Sort(got)
+		return slices.Equal(got, want), nil
+	})
+}
+
+func (c *cluster) runPod(ctx context.Context, name, node string, restart corev1.RestartPolicy, image string, command []string) string {
+	grace := int64(2)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+		NodeName: node, RestartPolicy: restart, TerminationGracePeriodSeconds: &grace,
+		Containers: []corev1.Container{{Name: "main", Image: image, Command: command}},
+	}}
+	if _, err := c.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	return name
+}
+
+func (c *cluster) waitPod(ctx context.Context, name string, cond func(*corev1.Pod) bool) {
+	var last *corev1.Pod
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		if p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("pod failed")
+		}
+		return cond(p), nil
+	})
+	if err != nil {
+		status := "none"
+		if last != nil {
+			status = fmt.Sprintf("%+v", last.Status)
+		}
+		c.t.Fatalf("pod %s: %v; last status %s\n%s", name, err, status, c.tails())
+	}
+}
+
+// containerLog reads the main container's CRI log file, which the agent
+// keeps under its data directory.
+func (c *cluster) containerLog(node, pod string) string {
+	files, _ := filepath.Glob(filepath.Join(c.agentDir[node], "pod-logs", "default_"+pod+"_*", "main", "*.log"))
+	var out strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		out.Write(data)
+	}
+	return out.String()
+}
+
+func (c *cluster) deleteAllPods() {
+	ctx := context.Background()
+	pods, err := c.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Logf("clean-up: list pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		c.client.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{})
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods.Items {
+			if _, err := c.client.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		c.t.Logf("clean-up: pods not gone (the sweep kills what is left): %v", err)
+	}
+}
+
+func (c *cluster) tails() string {
+	var out []string
+	for _, p := range c.procs {
+		out = append(out, p.tail())
+	}
+	return strings.Join(out, "\n")
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func allReady(p *corev1.Pod) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if !s.Ready {
+			return false
+		}
+	}
+	return len(p.Status.ContainerStatuses) > 0
+}
