@@ -261,3 +261,39 @@ func TestCollectorWorksWithoutAccessToSomeResource(t *testing.T) {
 	}
 	eventually(t, "the pod is collected although secrets cannot be watched", f.podGone(s))
 }
+
+func TestDependentInAnotherNamespaceThanItsOwnerIsCollectedWithAnEvent(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	// The owner exists before the collector starts, so its first list
+	// records it and the reference is known to point across namespaces.
+	owner := createConfigMap(t, s, "cross-owner")
+	startGarbageCollector(t, s)
+	if _, err := s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cross", Namespace: "elsewhere", OwnerReferences: []metav1.OwnerReference{ref}}}
+	if _, err := s.client.CoreV1().Secrets("elsewhere").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the secret is collected", gone(func(ctx context.Context) error {
+		_, err := s.client.CoreV1().Secrets("elsewhere").Get(ctx, "cross", metav1.GetOptions{})
+		return err
+	}))
+	eventually(t, "an OwnerRefInvalidNamespace event is recorded", func(ctx context.Context) (bool, error) {
+		events, err := s.client.EventsV1().Events("elsewhere").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "OwnerRefInvalidNamespace" && e.Regarding.Name == "cross" && e.Regarding.Kind == "Secret" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if _, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, owner.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the owner in the other namespace must stay: %v", err)
+	}
+}

@@ -36,9 +36,13 @@ func (c *Controller) collect(ctx context.Context, dep node) error {
 		if err != nil {
 			return err
 		}
-		if state == ownerInvalid {
+		switch {
+		case state == ownerInvalid:
 			c.event(dep, corev1.EventTypeWarning, "OwnerRefInvalidNamespace",
 				fmt.Sprintf("ownerRef %s %s (uid %s) is namespaced and cannot own a cluster-scoped object", ref.Kind, ref.Name, ref.UID))
+		case state == ownerDangling && c.resolver.inOtherNamespace(ref, dep.namespace):
+			c.event(dep, corev1.EventTypeWarning, "OwnerRefInvalidNamespace",
+				fmt.Sprintf("ownerRef %s %s (uid %s) does not resolve in namespace %s", ref.Kind, ref.Name, ref.UID, dep.namespace))
 		}
 		states[ref.UID] = state
 	}

@@ -49,6 +49,14 @@ func (r *resolver) ownerState(ctx context.Context, ref metav1.OwnerReference, de
 	return stateOf(toNode(mapping.Resource, mapping.GroupVersionKind.GroupKind(), live).deletingDependents()), nil
 }
 
+// inOtherNamespace says ref's UID belongs to a namespaced object outside
+// the dependent's namespace: a reference that can never hold, which
+// upstream reports with an OwnerRefInvalidNamespace event.
+func (r *resolver) inOtherNamespace(ref metav1.OwnerReference, dependentNS string) bool {
+	owner, ok := r.graph.get(ref.UID)
+	return ok && owner.namespace != "" && owner.namespace != dependentNS
+}
+
 func stateOf(waiting bool) ownerState {
 	if waiting {
 		return ownerWaiting
