@@ -3,62 +3,21 @@ package propertytest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	watchtools "k8s.io/client-go/tools/watch"
-
-	"github.com/berth/berth/internal/apiserver"
-	"github.com/berth/berth/internal/testkit/etcdtest"
 )
-
-// startAPIServer runs berth's API server over a real embedded etcd on a
-// loopback listener and returns a client configuration for it. There is no
-// agent and no node lifecycle controller: nodes stay as the test made them.
-func startAPIServer(t *testing.T) *rest.Config {
-	t.Helper()
-	st := etcdtest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	admin := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
-		return &authenticator.Response{User: &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}}, true, nil
-	})
-	handler, err := apiserver.New(ctx, apiserver.Config{
-		Store: st, Authenticator: admin, Authorizer: authorizerfactory.NewAlwaysAllowAuthorizer(),
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		t.Fatalf("apiserver.New: %v", err)
-	}
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
-	t.Cleanup(cancel) // runs first: stop watches before the listener closes
-	return &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
-		Timeout: time.Minute, QPS: 5000, Burst: 10000}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
 
 // countingBinds wraps a client configuration so that it counts the
 // bindings the server accepted (201) for this client.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"math/rand"
 	"strconv"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/scheduler"
+	"github.com/berth/berth/internal/testkit/apitest"
 )
 
 var seedFlag = flag.Int64("seed", 0, "random seed of the property test's workload (0: from the clock; the seed used is logged)")
@@ -47,7 +47,7 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cfg := startAPIServer(t)
+	cfg := apitest.Start(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
 	nodes := testNodes()
@@ -70,7 +70,7 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 	schedulerBinds := []*atomic.Int64{{}, {}}
 	for i, binds := range schedulerBinds {
 		client := kubernetes.NewForConfigOrDie(countingBinds(cfg, binds))
-		s := scheduler.New(scheduler.Config{Client: client, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("scheduler", i)})
+		s := scheduler.New(scheduler.Config{Client: client, Logger: apitest.Logger(t).With("scheduler", i)})
 		schedulersDone.Add(1)
 		go func() {
 			defer schedulersDone.Done()
