@@ -22,7 +22,12 @@ type Config struct {
 	BinDirs  []string // CNI plugin directories, e.g. /usr/lib/cni
 	ConfDir  string   // network configs; the default conflist is written here if empty
 	StateDir string   // libcni result cache and host-local leases, private to this runtime
-	Logger   *slog.Logger
+	// WaitForPodCIDR holds back the default network until the node's pod
+	// CIDR arrives (CRI UpdateRuntimeConfig), as containerd's CNI conf
+	// template does: until then the network is not ready, so the node is
+	// NotReady and no pod gets an address outside the node's range.
+	WaitForPodCIDR bool
+	Logger         *slog.Logger
 }
 
 // PortMapping is one hostPort mapping handed to the portmap plugin.
@@ -49,12 +54,17 @@ type Result struct {
 	AdditionalIPs []string
 }
 
+// errNoPodCIDR is the network's state while WaitForPodCIDR holds it back.
+var errNoPodCIDR = errors.New("no CNI network config yet: waiting for the node's pod CIDR (CRI UpdateRuntimeConfig)")
+
 // Manager attaches pods to the configured network.
 type Manager struct {
 	cni     *libcni.CNIConfig
 	confDir string
 	ipamDir string
 	log     *slog.Logger
+
+	waitForPodCIDR bool
 
 	mu       sync.RWMutex
 	netConf  *libcni.NetworkConfigList
@@ -82,6 +92,8 @@ func New(cfg Config) (*Manager, error) {
 		ipamDir:  filepath.Join(cfg.StateDir, "networks"),
 		log:      log,
 		loopback: loopback,
+
+		waitForPodCIDR: cfg.WaitForPodCIDR,
 	}
 	if err := m.load(); err != nil {
 		return nil, err
@@ -96,6 +108,10 @@ func (m *Manager) load() error {
 	files, err := libcni.ConfFiles(m.confDir, []string{".conflist", ".conf", ".json"})
 	if err != nil {
 		return fmt.Errorf("list CNI configs in %s: %w", m.confDir, err)
+	}
+	if len(files) == 0 && m.waitForPodCIDR {
+		m.log.Info("no CNI network config yet: waiting for the node's pod CIDR", "dir", m.confDir)
+		return nil
 	}
 	if len(files) == 0 {
 		if err := m.writeDefault(DefaultSubnet); err != nil {
@@ -139,7 +155,7 @@ func (m *Manager) writeDefault(subnet string) error {
 // theirs and is left alone.
 func (m *Manager) SetPodCIDR(cidr string) error {
 	m.mu.RLock()
-	ours := filepath.Base(m.confPath) == DefaultConfFile
+	ours := m.confPath == "" || filepath.Base(m.confPath) == DefaultConfFile // nothing loaded yet: waiting for this
 	m.mu.RUnlock()
 	if !ours {
 		m.log.Info("pod CIDR not applied: the CNI config is not berth's default", "cidr", cidr)
@@ -154,6 +170,9 @@ func (m *Manager) SetPodCIDR(cidr string) error {
 // Ready reports whether a usable network config is loaded and its plugins answer.
 func (m *Manager) Ready(ctx context.Context) error {
 	conf := m.current()
+	if conf == nil && m.waitForPodCIDR {
+		return errNoPodCIDR
+	}
 	if conf == nil {
 		return errors.New("no CNI network config loaded")
 	}
@@ -198,6 +217,9 @@ func runtimeConf(pod Pod) *libcni.RuntimeConf {
 // whatever was attached is torn down again.
 func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
 	conf := m.current()
+	if conf == nil {
+		return Result{}, errNoPodCIDR
+	}
 	rt := runtimeConf(pod)
 	if _, err := m.cni.AddNetwork(ctx, m.loopback, rt); err != nil {
 		return Result{}, fmt.Errorf("CNI loopback: %w", err)
@@ -231,6 +253,9 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
 // namespace is already gone (plugins then release what they hold on the host).
 func (m *Manager) Teardown(ctx context.Context, pod Pod) error {
 	conf := m.current()
+	if conf == nil {
+		return nil // no network was ever configured, so none was attached
+	}
 	rt := runtimeConf(pod)
 	if err := m.cni.DelNetworkList(ctx, conf, rt); err != nil {
 		return fmt.Errorf("CNI teardown of %q: %w", conf.Name, err)

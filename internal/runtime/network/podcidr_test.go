@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,50 @@ func assertBridgeAddrs(t *testing.T, ns, want string) {
 	})
 	if err != nil || got != want {
 		t.Fatalf("%s addresses = %q (%v); want %q", defaultBridge, got, err, want)
+	}
+}
+
+// TestWaitForPodCIDRHoldsTheNetworkBack: with WaitForPodCIDR the default
+// network exists only once a pod CIDR arrives; until then the network is
+// not ready and pods are refused. A restart finds the config written then.
+func TestWaitForPodCIDRHoldsTheNetworkBack(t *testing.T) {
+	hostcheck.Require(t, hostcheck.CNIPlugins)
+	ctx := context.Background()
+	confDir, stateDir := t.TempDir(), t.TempDir()
+	cfg := Config{BinDirs: []string{hostcheck.CNIBinDir()}, ConfDir: confDir, StateDir: stateDir, WaitForPodCIDR: true}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileExists(filepath.Join(confDir, DefaultConfFile)) {
+		t.Fatal("default network written before any pod CIDR")
+	}
+	if err := m.Ready(ctx); err == nil || !strings.Contains(err.Error(), "pod CIDR") {
+		t.Fatalf("Ready before a pod CIDR = %v", err)
+	}
+	if _, err := m.Setup(ctx, Pod{ID: "early", NetNS: "/nonexistent"}); err == nil {
+		t.Fatal("a pod was set up before the pod CIDR arrived")
+	}
+	if err := m.Teardown(ctx, Pod{ID: "early"}); err != nil {
+		t.Fatalf("Teardown with no network: %v", err)
+	}
+
+	if err := m.SetPodCIDR("10.66.3.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ready(ctx); err != nil {
+		t.Fatalf("Ready after the pod CIDR: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(confDir, DefaultConfFile))
+	if err != nil || !strings.Contains(string(data), "10.66.3.0/24") {
+		t.Fatalf("default network after SetPodCIDR: %v %s", err, data)
+	}
+
+	restarted, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.Ready(ctx); err != nil {
+		t.Fatalf("Ready after a restart: %v", err)
 	}
 }
