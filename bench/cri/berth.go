@@ -22,6 +22,7 @@ const (
 // startBerth runs `berth runtime` in dir with critest's registries mirrored
 // to the loopback registry and NRI served on a private socket (NRI is on by
 // default; a private socket keeps it away from other runtimes' plugins).
+// Both daemons log at their default level (info) into their directory.
 func startBerth(ctx context.Context, logger *slog.Logger, berth, dir, registry string) (*target, error) {
 	t := &target{
 		name: "berth runtime", dir: dir, endpoint: "unix://" + filepath.Join(dir, "cri.sock"),
@@ -34,7 +35,7 @@ func startBerth(ctx context.Context, logger *slog.Logger, berth, dir, registry s
 	}
 	args := []string{"runtime", "--root", filepath.Join(dir, "root"), "--state-dir", filepath.Join(dir, "state"),
 		"--listen", t.endpoint, "--cni-conf-dir", confDir, "--nri-socket", filepath.Join(dir, "nri.sock"),
-		"--insecure-registry", registry, "--log-level", "warn"}
+		"--insecure-registry", registry}
 	for _, host := range images.CritestRegistryHosts {
 		args = append(args, "--registry-mirror", host+"=http://"+registry)
 	}
