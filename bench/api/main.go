@@ -64,12 +64,14 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if o.runs < 1 {
 		return fmt.Errorf("--runs %d: want at least 1", o.runs)
 	}
+	info := runInfo{command: commandLine(), date: time.Now(), note: o.note, runs: o.runs, berth: "the binary " + o.berth}
 	if o.berth == "" {
 		if o.berth, err = buildBerth(ctx); err != nil {
 			return err
 		}
+		info.berth = "built from this checkout at " + checkoutRevision(ctx)
 	}
-	info := runInfo{command: commandLine(), date: time.Now(), loadBefore: loadAverage(), note: o.note, runs: o.runs}
+	info.loadBefore = loadAverage()
 	var comps []comparison
 	for _, s := range selected {
 		c, err := compareOn(ctx, o, s, log)
@@ -169,6 +171,16 @@ func buildBerth(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("build berth (run from the repository root): %w", err)
 	}
 	return bin, nil
+}
+
+// checkoutRevision names the commit berth was built from, marked -dirty
+// when the working tree had uncommitted changes.
+func checkoutRevision(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "an unknown revision"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // commandLine is how this run was invoked, as a go run command line with

@@ -14,6 +14,7 @@ type runInfo struct {
 	loadBefore, loadEnd string // /proc/loadavg's 1-minute figure
 	note                string
 	runs                int
+	berth               string // which berth ran
 }
 
 // comparison is one shape's results: berth always, the peer when it ran.
@@ -30,6 +31,7 @@ func renderReport(info runInfo, comps []comparison) string {
 	b.WriteString("## API server: berth vs kube-apiserver (bench/api)\n\n")
 	fmt.Fprintf(&b, "`%s`, measured %s on this machine: %d cores for the server under test and the\n", info.command, info.date.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU())
 	fmt.Fprintf(&b, "load generator (1-minute load average %s at the start, %s at the end).\n", info.loadBefore, info.loadEnd)
+	fmt.Fprintf(&b, "berth: %s. ", info.berth)
 	b.WriteString("The servers ran one after the other in the same run, each on a fresh data directory")
 	if info.runs > 1 {
 		fmt.Fprintf(&b, "; each figure is the median of %d runs per server, alternating servers", info.runs)

@@ -65,9 +65,9 @@ func TestCompareWithoutPeer(t *testing.T) {
 
 func TestRenderReportHasOneTablePerShape(t *testing.T) {
 	berth := fakeResult("berth", 1200, 60*time.Millisecond, memory{name: "berth server", rss: 1 << 20})
-	doc := renderReport(runInfo{command: "go run ./bench/api --shape both", date: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC), loadBefore: "3.1", loadEnd: "4.2"},
+	doc := renderReport(runInfo{command: "go run ./bench/api --shape both", date: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC), loadBefore: "3.1", loadEnd: "4.2", berth: "built from this checkout at abc1234"},
 		[]comparison{{shape: shapes["small"], berth: berth}, {shape: shapes["large"], berth: berth}})
-	for _, want := range []string{"`go run ./bench/api --shape both`", "2026-11-30 03:00 UTC", "load average 3.1 at the start, 4.2 at the end",
+	for _, want := range []string{"`go run ./bench/api --shape both`", "2026-11-30 03:00 UTC", "load average 3.1 at the start, 4.2 at the end", "berth: built from this checkout at abc1234.",
 		"### 100 nodes, 3000 pods, 32 clients", "### 1000 nodes, 10000 pods, 64 clients", "| pod creates | 1200/s | not run | ≥ 2× peer | not measured |"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q:\n%s", want, doc)
