@@ -239,6 +239,42 @@ func readAuditLog(t *testing.T, path string) map[string]bool {
 	return seen
 }
 
+// A pod's service account gets a token bound to the pod (kubectl create
+// token), is authorized by RBAC through a ServiceAccount subject, and the
+// token stops working when the pod is deleted.
+func TestServiceAccountTokenBoundToPod(t *testing.T) {
+	b := startBerth(t)
+	admin := filepath.Join(b.dataDir, "admin.kubeconfig")
+	b.mustAs(admin, "create", "serviceaccount", "robot")
+	b.mustAs(admin, "run", "web", "--image=busybox", "--restart=Never", `--overrides={"spec":{"serviceAccountName":"robot"}}`)
+	token := strings.TrimSpace(b.mustAs(admin, "create", "token", "robot", "--bound-object-kind=Pod", "--bound-object-name=web", "--duration=1h"))
+	withToken := func(args ...string) (string, bool) {
+		return b.kubectl.Run("", nil, append([]string{"--certificate-authority", filepath.Join(b.dataDir, "server-ca.crt"), "--token", token}, args...)...)
+	}
+
+	out, ok := withToken("get", "pods")
+	if ok || !strings.Contains(out, `User "system:serviceaccount:default:robot" cannot list resource "pods"`) {
+		t.Fatalf("the token before any grant: ok=%v %s; want 403 naming the service account", ok, out)
+	}
+	b.mustAs(admin, "create", "rolebinding", "robot-views", "--clusterrole=view", "--serviceaccount=default:robot")
+	waitFor(t, "the service account to list pods", func() bool {
+		out, ok = withToken("get", "pods", "-o", "name")
+		return ok && strings.Contains(out, "pod/web")
+	}, &out)
+	if out, ok := withToken("get", "secrets"); ok || !strings.Contains(out, "forbidden") {
+		t.Errorf("view lets the service account read secrets: %s", out)
+	}
+	if out, ok := withToken("-n", "kube-system", "get", "pods"); ok || !strings.Contains(out, "forbidden") {
+		t.Errorf("a rolebinding in default grants kube-system: %s", out)
+	}
+
+	b.mustAs(admin, "delete", "pod", "web", "--grace-period=0", "--force")
+	waitFor(t, "the token to die with its pod", func() bool {
+		out, ok = withToken("get", "pods")
+		return !ok && strings.Contains(out, "Unauthorized")
+	}, &out)
+}
+
 // watchPodsAcrossNamespaces watches pods in all namespaces as the client
 // and expects both teams' pods.
 func watchPodsAcrossNamespaces(t *testing.T, c kubernetes.Interface) {
