@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,32 +21,105 @@ import (
 // returns its data directory once its default join token is written.
 func startTestServer(t *testing.T) string {
 	t.Helper()
+	dataDir := t.TempDir()
+	t.Cleanup(runTestServer(t, dataDir))
+	return dataDir
+}
+
+// runTestServer starts a server on dataDir and returns its stop function
+// once the server has written or kept its default join token.
+func runTestServer(t *testing.T, dataDir string) (stop func()) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	dataDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	tokenReady := make(chan struct{})
+	log := slog.New(&signalHandler{Handler: slog.NewTextHandler(io.Discard, nil), msg: "join token ready", signal: tokenReady, once: new(sync.Once)})
 	go func() {
-		done <- server.Run(ctx, server.Config{DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		done <- server.Run(ctx, server.Config{DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true, Logger: log})
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.After(3 * time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dataDir, "token")); err == nil {
-			return dataDir
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
 		}
-		select {
-		case err := <-done:
-			t.Fatalf("server stopped: %v", err)
-		case <-deadline:
-			t.Fatal("no DATA_DIR/token")
-		case <-time.After(100 * time.Millisecond):
-		}
+	}
+	select {
+	case <-tokenReady:
+		return stop
+	case err := <-done:
+		t.Fatalf("server stopped: %v", err)
+	case <-time.After(3 * time.Minute):
+		stop()
+		t.Fatal("no DATA_DIR/token")
+	}
+	return nil
+}
+
+// signalHandler closes signal the first time a record with msg is logged.
+type signalHandler struct {
+	slog.Handler
+	msg    string
+	signal chan struct{}
+	once   *sync.Once // shared with derived handlers: signal closes once
+}
+
+func (h *signalHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.signal) })
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *signalHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &signalHandler{Handler: h.Handler.WithAttrs(attrs), msg: h.msg, signal: h.signal, once: h.once}
+}
+
+// The default join token survives a restart while it is valid; once its
+// Secret is gone, the next start writes a new one.
+func TestDefaultTokenReusedAcrossRestart(t *testing.T) {
+	dataDir := t.TempDir()
+	tokenPath := filepath.Join(dataDir, "token")
+	stop := runTestServer(t, dataDir)
+	first, err := os.ReadFile(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(tokenPath); st.Mode().Perm() != 0o600 {
+		t.Errorf("DATA_DIR/token mode %v, want 0600", st.Mode().Perm())
+	}
+	stop()
+
+	stop = runTestServer(t, dataDir)
+	again, err := os.ReadFile(tokenPath)
+	if err != nil || string(again) != string(first) {
+		t.Fatalf("after a restart DATA_DIR/token = %q (%v), want the same %q", again, err, first)
+	}
+	j, err := bootstraptoken.ParseJoinToken(strings.TrimSpace(string(first)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "token", "delete", "--kubeconfig", filepath.Join(dataDir, "admin.kubeconfig"), j.ID()); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	stop = runTestServer(t, dataDir)
+	defer stop()
+	fresh, err := os.ReadFile(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(fresh) == string(first) {
+		t.Error("a deleted default token was kept in DATA_DIR/token")
+	}
+	if _, err := bootstraptoken.ParseJoinToken(strings.TrimSpace(string(fresh))); err != nil {
+		t.Errorf("new DATA_DIR/token: %v", err)
 	}
 }
 

@@ -62,18 +62,21 @@ func ensureDefaultToken(ctx context.Context, cfg Config, cluster *pki.Cluster) e
 	}
 	path, pin := cfg.path("token"), pki.PublicKeyHash(cluster.ServerCA.Cert)
 	// The API may still be starting (system namespaces): retry briefly.
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	retryCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
-		reused, err := reuseDefaultToken(ctx, client, path, pin)
+		reused, err := reuseDefaultToken(retryCtx, client, path, pin)
 		if err == nil && !reused {
-			err = createDefaultToken(ctx, client, path, pin)
+			err = createDefaultToken(retryCtx, client, path, pin)
 		}
 		if err == nil {
+			cfg.Logger.Info("join token ready", "path", path, "reused", reused)
 			return nil
 		}
 		select {
 		case <-ctx.Done():
+			return nil // shutting down: not a failure
+		case <-retryCtx.Done():
 			return fmt.Errorf("default join token in %s: %w", path, err)
 		case <-time.After(time.Second):
 		}
