@@ -14,6 +14,7 @@ import (
 	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
+	"github.com/berth/berth/internal/leader"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
 )
@@ -70,10 +71,14 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 // returned wait blocks until all have stopped after ctx ends.
 func startComponents(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait func(), err error) {
 	var wg sync.WaitGroup
+	identity := leader.NewIdentity()
 	for _, comp := range cfg.components(cluster) {
 		client, err := loopbackClient(cfg, cluster, comp.identity)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", comp.name, err)
+		}
+		if cfg.electsLeaders() {
+			comp.run = elected(cfg, comp, identity)
 		}
 		wg.Add(1)
 		go func() {
