@@ -84,10 +84,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	saTokens, err := newServiceAccountTokens(cfg, cluster)
-	if err != nil {
-		return err
-	}
 	auditLog, err := openAuditing(cfg)
 	if err != nil {
 		return err
@@ -102,14 +98,13 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
-		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn, saTokens.authn),
+		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn),
 		Authorizer:    authz,
 		ReadView:      node.PodView,
-		Admission:     admission.NewChainHandler(noderestriction.New(), access.EscalationCheck(authz)),
+		Admission:     admission.NewChainHandler(noderestriction.New(nodeGraph), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       prometheus.NewRegistry(),
 	}
-	apiCfg.ServiceAccountTokens = saTokens.api
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
 	if err != nil {

@@ -4,8 +4,9 @@
 // register and update only itself (no node-restriction.kubernetes.io/ or
 // other non-kubelet kubernetes.io labels, no spec changes after
 // registration), write only its own Lease, report only its own pods'
-// status, delete only its own pods once they are terminating, and report
-// events only as itself. It creates no pods at all: berth has no static
+// status, delete only its own pods once they are terminating, request
+// service-account tokens only bound to its own pods, and report events
+// only as itself. It creates no pods at all: berth has no static
 // pods, so there are no mirror pods to allow.
 //
 // Upstream's plugin lives in k8s.io/kubernetes, which is not importable;
@@ -22,10 +23,18 @@ import (
 )
 
 // Plugin is the NodeRestriction validating admission plugin.
-type Plugin struct{}
+type Plugin struct {
+	pods PodBindings
+}
 
-// New returns the plugin.
-func New() *Plugin { return &Plugin{} }
+// PodBindings tells which node a pod is bound to: the Node authorizer's
+// graph (internal/auth/node.Graph), which follows every pod.
+type PodBindings interface {
+	PodBoundTo(namespace, name, node string) bool
+}
+
+// New returns the plugin; pods answers for service-account token requests.
+func New(pods PodBindings) *Plugin { return &Plugin{pods: pods} }
 
 var _ admission.ValidationInterface = (*Plugin)(nil)
 
@@ -50,6 +59,8 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 		err = leases(name, a)
 	case "events", "events.events.k8s.io":
 		err = events(name, a)
+	case "serviceaccounts":
+		err = p.serviceAccountToken(name, a)
 	}
 	if err != nil {
 		return admission.NewForbidden(a, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -24,7 +25,23 @@ var (
 	leasesGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
 	eventsGVR = corev1.SchemeGroupVersion.WithResource("events")
 	newEvGVR  = eventsv1.SchemeGroupVersion.WithResource("events")
+	saGVR     = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 )
+
+// boundPods maps namespace/name to the node a pod is bound to.
+type boundPods map[string]string
+
+func (b boundPods) PodBoundTo(namespace, name, node string) bool {
+	n, ok := b[namespace+"/"+name]
+	return ok && n == node
+}
+
+func tokenFor(pod, kind string) *authenticationv1.TokenRequest {
+	return &authenticationv1.TokenRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sa"},
+		Spec:       authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: kind, APIVersion: "v1", Name: pod}},
+	}
+}
 
 func pod(name, node string, terminating bool) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.PodSpec{NodeName: node}}
@@ -111,10 +128,16 @@ func TestValidate(t *testing.T) {
 		{"take over another's event", attrs(nodeA, admission.Update, eventsGVR, "", coreEvent("node-a"), coreEvent("node-b")), false},
 		{"events.k8s.io event as itself", attrs(nodeA, admission.Create, newEvGVR, "", &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, ReportingInstance: "node-a"}, nil), true},
 		{"events.k8s.io event as the scheduler", attrs(nodeA, admission.Create, newEvGVR, "", &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}, ReportingInstance: "default-scheduler"}, nil), false},
+		{"token bound to its own pod", attrs(nodeA, admission.Create, saGVR, "token", tokenFor("p", "Pod"), nil), true},
+		{"token bound to another node's pod", attrs(nodeA, admission.Create, saGVR, "token", tokenFor("q", "Pod"), nil), false},
+		{"token bound to an unknown pod", attrs(nodeA, admission.Create, saGVR, "token", tokenFor("r", "Pod"), nil), false},
+		{"token bound to a secret", attrs(nodeA, admission.Create, saGVR, "token", tokenFor("p", "Secret"), nil), false},
+		{"unbound token", attrs(nodeA, admission.Create, saGVR, "token", &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sa"}}, nil), false},
+		{"create a service account", attrs(nodeA, admission.Create, saGVR, "", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sa"}}, nil), false},
 		{"admin is not restricted", attrs(admin, admission.Create, podsGVR, "", pod("p", "node-a", false), nil), true},
 		{"admin changes any node", attrs(admin, admission.Update, nodesGVR, "", nodeObj("node-b", withLabel("node-restriction.kubernetes.io/pool", "x")), nodeObj("node-b", nil)), true},
 	}
-	p := New()
+	p := New(boundPods{"default/p": "node-a", "default/q": "node-b"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if !p.Handles(tc.attrs.GetOperation()) {
@@ -133,7 +156,7 @@ func TestValidate(t *testing.T) {
 
 func TestUnexpectedObjectIsRefused(t *testing.T) {
 	a := attrs(nodeA, admission.Update, nodesGVR, "status", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, nodeObj("node-a", nil))
-	if err := New().Validate(context.Background(), a, nil); !apierrors.IsForbidden(err) {
+	if err := New(boundPods{}).Validate(context.Background(), a, nil); !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want 403", err)
 	}
 }

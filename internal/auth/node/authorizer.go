@@ -51,7 +51,12 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		return a.pods(r)
 	case "/nodes":
 		return ownNode(r)
-	case "/secrets", "/configmaps", "/serviceaccounts", "/persistentvolumeclaims":
+	case "/serviceaccounts":
+		if attrs.GetSubresource() == "token" {
+			return a.serviceAccountToken(r)
+		}
+		return a.referenced(r, serviceAccountKind)
+	case "/secrets", "/configmaps", "/persistentvolumeclaims":
 		return a.referenced(r, kind(attrs.GetResource()))
 	case "coordination.k8s.io/leases":
 		return ownLease(r)
@@ -143,6 +148,22 @@ func (a *Authorizer) referenced(r request, k kind) (authorizer.Decision, string,
 		return noOpinion("references of pods are not known yet (graph not synced); retry")
 	case !a.graph.Referenced(r.node, k, attrs.GetNamespace(), attrs.GetName()):
 		return noOpinion("no pod bound to node %q references %s %s/%s", r.node, k, attrs.GetNamespace(), attrs.GetName())
+	}
+	return allow()
+}
+
+// serviceAccountToken: create a token (TokenRequest) for a service account
+// one of the node's pods runs as; NodeRestriction requires the token to be
+// bound to such a pod, so it dies with the pod.
+func (a *Authorizer) serviceAccountToken(r request) (authorizer.Decision, string, error) {
+	attrs := r.attrs
+	switch {
+	case attrs.GetVerb() != "create":
+		return noOpinion("nodes may not %s serviceaccounts/token", attrs.GetVerb())
+	case !a.graph.Synced():
+		return noOpinion("references of pods are not known yet (graph not synced); retry")
+	case !a.graph.Referenced(r.node, serviceAccountKind, attrs.GetNamespace(), attrs.GetName()):
+		return noOpinion("no pod bound to node %q runs as service account %s/%s", r.node, attrs.GetNamespace(), attrs.GetName())
 	}
 	return allow()
 }

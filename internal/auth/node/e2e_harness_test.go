@@ -63,7 +63,7 @@ func newCluster(t *testing.T) *cluster {
 		Store:         st,
 		Authenticator: auth.NewAuthenticator(clientCAs),
 		Authorizer:    authz,
-		Admission:     noderestriction.New(),
+		Admission:     noderestriction.New(graph),
 		ReadView:      node.PodView,
 		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
