@@ -84,6 +84,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	saTokens, err := newServiceAccountTokens(cfg, cluster)
+	if err != nil {
+		return err
+	}
 	auditLog, err := openAuditing(cfg)
 	if err != nil {
 		return err
@@ -98,13 +102,14 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
-		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn),
+		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn, saTokens.authn),
 		Authorizer:    authz,
 		ReadView:      node.PodView,
 		Admission:     admission.NewChainHandler(noderestriction.New(nodeGraph), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       prometheus.NewRegistry(),
 	}
+	apiCfg.ServiceAccountTokens = saTokens.api
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
 	if err != nil {
