@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
@@ -46,6 +47,8 @@ type Controller struct {
 	resolver *resolver
 	writer   writer
 	recorder events.EventRecorder
+	// discoveryBackoff paces start-up retries of discovery.
+	discoveryBackoff wait.Backoff
 }
 
 // New builds the collector; Run starts it.
@@ -63,6 +66,8 @@ func New(cfg Config) *Controller {
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbagecollector"}),
 		resolver: &resolver{graph: g, client: cfg.Metadata},
 		writer:   writer{client: cfg.Metadata},
+
+		discoveryBackoff: defaultDiscoveryBackoff(),
 	}
 }
 
@@ -70,7 +75,7 @@ func New(cfg Config) *Controller {
 // start: berth serves a fixed set.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
-	resources, mapper, err := discoverCollectable(c.cfg.Client.Discovery())
+	resources, mapper, err := c.discover(ctx)
 	if err != nil {
 		return fmt.Errorf("garbage collector: %w", err)
 	}

@@ -3,12 +3,15 @@ package garbagecollector
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/restmapper"
 )
@@ -26,6 +29,30 @@ type collectable struct {
 	kind     schema.GroupKind
 }
 
+// defaultDiscoveryBackoff paces discovery retries while the API is not answering.
+func defaultDiscoveryBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Steps: math.MaxInt32}
+}
+
+// discover retries discovery until it answers or ctx ends: a collector that
+// gave up at start-up would never run.
+func (c *Controller) discover(ctx context.Context) (resources []collectable, mapper meta.RESTMapper, err error) {
+	waitErr := wait.ExponentialBackoffWithContext(ctx, c.discoveryBackoff, func(context.Context) (bool, error) {
+		resources, mapper, err = discoverCollectable(c.cfg.Client.Discovery())
+		if err != nil {
+			c.log.Warn("discovery failed; retrying", "err", err)
+		}
+		return err == nil, nil
+	})
+	if waitErr != nil && err != nil {
+		return nil, nil, fmt.Errorf("%w (last discovery error: %w)", waitErr, err)
+	}
+	if waitErr != nil {
+		return nil, nil, waitErr
+	}
+	return resources, mapper, nil
+}
+
 // discoverCollectable returns every served resource (preferred version)
 // that can be listed, watched and deleted, and a mapper from owner
 // references' apiVersion and kind to resources.
@@ -35,7 +62,7 @@ func discoverCollectable(client discovery.DiscoveryInterface) ([]collectable, me
 		return nil, nil, fmt.Errorf("discover API groups: %w", err)
 	}
 	mapper := restmapper.NewDiscoveryRESTMapper(groups)
-	lists, err := client.ServerPreferredResources()
+	lists, err := discovery.ServerPreferredResources(client)
 	if err != nil {
 		return nil, nil, fmt.Errorf("discover resources: %w", err)
 	}
