@@ -48,6 +48,7 @@ func newRuntimeCommand() *cobra.Command {
 	f.StringVar(&cfg.MonitorBinary, "monitor", "", "berth-monitor binary (default: beside this executable, then PATH)")
 	f.StringVar(&cniBinDir, "cni-bin-dir", "", "CNI plugin directories, colon-separated (default /usr/lib/cni:/opt/cni/bin)")
 	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI network config directory; a default bridge network is written if it is empty (default <state-dir>/cni/net.d)")
+	f.BoolVar(&cfg.WaitForPodCIDR, "wait-for-pod-cidr", false, "write no default CNI network until the agent passes the node's pod CIDR (network not ready until then); for clusters with node IPAM")
 	f.StringArrayVar(&cfg.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP (repeatable)")
 	f.StringArrayVar(&mirrors, "registry-mirror", nil, "HOST=URL: pull HOST's images from URL instead (repeatable)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "host:port serving Prometheus metrics (off if empty)")

@@ -48,6 +48,11 @@ type Config struct {
 	MetricsAddress string // "" = no metrics endpoint
 	StreamAddress  string // loopback host:port of the streaming server; port 0 picks one
 	PauseImage     string
+
+	// WaitForPodCIDR: no default CNI network until UpdateRuntimeConfig
+	// brings the node's pod CIDR (network.Config.WaitForPodCIDR).
+	WaitForPodCIDR bool
+
 	// NRI plugins connect on NRISocket (nri.DefaultSocketPath,
 	// /var/run/nri/nri.sock, when empty) unless DisableNRI is set.
 	NRISocket  string
@@ -215,7 +220,7 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	}
 	netMgr, err := network.New(network.Config{
 		BinDirs: cfg.CNIBinDirs, ConfDir: cfg.CNIConfDir, StateDir: filepath.Join(cfg.StateDir, "cni"),
-		Logger: log.With("component", "network"),
+		WaitForPodCIDR: cfg.WaitForPodCIDR, Logger: log.With("component", "network"),
 	})
 	if err != nil {
 		return nil, err
