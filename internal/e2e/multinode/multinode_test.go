@@ -128,7 +128,7 @@ func startCluster(t *testing.T) *cluster {
 		socket := filepath.Join(dir, "cri.sock")
 		c.procs = append(c.procs, start(t, node+"-runtime", l.nodeNS[node], logDir, "runtime",
 			"--root", filepath.Join(dir, "root"), "--state-dir", filepath.Join(dir, "state"),
-			"--listen", "unix://"+socket, "--cni-conf-dir", filepath.Join(dir, "net.d"), "--disable-nri",
+			"--listen", "unix://"+socket, "--cni-conf-dir", filepath.Join(dir, "net.d"), "--disable-nri", "--wait-for-pod-cidr",
 			"--insecure-registry", mirror,
 			"--registry-mirror", "registry.k8s.io=http://"+mirror, "--registry-mirror", "docker.io=http://"+mirror))
 		c.waitRuntime(socket)
