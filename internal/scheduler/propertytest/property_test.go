@@ -171,7 +171,7 @@ func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, no
 		}
 		var state *clusterState
 		why := "not read yet"
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			s, err := readState(ctx, cs, nodes, deleted)
 			switch {
 			case err != nil:
@@ -186,7 +186,7 @@ func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, no
 		if err == nil {
 			return state
 		}
-		if round == 6 || ctx.Err() != nil {
+		if round == 4 || ctx.Err() != nil {
 			t.Fatalf("the cluster did not settle after %d rounds: %v; last: %s", round, err, why)
 		}
 		t.Logf("round %d: not settled (%s); touching nodes again", round, why)
