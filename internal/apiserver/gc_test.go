@@ -297,3 +297,50 @@ func TestDependentInAnotherNamespaceThanItsOwnerIsCollectedWithAnEvent(t *testin
 		t.Fatalf("the owner in the other namespace must stay: %v", err)
 	}
 }
+
+func TestForegroundDeletionCascadesThroughGenerations(t *testing.T) {
+	s := newTestServer(t)
+	startGarbageCollector(t, s)
+	ctx := testContext(t)
+	grandparent := createConfigMap(t, s, "grandparent")
+	// The parent is both a dependent (of grandparent) and an owner (of the
+	// family's pod and secret), so the collector deletes it in foreground.
+	block := true
+	parent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "ConfigMap", Name: grandparent.Name, UID: grandparent.UID, BlockOwnerDeletion: &block},
+	}}}
+	parent, err := s.client.CoreV1().ConfigMaps("default").Create(ctx, parent, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := family{owner: parent, secret: "child-secret"}
+	ref := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: parent.Name, UID: parent.UID, BlockOwnerDeletion: &block}}
+	if _, err := s.client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: children.secret, OwnerReferences: ref, Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	foreground := metav1.DeletePropagationForeground
+	if err := s.client.CoreV1().ConfigMaps("default").Delete(ctx, grandparent.Name, metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the held grandchild is being deleted", func(ctx context.Context) (bool, error) {
+		secret, err := s.client.CoreV1().Secrets("default").Get(ctx, children.secret, metav1.GetOptions{})
+		return err == nil && secret.DeletionTimestamp != nil, err
+	})
+	for _, name := range []string{grandparent.Name, parent.Name} {
+		cm, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s must wait for the held grandchild: %v", name, err)
+		}
+		if !slices.Contains(cm.Finalizers, metav1.FinalizerDeleteDependents) || cm.DeletionTimestamp == nil {
+			t.Fatalf("%s must be in foreground deletion: finalizers %v, deletionTimestamp %v", name, cm.Finalizers, cm.DeletionTimestamp)
+		}
+	}
+
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := s.client.CoreV1().Secrets("default").Patch(ctx, children.secret, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the parent is gone", children.ownerGone(s))
+	eventually(t, "the grandparent is gone", family{owner: grandparent}.ownerGone(s))
+}
