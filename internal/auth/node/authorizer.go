@@ -34,9 +34,10 @@ func allow() (authorizer.Decision, string, error) {
 }
 
 // noOpinion answers with why the node authorizer did not allow a request;
-// the reason reaches the 403's message.
+// the reason reaches the 403's message (the union prefixes it with the
+// authorizer's name, "node: ").
 func noOpinion(format string, args ...any) (authorizer.Decision, string, error) {
-	return authorizer.DecisionNoOpinion, "node authorizer: " + fmt.Sprintf(format, args...), nil
+	return authorizer.DecisionNoOpinion, fmt.Sprintf(format, args...), nil
 }
 
 // Authorize implements authorizer.Authorizer.
