@@ -80,6 +80,10 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	if cfg.PauseImage != "" {
 		runtimeArgs = append(runtimeArgs, "--pause-image", cfg.PauseImage)
 	}
+	if cfg.ClusterCIDR != "" {
+		// Node IPAM gives the node a podCIDR: no pod gets an address before it.
+		runtimeArgs = append(runtimeArgs, "--wait-for-pod-cidr")
+	}
 	runtime := supervisor.Child{
 		Name: "runtime", Path: self, Output: os.Stderr, Args: runtimeArgs,
 		Ready: func(ctx context.Context) error { return criVersion(ctx, node.runtimeSocket) },
