@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -41,11 +43,17 @@ type berth struct {
 	url     string
 	kubectl *kubectltest.Runner
 	admin   kubernetes.Interface
+	// stop ends the server and waits for it (also done at cleanup).
+	stop func()
 }
 
 func startBerth(t *testing.T) *berth {
 	t.Helper()
-	dataDir := t.TempDir()
+	return startBerthIn(t, t.TempDir())
+}
+
+func startBerthIn(t *testing.T, dataDir string) *berth {
+	t.Helper()
 	port := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -54,23 +62,27 @@ func startBerth(t *testing.T) *berth {
 			AuditLogPath: filepath.Join(dataDir, "audit.log"),
 			Logger:       slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
-	b := &berth{t: t, dataDir: dataDir, url: "https://127.0.0.1:" + strconv.Itoa(port)}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("server: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	b := &berth{t: t, dataDir: dataDir, url: "https://127.0.0.1:" + strconv.Itoa(port), stop: stop}
 	b.kubectl = kubectltest.New(t, b.url)
 	adminKubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
+	// The kubeconfig is read again on each try: after a restart on another
+	// port the server rewrites it.
 	waitFor(t, "the admin kubeconfig and the default roles", func() bool {
-		if b.admin == nil {
-			cfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
-			if err != nil {
-				return false
-			}
-			b.admin = kubernetes.NewForConfigOrDie(cfg)
+		cfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
+		if err != nil {
+			return false
 		}
+		b.admin = kubernetes.NewForConfigOrDie(cfg)
 		view, err := b.admin.RbacV1().ClusterRoles().Get(context.Background(), "view", metav1.GetOptions{})
 		return err == nil && view.Labels[rbac.BootstrappingLabel] == rbac.BootstrappingValue
 	})
@@ -273,6 +285,39 @@ func TestServiceAccountTokenBoundToPod(t *testing.T) {
 		out, ok = withToken("get", "pods")
 		return !ok && strings.Contains(out, "Unauthorized")
 	}, &out)
+}
+
+// The default roles are created when missing and otherwise left as the
+// operator made them, across restarts.
+func TestDefaultRolesKeepOperatorChanges(t *testing.T) {
+	dataDir := t.TempDir()
+	b := startBerthIn(t, dataDir)
+	ctx := context.Background()
+	view, err := b.admin.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view.Rules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	if _, err := b.admin.RbacV1().ClusterRoles().Update(ctx, view, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.admin.RbacV1().ClusterRoleBindings().Delete(ctx, "system:public-info-viewer", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+
+	b = startBerthIn(t, dataDir)
+	waitFor(t, "the deleted default binding to be created again", func() bool {
+		_, err := b.admin.RbacV1().ClusterRoleBindings().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
+		return err == nil
+	})
+	after, err := b.admin.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Rules) != 1 || after.Rules[0].Resources[0] != "pods" || after.Rules[0].Verbs[0] != "get" {
+		t.Errorf("the operator's view role was overwritten: %+v", after.Rules)
+	}
 }
 
 // watchPodsAcrossNamespaces watches pods in all namespaces as the client
