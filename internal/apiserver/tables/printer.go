@@ -106,7 +106,7 @@ var defaultPrinter = printer{
 // printers are the kinds berth serves that kubectl prints with more than
 // NAME and AGE, keyed by group and kind.
 func printers() map[schema.GroupKind]printer {
-	return map[schema.GroupKind]printer{
+	all := map[schema.GroupKind]printer{
 		{Kind: "Pod"}:                                 podPrinter(),
 		{Kind: "Node"}:                                nodePrinter(),
 		{Kind: "Namespace"}:                           namespacePrinter(),
@@ -118,4 +118,8 @@ func printers() map[schema.GroupKind]printer {
 		{Group: "coordination.k8s.io", Kind: "Lease"}: leasePrinter(),
 		{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: csrPrinter(),
 	}
+	for kind, p := range rbacPrinters() {
+		all[schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: kind}] = p
+	}
+	return all
 }

@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,7 +119,13 @@ func TestPrinters(t *testing.T) {
 		{"event series", &corev1.Event{ObjectMeta: objectMeta("web.3"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"},
 			EventTime: metav1.NewMicroTime(now.Add(-time.Hour)), Series: &corev1.EventSeries{Count: 7, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Second))}},
 			"", []any{"2s", "", "", "pod/web", "", "", "", "60m", int64(7), "web.3"}},
-		{"kind without a printer", &rbacv1.Role{ObjectMeta: objectMeta("reader")}, "Name,Age", []any{"reader", "3h"}},
+		{"kind without a printer", &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta("budget")}, "Name,Age", []any{"budget", "3h"}},
+		{"role", &rbacv1.Role{ObjectMeta: objectMeta("reader")}, "Name,Created At", []any{"reader", now.Add(-3 * time.Hour).UTC().Format(time.RFC3339)}},
+		{"clusterrolebinding", &rbacv1.ClusterRoleBinding{ObjectMeta: objectMeta("monitoring"),
+			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "monitor"}, {Kind: "User", Name: "alice"}, {Kind: "Group", Name: "ops"},
+				{Kind: "ServiceAccount", Namespace: "team", Name: "robot"}}},
+			"Name,Role,Age,Users*,Groups*,ServiceAccounts*", []any{"monitoring", "ClusterRole/view", "3h", "monitor, alice", "ops", "team/robot"}},
 		{"unstructured", &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": "w", "creationTimestamp": ago(time.Hour).UTC().Format(time.RFC3339)}}}, "Name,Age", []any{"w", "60m"}},
 	}
