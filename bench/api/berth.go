@@ -20,7 +20,10 @@ func startBerth(ctx context.Context, bin, dir, logDir string) (*target, error) {
 		return nil, err
 	}
 	p, err := startProcess("berth server", filepath.Join(logDir, "berth-server.log"), bin,
-		"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--disable-agent")
+		"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--disable-agent",
+		// Sized for the large shape's 1000 nodes (the default /16 of /24s
+		// holds 256), as a cluster of that size would be configured.
+		"--cluster-cidr", "10.64.0.0/12")
 	if err != nil {
 		return nil, err
 	}

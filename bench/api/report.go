@@ -93,6 +93,9 @@ var figures = []figure{
 		met: func(b, p *result) bool { return b.watchP99 <= p.watchP99/2 }},
 	{name: "ADDED events missed / sent to the wrong node", show: func(r *result) string { return fmt.Sprintf("%d / %d", r.missedAdds, r.misdelivered) },
 		target: "0 / 0", met: func(b, _ *result) bool { return b.missedAdds == 0 && b.misdelivered == 0 }},
+	{name: "failed requests: create / status patch / delete", show: func(r *result) string {
+		return fmt.Sprintf("%d / %d / %d", r.failedCreates, r.failedPatches, r.failedDeletes)
+	}},
 	{name: fmt.Sprintf("full LIST of all pods (median of %d)", listRepeats), show: duration(func(r *result) time.Duration { return r.list })},
 	{name: "pod status patches", show: rate(func(r *result) float64 { return r.statusPerSec })},
 	{name: "pod deletes", show: rate(func(r *result) float64 { return r.deletePerSec })},

@@ -8,16 +8,18 @@ import (
 
 // result is one target's figures for one shape.
 type result struct {
-	target                                   string
-	createPerSec, statusPerSec, deletePerSec float64
-	watchP50, watchP99                       time.Duration // create start → ADDED at the pod's node watcher
-	missedAdds, misdelivered                 int64
-	list                                     time.Duration // median full LIST of all pods
-	memStarted, memLoaded, memEnd            []memory
+	target                                      string
+	createPerSec, statusPerSec, deletePerSec    float64
+	watchP50, watchP99                          time.Duration // create start → ADDED at the pod's node watcher
+	missedAdds, misdelivered                    int64
+	failedCreates, failedPatches, failedDeletes int
+	list                                        time.Duration // median full LIST of all pods
+	memStarted, memLoaded, memEnd               []memory
 }
 
 // medianResult combines several runs against one target: the median of
-// each figure, and the worst run's count of missed or misdelivered events.
+// each figure, and the worst run's count of failed requests and of missed
+// or misdelivered events.
 func medianResult(runs []*result) *result {
 	if len(runs) == 1 {
 		return runs[0]
@@ -41,6 +43,9 @@ func medianResult(runs []*result) *result {
 	for _, r := range runs {
 		out.missedAdds = max(out.missedAdds, r.missedAdds)
 		out.misdelivered = max(out.misdelivered, r.misdelivered)
+		out.failedCreates = max(out.failedCreates, r.failedCreates)
+		out.failedPatches = max(out.failedPatches, r.failedPatches)
+		out.failedDeletes = max(out.failedDeletes, r.failedDeletes)
 	}
 	return out
 }

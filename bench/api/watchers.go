@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,10 +23,10 @@ import (
 // fieldSelector spec.nodeName=NODE over its own connection, as node agents
 // run them. They record when each pod's ADDED reaches its node's watcher.
 type nodeWatchers struct {
-	created                        []atomic.Int64 // by pod index: unix ns when its create call started
-	added                          []atomic.Int64 // by pod index: unix ns of its first ADDED at its node's watcher
-	nAdded, nDeleted, misdelivered atomic.Int64
-	stop                           chan struct{}
+	created                []atomic.Int64 // by pod index: unix ns when its create call started
+	added                  []atomic.Int64 // by pod index: unix ns of its first ADDED at its node's watcher
+	nDeleted, misdelivered atomic.Int64
+	stop                   chan struct{}
 }
 
 // noProxy makes each rest.Config it is set on uncacheable by client-go's
@@ -82,9 +83,7 @@ func (w *nodeWatchers) observeAdded(node string, obj any) {
 	if err != nil || i < 0 || i >= len(w.added) {
 		return
 	}
-	if w.added[i].CompareAndSwap(0, now) {
-		w.nAdded.Add(1)
-	}
+	w.added[i].CompareAndSwap(0, now)
 }
 
 // latencies returns create-start to ADDED for every pod seen so far.
@@ -100,13 +99,25 @@ func (w *nodeWatchers) latencies() []time.Duration {
 
 func (w *nodeWatchers) close() { close(w.stop) }
 
-// waitCount waits until counter reaches want, the target fails, or timeout
-// passes; the caller reports a shortfall.
-func waitCount(ctx context.Context, t *target, counter *atomic.Int64, want int64, timeout time.Duration) {
+// missing counts the pods created successfully whose ADDED has not reached
+// their node's watcher.
+func (w *nodeWatchers) missing() int {
+	n := 0
+	for i := range w.added {
+		if w.created[i].Load() != 0 && w.added[i].Load() == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// waitUntil waits until done holds, the target fails, or timeout passes;
+// the caller reports any shortfall.
+func waitUntil(ctx context.Context, t *target, timeout time.Duration, done func() bool) {
 	_ = waitFor(ctx, timeout, t.procs, func(context.Context) error {
-		if counter.Load() >= want {
+		if done() {
 			return nil
 		}
-		return fmt.Errorf("%d of %d", counter.Load(), want)
+		return errors.New("not yet")
 	})
 }
