@@ -22,7 +22,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/agent/podnet"
-	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/registry"
@@ -39,8 +38,9 @@ type cluster struct {
 	agentDir map[string]string // node → the agent's data directory
 }
 
-// TestPodsReachEachOtherAcrossNodes: one server and three nodes, each node
-// in its own network namespace on a shared bridge.
+// TestPodsReachEachOtherAcrossNodes: one server and three nodes joined with
+// the server's join token, each node in its own network namespace on a
+// shared bridge.
 // The nodes get distinct podCIDRs, each agent routes to the other two, and
 // a busybox client on node-b and one on node-c fetch the index of an httpd pod on
 // node-a by its pod IP.
@@ -120,7 +120,7 @@ func startCluster(t *testing.T) *cluster {
 	apiURL := "https://" + lanGateway + ":6443"
 	c.procs = append(c.procs, start(t, "server", l.bridgeNS, logDir, "server", "--data-dir", serverDir,
 		"--bind-address", lanGateway, "--port", "6443", "--tls-san", lanGateway, "--disable-agent"))
-	c.waitFile(filepath.Join(serverDir, "admin.kubeconfig"))
+	token := c.waitFile(filepath.Join(serverDir, "token"))
 	c.client = c.adminClient(filepath.Join(serverDir, "admin.kubeconfig"))
 
 	for _, node := range nodeNames {
@@ -133,46 +133,14 @@ func startCluster(t *testing.T) *cluster {
 			"--registry-mirror", "registry.k8s.io=http://"+mirror, "--registry-mirror", "docker.io=http://"+mirror))
 		c.waitRuntime(socket)
 		c.agentDir[node] = filepath.Join(dir, "agent")
-		kubeconfig := nodeKubeconfig(t, serverDir, apiURL, node, dir)
 		c.procs = append(c.procs, start(t, node+"-agent", l.nodeNS[node], logDir, "agent",
-			"--server", apiURL, "--kubeconfig", kubeconfig, "--node-name", node, "--node-ip", l.nodeIP[node],
+			"--server", apiURL, "--token", token, "--node-name", node, "--node-ip", l.nodeIP[node],
 			"--data-dir", c.agentDir[node], "--runtime-endpoint", "unix://"+socket, "--port", "0"))
 	}
 	// Registered last, so it runs first: pods go while the nodes still
 	// run, and the runtimes tear their sandboxes down themselves.
 	t.Cleanup(c.deleteAllPods)
 	return c
-}
-
-// nodeKubeconfig issues the agent of node an admin-made kubeconfig for
-// system:node:NODE from the server's client CA, written into dir. (The join
-// token, `berth agent --token`, is refused by a fresh server at the time of
-// writing: its bootstrap token may not create CSRs yet.)
-func nodeKubeconfig(t *testing.T, serverDir, apiURL, node, dir string) string {
-	t.Helper()
-	var cas [2]*pki.CA
-	for i, name := range []string{"server-ca", "client-ca"} {
-		if _, err := os.Stat(filepath.Join(serverDir, "pki", name+".crt")); err != nil {
-			t.Fatalf("the server's %s: %v", name, err) // never create a CA here
-		}
-		ca, err := pki.LoadOrCreateCA(filepath.Join(serverDir, "pki"), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cas[i] = ca
-	}
-	kc, err := (&pki.Cluster{ServerCA: cas[0], ClientCA: cas[1]}).ClientKubeconfig(apiURL, pki.NodeIdentity(node))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "node.kubeconfig")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 func (c *cluster) adminClient(kubeconfig string) kubernetes.Interface {
