@@ -13,8 +13,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,14 +40,15 @@ func main() {
 	pods := flag.Int("pods", 10000, "pods to schedule")
 	clients := flag.Int("clients", 64, "concurrent pod creators")
 	out := flag.String("out", "docs/benchmarks.md", "report file (empty: print only)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the scheduling phase (server, scheduler and load generator share this process) to this file")
 	flag.Parse()
-	if err := run(*nodes, *pods, *clients, *out); err != nil {
+	if err := run(*nodes, *pods, *clients, *out, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scheduler:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodes, pods, clients int, out string) error {
+func run(nodes, pods, clients int, out, cpuProfile string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "berth-bench-scheduler")
@@ -78,10 +81,17 @@ func run(nodes, pods, clients int, out string) error {
 	}
 	defer heartbeats()
 	leaseWritesBefore := leaseWrites.Load()
-	m, err := schedulePods(ctx, cs, pods, clients)
+	stopProfile, err := startCPUProfile(cpuProfile)
 	if err != nil {
 		return err
 	}
+	loadBefore := loadAverage()
+	m, err := schedulePods(ctx, cs, pods, clients)
+	stopProfile()
+	if err != nil {
+		return err
+	}
+	m.load = fmt.Sprintf("%s at the start, %s at the end", loadBefore, loadAverage())
 	m.revisionDelta -= leaseWrites.Load() - leaseWritesBefore
 	body := m.markdown(nodes, pods, clients)
 	fmt.Print(body)
@@ -95,6 +105,7 @@ func run(nodes, pods, clients int, out string) error {
 }
 
 type measurement struct {
+	load          string // the machine's 1-minute load average around the run
 	elapsed       time.Duration
 	latencies     []time.Duration
 	revisionDelta int64
@@ -106,7 +117,8 @@ func (m measurement) markdown(nodes, pods, clients int) string {
 	return fmt.Sprintf(`## Scheduler: creation to bound (bench/scheduler)
 
 `+"`go run ./bench/scheduler -nodes %d -pods %d -clients %d`"+`, measured %s on this machine
-(2 cores shared by the server, its embedded etcd, the scheduler and the load generator).
+(2 cores shared by the server, its embedded etcd, the scheduler and the load generator;
+1-minute load average %s: other work on the machine competes for the cores).
 
 | figure | value |
 | --- | --- |
@@ -114,13 +126,45 @@ func (m measurement) markdown(nodes, pods, clients int) string {
 | time to bind, p50 | %s |
 | time to bind, p99 | %s |
 | store writes per scheduled pod (create + bind transaction + Scheduled event; lease renewals excluded) | %.2f |
+| store transactions per bind | 1 |
 
-Each bind is one etcd transaction (node guard, node usage record, pod). Nodes renew their
+Each bind is one etcd transaction (node guard, node usage record, pod): the writes per pod above
+are the pod's create, that transaction, and the scheduler's Scheduled event. Nodes renew their
 Leases every 10 s during the run, as agents do. Target: 1000 pods/s;
 kube-scheduler's scheduler_perf threshold for 5000 nodes and 10k pods is 270 pods/s.
-`, nodes, pods, clients, time.Now().UTC().Format("2006-01-02"),
+`, nodes, pods, clients, time.Now().UTC().Format("2006-01-02"), m.load,
 		float64(len(m.latencies))/m.elapsed.Seconds(), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond),
 		float64(m.revisionDelta)/float64(len(m.latencies)))
+}
+
+// loadAverage is the 1-minute load average from /proc/loadavg ("?" when unreadable).
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return "?"
+	}
+	return fields[0]
+}
+
+// startCPUProfile profiles this process (the whole server runs in it) until
+// the returned stop is called; path "" profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func freePort() (int, error) {
