@@ -83,10 +83,28 @@ func startBerthIn(t *testing.T, dataDir string) *berth {
 			return false
 		}
 		b.admin = kubernetes.NewForConfigOrDie(cfg)
-		view, err := b.admin.RbacV1().ClusterRoles().Get(context.Background(), "view", metav1.GetOptions{})
-		return err == nil && view.Labels[rbac.BootstrappingLabel] == rbac.BootstrappingValue
+		return defaultsInPlace(b.admin)
 	})
 	return b
+}
+
+// defaultsInPlace reports whether every default role and binding exists
+// (labelled as the server's), so tests start from the whole policy.
+func defaultsInPlace(c kubernetes.Interface) bool {
+	ctx := context.Background()
+	roles, bindings := rbac.DefaultPolicy()
+	for _, r := range roles {
+		got, err := c.RbacV1().ClusterRoles().Get(ctx, r.Name, metav1.GetOptions{})
+		if err != nil || got.Labels[rbac.BootstrappingLabel] != rbac.BootstrappingValue {
+			return false
+		}
+	}
+	for _, b := range bindings {
+		if _, err := c.RbacV1().ClusterRoleBindings().Get(ctx, b.Name, metav1.GetOptions{}); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // kubeconfigFor writes a kubeconfig with a client certificate for id.
