@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,23 +14,32 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/agent/failover"
 	"github.com/berth/berth/internal/testkit/etcdtest"
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/registry"
 )
 
 // Two berth server replicas on a three-member etcd cluster (separate
 // processes, mutual TLS, loopback), under a steady stream of creations
-// through a client that fails over between the replicas: one etcd member is
-// killed, then one replica. No acknowledged write is lost or applied twice,
-// and a watch through the failover client converges on the survivor's state.
+// through a client that fails over between the replicas, with an agent
+// joined to both: one etcd member is killed, then one replica. No
+// acknowledged write is lost or applied twice, a watch through the failover
+// client converges on the survivor's state, and the agent carries on
+// through the survivor (its Lease renewed, a new pod run).
 func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
 	bin := buildBerth(t)
 	dir := t.TempDir()
 	etcdCluster := etcdtest.StartCluster(t, 3, filepath.Join(dir, "etcd"))
@@ -49,6 +59,9 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	client := failoverClient(t, dataA, srvA.port, srvB.port)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	servers := fmt.Sprintf("https://127.0.0.1:%d,https://127.0.0.1:%d", srvA.port, srvB.port)
+	startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node")
+	waitPodRunning(t, client, runPod(t, client, "before-failover"))
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +81,19 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	cancel()
 	acked := load.stop()
 
+	// The agent reached the survivor: it renews its Lease and runs a new pod.
+	renewed := leaseRenewTime(t, client, "ha-node")
+	waitPodRunning(t, client, runPod(t, client, "after-failover"))
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return leaseRenewTime(t, client, "ha-node").After(renewed), nil
+	})
+	if err != nil {
+		t.Fatal("the agent's Lease was not renewed through the surviving replica")
+	}
+
 	survivor := srvB.client(t)
-	list, err := survivor.CoreV1().ConfigMaps("load").List(context.Background(), metav1.ListOptions{})
+	var list *corev1.ConfigMapList
+	list, err = survivor.CoreV1().ConfigMaps("load").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +126,130 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 			t.Errorf("watch is missing %s", cm.Name)
 		}
 	}
+}
+
+// startJoinedNode runs a `berth runtime` and a `berth agent` that joins with
+// the cluster's default token and is given every replica's URL. Images come
+// from a loopback registry.
+func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string) {
+	t.Helper()
+	catalogue, err := images.Catalogue(context.Background(), images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := registry.Start(t)
+	registry.Push(t, host, images.Set{"registry.k8s.io/pause:3.9": catalogue[images.Pause], images.Busybox: catalogue[images.Busybox]})
+	token, err := os.ReadFile(filepath.Join(serverDataDir, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "unix://" + filepath.Join(dir, "runtime.sock")
+	startProcess(t, bin, filepath.Join(dir, "runtime.log"), "runtime", "--root", filepath.Join(dir, "runtime"),
+		"--state-dir", filepath.Join(dir, "runtime-state"), "--listen", endpoint, "--disable-nri",
+		"--insecure-registry", host, "--registry-mirror", "registry.k8s.io=http://"+host, "--registry-mirror", "docker.io=http://"+host)
+	waitForRuntime(t, endpoint)
+	startProcess(t, bin, filepath.Join(dir, "agent.log"), "agent", "--server", servers, "--token", strings.TrimSpace(string(token)),
+		"--node-name", name, "--data-dir", filepath.Join(dir, "agent"), "--runtime-endpoint", endpoint, "--node-ip", "127.0.0.1")
+}
+
+// startProcess runs bin with args, logging to logPath; the test's end kills it.
+func startProcess(t *testing.T, bin, logPath string, args ...string) *exec.Cmd {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return cmd
+}
+
+// waitForRuntime waits until the runtime answers CRI, and removes every pod
+// it runs when the test ends (before the runtime is stopped).
+func waitForRuntime(t *testing.T, endpoint string) {
+	t.Helper()
+	var rt *cri.Client
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		c, _, err := cri.Dial(ctx, endpoint)
+		rt = c
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("runtime at %s never answered", endpoint)
+	}
+	t.Cleanup(func() {
+		defer rt.Close()
+		ctx := context.Background()
+		list, err := rt.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			t.Errorf("list sandboxes: %v", err)
+			return
+		}
+		for _, sb := range list.Items {
+			_, _ = rt.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+			if _, err := rt.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+				t.Errorf("remove sandbox %s: %v", sb.Id, err)
+			}
+		}
+	})
+}
+
+func runPod(t *testing.T, client kubernetes.Interface, name string) string {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "main", Image: images.Busybox, Command: []string{"sleep", "3600"}}},
+	}}
+	var err error
+	for range 20 { // a replica may be going away under us
+		if _, err = client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {
+			return name
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("create pod %s: %v", name, err)
+	return ""
+}
+
+func waitPodRunning(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		return p.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s never Running; last: %+v", name, last)
+	}
+}
+
+func leaseRenewTime(t *testing.T, client kubernetes.Interface, node string) time.Time {
+	t.Helper()
+	lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil || lease.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return lease.Spec.RenewTime.Time
 }
 
 // failoverClient is an admin client across both replicas.

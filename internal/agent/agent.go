@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/internal/agent/failover"
 	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/agent/pods"
 	nodeserver "github.com/berth/berth/internal/agent/server"
@@ -37,9 +38,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	restCfg, err := clientcmd.BuildConfigFromFlags(cfg.Server, kubeconfig)
+	servers := cfg.Servers()
+	restCfg, err := clientcmd.BuildConfigFromFlags(firstOf(servers), kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	if len(servers) > 1 {
+		if err := failover.Configure(restCfg, servers); err != nil {
+			return err
+		}
 	}
 	restCfg.UserAgent = "berth-agent/" + version.Get().Version
 	client, err := kubernetes.NewForConfig(restCfg)
@@ -63,6 +70,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		})
 	}
 	return New(cfg, client, rt, v, clock.RealClock{}, log).Run(ctx)
+}
+
+func firstOf(servers []string) string {
+	if len(servers) == 0 {
+		return ""
+	}
+	return servers[0]
 }
 
 // Agent is one running node agent.

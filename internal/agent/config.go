@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,7 +21,10 @@ import (
 
 // Config is what `berth agent` is started with.
 type Config struct {
-	Server string // API server URL: where to join; overrides the kubeconfig's server when both are given
+	// Server is the API server's URL (where to join; it overrides the
+	// kubeconfig's server when both are given), or several replicas' URLs,
+	// comma-separated, which the agent fails over between.
+	Server string
 	// Token is a join token (berth token create): with it the agent joins
 	// (internal/agent/join) and from then on uses only the certificate it
 	// obtained, kept in DataDir. Exclusive with Kubeconfig.
@@ -52,6 +56,17 @@ type Config struct {
 
 // Validate checks the configuration without touching anything but DataDir's
 // existence, and returns one clear line for the first problem.
+// Servers lists the API server replicas named by --server.
+func (c Config) Servers() []string {
+	var out []string
+	for _, s := range strings.Split(c.Server, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func (c Config) Validate() error {
 	switch {
 	case c.NodeName == "":
@@ -62,8 +77,8 @@ func (c Config) Validate() error {
 		return errors.New("--token and --kubeconfig exclude each other: join with a token, or use an admin-issued kubeconfig")
 	case c.Kubeconfig == "" && c.Token == "":
 		return errors.New("--token (to join) or --kubeconfig (an admin-issued kubeconfig for system:node:" + c.NodeName + ") is required")
-	case c.Server != "" && !strings.HasPrefix(c.Server, "https://"):
-		return fmt.Errorf("--server %q: want an https:// URL", c.Server)
+	case slices.ContainsFunc(c.Servers(), func(s string) bool { return !strings.HasPrefix(s, "https://") }):
+		return fmt.Errorf("--server %q: want an https:// URL (several comma-separated)", c.Server)
 	case c.Token != "" && c.Server == "":
 		return errors.New("--server is required with --token")
 	case c.RuntimeEndpoint == "":

@@ -43,6 +43,7 @@ func TestValidate(t *testing.T) {
 		}, "--token: join token: want berth::sha256:"},
 		{"no credentials", func(c *Config) { c.Kubeconfig = "" }, "--token (to join) or --kubeconfig"},
 		{"plain http server", func(c *Config) { c.Server = "http://127.0.0.1:6443" }, "want an https:// URL"},
+		{"one plain http replica", func(c *Config) { c.Server = "https://127.0.0.1:6443,http://127.0.0.1:6444" }, "want an https:// URL"},
 		{"no runtime", func(c *Config) { c.RuntimeEndpoint = "" }, "--runtime-endpoint is required"},
 		{"tcp runtime", func(c *Config) { c.RuntimeEndpoint = "tcp://127.0.0.1:1" }, "want unix:///absolute/path"},
 		{"relative data dir", func(c *Config) { c.DataDir = "data" }, "--data-dir \"data\""},

@@ -22,7 +22,7 @@ func identity(ctx context.Context, cfg Config, log *slog.Logger) (kubeconfig str
 		return "", nil, err
 	}
 	log = log.With("component", "join")
-	kubeconfig, err = join.Ensure(ctx, join.Config{Server: cfg.Server, Token: &token, NodeName: cfg.NodeName, Dir: cfg.DataDir, Logger: log})
+	kubeconfig, err = join.Ensure(ctx, join.Config{Server: firstOf(cfg.Servers()), Token: &token, NodeName: cfg.NodeName, Dir: cfg.DataDir, Logger: log})
 	if err != nil {
 		return "", nil, err
 	}

@@ -49,7 +49,7 @@ unix:///run/containerd/containerd.sock).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Server, "server", "", "API server URL (https://HOST:PORT) to join; overrides the kubeconfig's server")
+	f.StringVar(&cfg.Server, "server", "", "API server URL (https://HOST:PORT) to join, overriding the kubeconfig's; several replicas comma-separated, failed over between (the first is where to join)")
 	f.StringVar(&cfg.Token, "token", "", "join token berth::sha256:<CA hash>::<id>.<secret> (berth token create)")
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for system:node:NAME issued by an administrator (instead of --token)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name (a DNS subdomain)")
