@@ -174,6 +174,9 @@ func TestOperatorGrantsMonitoringReadOnlyPods(t *testing.T) {
 
 	b.mustAs(admin, "create", "clusterrole", "pod-watcher", "--verb=get,list,watch", "--resource=pods")
 	b.mustAs(admin, "create", "clusterrolebinding", "monitoring", "--clusterrole=pod-watcher", "--user=monitor")
+	if out := b.mustAs(admin, "get", "clusterrolebinding", "monitoring", "-o", "wide"); !strings.Contains(out, "ClusterRole/pod-watcher") || !strings.Contains(out, "monitor") {
+		t.Errorf("kubectl get clusterrolebinding -o wide:\n%s", out)
+	}
 
 	waitFor(t, "the monitor to list pods in every namespace", func() bool {
 		out, ok := b.as(monitor, "get", "pods", "-A", "-o", "name")
