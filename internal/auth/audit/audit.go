@@ -63,19 +63,19 @@ type filteredSink struct{ next audit.Sink }
 func (s filteredSink) ProcessEvents(events ...*auditinternal.Event) bool {
 	ok := true
 	for _, ev := range events {
-		if Keep(ev) {
+		if keep(ev) {
 			ok = s.next.ProcessEvents(ev) && ok
 		}
 	}
 	return ok
 }
 
-// Keep reports whether ev belongs in the audit log: a denied request
+// keep reports whether ev belongs in the audit log: a denied request
 // (401 or 403), or one whose verb changes state; one line per request, at
 // ResponseComplete. The exception is a failed authentication, which
 // k8s.io/apiserver reports only at ResponseStarted (there is no user to
 // go on with).
-func Keep(ev *auditinternal.Event) bool {
+func keep(ev *auditinternal.Event) bool {
 	code := int32(0)
 	if ev.ResponseStatus != nil {
 		code = ev.ResponseStatus.Code
