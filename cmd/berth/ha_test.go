@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -60,8 +61,9 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	servers := fmt.Sprintf("https://127.0.0.1:%d,https://127.0.0.1:%d", srvA.port, srvB.port)
-	startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node")
+	agent := startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node")
 	waitPodRunning(t, client, runPod(t, client, "before-failover"))
+	assertHoldsNoEtcdAccess(t, agent, filepath.Join(dir, "node", "agent"), etcdCluster)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 // startJoinedNode runs a `berth runtime` and a `berth agent` that joins with
 // the cluster's default token and is given every replica's URL. Images come
 // from a loopback registry.
-func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string) {
+func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string) *exec.Cmd {
 	t.Helper()
 	catalogue, err := images.Catalogue(context.Background(), images.Options{})
 	if err != nil {
@@ -148,8 +150,52 @@ func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string
 		"--state-dir", filepath.Join(dir, "runtime-state"), "--listen", endpoint, "--disable-nri",
 		"--insecure-registry", host, "--registry-mirror", "registry.k8s.io=http://"+host, "--registry-mirror", "docker.io=http://"+host)
 	waitForRuntime(t, endpoint)
-	startProcess(t, bin, filepath.Join(dir, "agent.log"), "agent", "--server", servers, "--token", strings.TrimSpace(string(token)),
+	return startProcess(t, bin, filepath.Join(dir, "agent.log"), "agent", "--server", servers, "--token", strings.TrimSpace(string(token)),
 		"--node-name", name, "--data-dir", filepath.Join(dir, "agent"), "--runtime-endpoint", endpoint, "--node-ip", "127.0.0.1")
+}
+
+// assertHoldsNoEtcdAccess checks that the agent's command line and
+// environment name no etcd endpoint, and that nothing in its data directory
+// holds etcd's CA or client credentials.
+func assertHoldsNoEtcdAccess(t *testing.T, agent *exec.Cmd, dataDir string, c *etcdtest.Cluster) {
+	t.Helper()
+	for _, f := range []string{"cmdline", "environ"} {
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(agent.Process.Pid), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ep := range c.Endpoints {
+			if strings.Contains(string(data), strings.TrimPrefix(ep, "https://")) {
+				t.Errorf("agent %s names etcd endpoint %s", f, ep)
+			}
+		}
+	}
+	var secrets [][]byte
+	for _, f := range []string{c.CAFile, c.CertFile, c.KeyFile} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, bytes.TrimSpace(data))
+	}
+	err := filepath.WalkDir(dataDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil // sockets and the like
+		}
+		for _, s := range secrets {
+			if bytes.Contains(data, s) {
+				t.Errorf("agent file %s holds etcd credentials", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startProcess runs bin with args, logging to logPath; the test's end kills it.
