@@ -17,7 +17,7 @@ import (
 )
 
 // listersOf are real client-go listers over indexers holding objs.
-func listersOf(t *testing.T, objs ...runtime.Object) Listers {
+func listersOf(t testing.TB, objs ...runtime.Object) Listers {
 	t.Helper()
 	idx := func() cache.Indexer {
 		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
