@@ -74,6 +74,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 		newAgentCommand(),
 		newTokenCommand(),
 		newImageCommand(),
+		newSnapshotCommand(),
 	)
 	return root
 }
