@@ -81,6 +81,12 @@ func (c *Config) Validate() error {
 	if c.AgentPort < 0 || c.AgentPort > 65535 {
 		return fmt.Errorf("--agent-port %d is out of range 0-65535", c.AgentPort)
 	}
+	if c.AuditLogPath != "" {
+		// Checked before anything is created: a bad path changes nothing.
+		if st, err := os.Stat(filepath.Dir(c.AuditLogPath)); err != nil || !st.IsDir() {
+			return fmt.Errorf("--audit-log-path %s: its directory does not exist", c.AuditLogPath)
+		}
+	}
 	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
 		return fmt.Errorf("--node-ip %q is not an IP address", c.NodeIP)
 	}
