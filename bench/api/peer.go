@@ -101,7 +101,10 @@ func startKubeAPIServer(ctx context.Context, t *target, binDir, dir, logDir stri
 		"--authorization-mode", "Node,RBAC",
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saKeyFile, "--service-account-signing-key-file", saKeyFile,
-		"--service-cluster-ip-range", "10.96.0.0/16")
+		"--service-cluster-ip-range", "10.96.0.0/16",
+		// The endpoint reconciler refuses a loopback advertise address;
+		// with no in-cluster clients nothing needs the kubernetes Service's endpoints.
+		"--endpoint-reconciler-type", "none")
 	if err != nil {
 		return err
 	}
