@@ -1,7 +1,14 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berth/berth/internal/testkit/procnet"
 )
@@ -20,5 +27,29 @@ func TestServerListensOnlyOnItsAPIPort(t *testing.T) {
 	want := "tcp 0100007F" + procnet.TCPPort(port) // 127.0.0.1:port
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("berth server listens on %v; want only %s", got, want)
+	}
+
+	// Anonymous clients reach health and version, and get 401 elsewhere.
+	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	status := func(path string) int {
+		resp, err := anon.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// The RBAC binding that allows it is served once the server's RBAC watch has synced.
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return status("/healthz") == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("anonymous /healthz: %d", status("/healthz"))
+	}
+	for path, want := range map[string]int{"/livez": 200, "/readyz": 200, "/version": 200, "/api/v1/namespaces": 401, "/metrics": 401, "/berth/v1/snapshot": 401} {
+		if got := status(path); got != want {
+			t.Errorf("anonymous GET %s: %d, want %d", path, got, want)
+		}
 	}
 }

@@ -35,8 +35,9 @@ func NewAuthenticator(clientCAs *x509.CertPool, tokens ...authenticator.Token) a
 	if len(tokens) > 0 {
 		chain = append(chain, bearertoken.New(tokenunion.New(tokens...)))
 	}
-	// Every authenticated user is also in system:authenticated, as upstream.
-	return group.NewAuthenticatedGroupAdder(requestunion.New(chain...))
+	// Every authenticated user is also in system:authenticated, as upstream;
+	// anonymous callers of the public paths are not.
+	return publicAnonymous{next: group.NewAuthenticatedGroupAdder(requestunion.New(chain...))}
 }
 
 // NewAuthorizer returns the authorization chain: first allow wins, default
