@@ -24,7 +24,8 @@ func TestDeletePropagationPolicyBecomesFinalizer(t *testing.T) {
 	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions {
 		return metav1.DeleteOptions{PropagationPolicy: &p}
 	}
-	orphan := func(b bool) metav1.DeleteOptions { return metav1.DeleteOptions{OrphanDependents: &b} } //nolint:staticcheck // legacy field under test
+	//lint:ignore SA1019 the legacy field is under test
+	orphan := func(b bool) metav1.DeleteOptions { return metav1.DeleteOptions{OrphanDependents: &b} }
 	cases := []struct {
 		name      string
 		options   metav1.DeleteOptions
@@ -71,7 +72,8 @@ func TestDeleteWithBothOrphanFieldsIsInvalidAndChangesNothing(t *testing.T) {
 	createConfigMap(t, s, "both")
 	before := storeRevision(t, s)
 	yes, p := true, metav1.DeletePropagationForeground
-	err := s.client.CoreV1().ConfigMaps("default").Delete(ctx, "both", metav1.DeleteOptions{OrphanDependents: &yes, PropagationPolicy: &p}) //nolint:staticcheck // legacy field under test
+	//lint:ignore SA1019 the legacy field is under test
+	err := s.client.CoreV1().ConfigMaps("default").Delete(ctx, "both", metav1.DeleteOptions{OrphanDependents: &yes, PropagationPolicy: &p})
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("want 422 Invalid, got %v", err)
 	}

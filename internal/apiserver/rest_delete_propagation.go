@@ -21,7 +21,7 @@ var gcFinalizers = []string{metav1.FinalizerOrphanDependents, metav1.FinalizerDe
 // when the options are silent. The legacy orphanDependents field wins; the
 // handlers have already rejected requests that set both.
 func propagationFromOptions(options *metav1.DeleteOptions) metav1.DeletionPropagation {
-	//nolint:staticcheck // SA1019: the legacy field is still part of the API
+	//lint:ignore SA1019 the legacy field is still part of the API and must be honoured
 	if orphan := options.OrphanDependents; orphan != nil {
 		if *orphan {
 			return metav1.DeletePropagationOrphan
