@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/berth/berth/internal/testkit/ports"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	})
 
 	dataDir := filepath.Join(t.TempDir(), "data")
-	port := freePort(t)
+	port := ports.Free(t)
 	srv := startServerArgs(t, berthBin, dataDir, port,
 		"--node-name", "e2e-node", "--socket-dir", filepath.Join(t.TempDir(), "run"),
 		"--insecure-registry", host,

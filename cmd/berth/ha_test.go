@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/ports"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,12 +50,12 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 		"--etcd-cafile", etcdCluster.CAFile, "--etcd-certfile", etcdCluster.CertFile, "--etcd-keyfile", etcdCluster.KeyFile}
 
 	dataA, dataB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	srvA := startServerArgs(t, bin, dataA, freePort(t), etcdFlags...)
+	srvA := startServerArgs(t, bin, dataA, ports.Free(t), etcdFlags...)
 	srvA.client(t)
 	// Replicas share the cluster's CAs: the second starts from a copy of
 	// the first's pki directory (docs/operations.md).
 	copyDir(t, filepath.Join(dataA, "pki"), filepath.Join(dataB, "pki"))
-	srvB := startServerArgs(t, bin, dataB, freePort(t), etcdFlags...)
+	srvB := startServerArgs(t, bin, dataB, ports.Free(t), etcdFlags...)
 	srvB.client(t)
 
 	client := failoverClient(t, dataA, srvA.port, srvB.port)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/ports"
 	"net/http"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // embedded etcd has no client, peer or metrics listener.
 func TestServerListensOnlyOnItsAPIPort(t *testing.T) {
 	dataDir := t.TempDir() + "/data"
-	port := freePort(t)
+	port := ports.Free(t)
 	srv := startServer(t, buildBerth(t), dataDir, port)
 	srv.client(t)
 	got, err := procnet.Listening(srv.cmd.Process.Pid)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/berth/berth/internal/testkit/ports"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // The server's scheduler binds pods through the API under its own identity
 // and reports pods that fit nowhere, upstream-style.
 func TestServerSchedulesPods(t *testing.T) {
-	srv := startServer(t, berthBin, filepath.Join(t.TempDir(), "data"), freePort(t))
+	srv := startServer(t, berthBin, filepath.Join(t.TempDir(), "data"), ports.Free(t))
 	cs := srv.client(t)
 	ctx := context.Background()
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/ports"
 	"net"
 	"os"
 	"os/exec"
@@ -87,22 +88,12 @@ func readLog(dataDir string) string {
 	return string(b)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // Everything the server acknowledged survives a kill -9, and the server
 // starts again on the same data directory with the same identity files.
 func TestServerDurabilityAcrossKill9(t *testing.T) {
 	bin := buildBerth(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
-	port := freePort(t)
+	port := ports.Free(t)
 	srv := startServer(t, bin, dataDir, port)
 	cs := srv.client(t)
 
@@ -174,7 +165,7 @@ func TestServerStartupErrorsAreOneLine(t *testing.T) {
 	}
 	for name, args := range map[string][]string{
 		"port in use":       {"--data-dir", t.TempDir(), "--bind-address", "127.0.0.1", "--port", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)},
-		"data dir is file":  {"--data-dir", notADir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(freePort(t))},
+		"data dir is file":  {"--data-dir", notADir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports.Free(t))},
 		"bad bind address":  {"--bind-address", "not-an-ip"},
 		"port out of range": {"--port", "70000"},
 	} {

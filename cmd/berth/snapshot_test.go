@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/berth/berth/internal/testkit/ports"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	bin := buildBerth(t)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	port := freePort(t)
+	port := ports.Free(t)
 	srv := startServer(t, bin, dataDir, port)
 	cs := srv.client(t)
 	ctx := context.Background()

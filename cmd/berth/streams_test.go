@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/ports"
 	"io"
 	"net"
 	"net/http"
@@ -58,7 +59,7 @@ func checkPodStreams(t *testing.T, dataDir, pod string) {
 
 	// port-forward reaches a busybox httpd listening in the pod.
 	kubectl(t, dataDir, "", "exec", pod, "--", "sh", "-c", "mkdir -p /www && echo served-from-pod > /www/index.html && httpd -p 8080 -h /www")
-	local := freePort(t)
+	local := ports.Free(t)
 	pf := startKubectl(t, dataDir, "port-forward", pod, fmt.Sprintf("%d:8080", local), "--address", "127.0.0.1")
 	pf.waitFor(t, "Forwarding from 127.0.0.1:")
 	resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + net.JoinHostPort("127.0.0.1", fmt.Sprint(local)) + "/index.html")

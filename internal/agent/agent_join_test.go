@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/berth/berth/internal/testkit/ports"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,7 +26,7 @@ func TestAgentJoinsWithToken(t *testing.T) {
 	ctd := containerdtest.Start(t)
 	bin := buildBerth(t)
 	dataDir := t.TempDir()
-	port := freePort(t)
+	port := ports.Free(t)
 	serverDir := filepath.Join(dataDir, "server")
 	startBerth(t, bin, "server.log", "server", "--data-dir", serverDir,
 		"--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--disable-agent")

@@ -2,7 +2,7 @@ package agent
 
 import (
 	"context"
-	"net"
+	"github.com/berth/berth/internal/testkit/ports"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,7 +103,7 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	ctd := containerdtest.Start(t)
 	bin := buildBerth(t)
 	dataDir := t.TempDir()
-	port := freePort(t)
+	port := ports.Free(t)
 	startBerth(t, bin, "server.log", "server", "--data-dir", filepath.Join(dataDir, "server"),
 		"--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--disable-agent")
 	kubeconfig := filepath.Join(dataDir, "server", "admin.kubeconfig")
@@ -180,16 +180,6 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	if err != nil || len(sbs.Items) != 0 {
 		t.Fatalf("deleted pod's sandbox still in the runtime: %v, %v", sbs, err)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func poll(t *testing.T, what string, cond func(context.Context) bool) {

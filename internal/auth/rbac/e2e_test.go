@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/ports"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,7 +54,7 @@ func startBerth(t *testing.T) *berth {
 
 func startBerthIn(t *testing.T, dataDir string) *berth {
 	t.Helper()
-	port := freePort(t)
+	port := ports.Free(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -374,16 +374,6 @@ func (b *berth) clientFor(id pki.Identity) kubernetes.Interface {
 		b.t.Fatal(err)
 	}
 	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitFor polls cond; on timeout it shows the last of lastSeen, if given.

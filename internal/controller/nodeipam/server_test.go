@@ -2,6 +2,7 @@ package nodeipam_test
 
 import (
 	"context"
+	"github.com/berth/berth/internal/testkit/ports"
 	"log/slog"
 	"net"
 	"os"
@@ -56,7 +57,7 @@ func TestServerAssignsPodCIDRsAcrossRestart(t *testing.T) {
 
 func startServer(t *testing.T, dir string) (kubernetes.Interface, func()) {
 	t.Helper()
-	port := freePort(t)
+	port := ports.Free(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -120,14 +121,4 @@ func waitPodCIDR(t *testing.T, cs kubernetes.Interface, name string) string {
 		t.Fatalf("node %s never got a podCIDR: %v", name, err)
 	}
 	return cidr
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // Cluster is a real etcd cluster of separate processes on loopback, with
@@ -36,7 +37,7 @@ func StartCluster(t *testing.T, n int, dir string) *Cluster {
 	}
 	c := &Cluster{}
 	serverCert, serverKey := c.issueCerts(t, dir)
-	clientPorts, peerPorts := freePorts(t, n), freePorts(t, n)
+	clientPorts, peerPorts := ports.FreeN(t, n), ports.FreeN(t, n)
 	var initial []string
 	for i := range n {
 		initial = append(initial, fmt.Sprintf("m%d=https://127.0.0.1:%d", i, peerPorts[i]))
@@ -112,22 +113,4 @@ func (c *Cluster) issueCerts(t *testing.T, dir string) (serverCert, serverKey st
 	serverCert, serverKey = write("etcd-member", pki.Identity{CommonName: "etcd-member", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true, Client: true})
 	c.CertFile, c.KeyFile = write("etcd-client", pki.Identity{CommonName: "berth-server", Client: true})
 	return serverCert, serverKey
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var listeners []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range listeners {
-		l.Close()
-	}
-	return ports
 }
