@@ -34,12 +34,13 @@ import (
 )
 
 // Two berth server replicas on a three-member etcd cluster (separate
-// processes, mutual TLS, loopback), under a steady stream of creations
+// processes, mutual TLS, loopback), under a steady stream of pod creations
 // through a client that fails over between the replicas, with an agent
 // joined to both: one etcd member is killed, then one replica. No
 // acknowledged write is lost or applied twice, a watch through the failover
 // client converges on the survivor's state, and the agent carries on
-// through the survivor (its Lease renewed, a new pod run).
+// through the survivor (its Lease renewed, a new pod run); then kill -9 of
+// the agent and of the runtime restarts no container.
 func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
 	bin := buildBerth(t)
@@ -62,13 +63,13 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	servers := fmt.Sprintf("https://127.0.0.1:%d,https://127.0.0.1:%d", srvA.port, srvB.port)
-	agent := startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node")
+	node := startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node")
 	waitPodRunning(t, client, runPod(t, client, "before-failover"))
-	assertHoldsNoEtcdAccess(t, agent, filepath.Join(dir, "node", "agent"), etcdCluster)
+	assertHoldsNoEtcdAccess(t, node.agent.cmd, filepath.Join(dir, "node", "agent"), etcdCluster)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	watched := watchConfigMaps(ctx, t, client)
+	watched := watchLoadPods(ctx, t, client)
 	load := startCreating(ctx, client)
 
 	load.waitFor(t, 30)
@@ -94,15 +95,29 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 		t.Fatal("the agent's Lease was not renewed through the surviving replica")
 	}
 
+	// kill -9 of the agent, then of the runtime, under the surviving
+	// replica: the pods keep running, nothing is restarted, and the agent
+	// carries on (its Lease renewed again).
+	before := containerIDs(t, client, "before-failover", "after-failover")
+	node.agent.stop(syscall.SIGKILL)
+	node.startAgent(t)
+	waitLeaseRenewed(t, client, "ha-node")
+	node.runtime.stop(syscall.SIGKILL)
+	node.startRuntime(t)
+	waitLeaseRenewed(t, client, "ha-node")
+	if after := containerIDs(t, client, "before-failover", "after-failover"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("containers changed across agent and runtime restarts: %v, then %v", before, after)
+	}
+
 	survivor := srvB.client(t)
-	var list *corev1.ConfigMapList
-	list, err = survivor.CoreV1().ConfigMaps("load").List(context.Background(), metav1.ListOptions{})
+	var list *corev1.PodList
+	list, err = survivor.CoreV1().Pods("load").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
 	for _, cm := range list.Items {
-		seen[cm.Data["seq"]]++
+		seen[cm.Annotations["seq"]]++
 	}
 	for seq, n := range seen {
 		if n > 1 {
@@ -122,7 +137,7 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 		return len(watched.ListKeys()) == len(list.Items), nil
 	})
 	if err != nil {
-		t.Fatalf("watch holds %d configmaps, the survivor %d", len(watched.ListKeys()), len(list.Items))
+		t.Fatalf("watch holds %d pods, the survivor %d", len(watched.ListKeys()), len(list.Items))
 	}
 	for _, cm := range list.Items {
 		if _, ok, _ := watched.GetByKey("load/" + cm.Name); !ok {
@@ -131,10 +146,19 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	}
 }
 
-// startJoinedNode runs a `berth runtime` and a `berth agent` that joins with
-// the cluster's default token and is given every replica's URL. Images come
-// from a loopback registry.
-func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string) *exec.Cmd {
+// joinedNode is a `berth runtime` and a `berth agent` that joined with the
+// cluster's default token and was given every replica's URL; either can be
+// restarted. When the test ends, its pods are removed through CRI, then the
+// agent and the runtime are stopped.
+type joinedNode struct {
+	bin, dir               string
+	endpoint               string
+	runtimeArgs, agentArgs []string
+	runtime, agent         *process
+	starts                 int
+}
+
+func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string) *joinedNode {
 	t.Helper()
 	catalogue, err := images.Catalogue(context.Background(), images.Options{})
 	if err != nil {
@@ -146,13 +170,60 @@ func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint := "unix://" + filepath.Join(dir, "runtime.sock")
-	startProcess(t, bin, filepath.Join(dir, "runtime.log"), "runtime", "--root", filepath.Join(dir, "runtime"),
-		"--state-dir", filepath.Join(dir, "runtime-state"), "--listen", endpoint, "--disable-nri",
-		"--insecure-registry", host, "--registry-mirror", "registry.k8s.io=http://"+host, "--registry-mirror", "docker.io=http://"+host)
-	waitForRuntime(t, endpoint)
-	return startProcess(t, bin, filepath.Join(dir, "agent.log"), "agent", "--server", servers, "--token", strings.TrimSpace(string(token)),
-		"--node-name", name, "--data-dir", filepath.Join(dir, "agent"), "--runtime-endpoint", endpoint, "--node-ip", "127.0.0.1")
+	n := &joinedNode{bin: bin, dir: dir, endpoint: "unix://" + filepath.Join(dir, "runtime.sock")}
+	n.runtimeArgs = []string{"runtime", "--root", filepath.Join(dir, "runtime"),
+		"--state-dir", filepath.Join(dir, "runtime-state"), "--listen", n.endpoint, "--disable-nri",
+		"--insecure-registry", host, "--registry-mirror", "registry.k8s.io=http://" + host, "--registry-mirror", "docker.io=http://" + host}
+	n.agentArgs = []string{"agent", "--server", servers, "--token", strings.TrimSpace(string(token)),
+		"--node-name", name, "--data-dir", filepath.Join(dir, "agent"), "--runtime-endpoint", n.endpoint, "--node-ip", "127.0.0.1"}
+	t.Cleanup(func() { n.stop(t) })
+	n.startRuntime(t)
+	n.startAgent(t)
+	return n
+}
+
+func (n *joinedNode) startRuntime(t *testing.T) {
+	t.Helper()
+	n.starts++
+	n.runtime = startProcess(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("runtime-%d.log", n.starts)), n.runtimeArgs...)
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		c, _, err := cri.Dial(ctx, n.endpoint)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("runtime at %s never answered", n.endpoint)
+	}
+}
+
+func (n *joinedNode) startAgent(t *testing.T) {
+	t.Helper()
+	n.starts++
+	n.agent = startProcess(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("agent-%d.log", n.starts)), n.agentArgs...)
+}
+
+// stop removes every pod the runtime runs, then stops the agent and the runtime.
+func (n *joinedNode) stop(t *testing.T) {
+	ctx := context.Background()
+	if rt, _, err := cri.Dial(ctx, n.endpoint); err != nil {
+		t.Errorf("runtime gone before its pods were removed: %v", err)
+	} else {
+		list, err := rt.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			t.Errorf("list sandboxes: %v", err)
+		}
+		for _, sb := range list.GetItems() {
+			_, _ = rt.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+			if _, err := rt.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+				t.Errorf("remove sandbox %s: %v", sb.Id, err)
+			}
+		}
+		rt.Close()
+	}
+	n.agent.stop(syscall.SIGTERM)
+	n.runtime.stop(syscall.SIGTERM)
 }
 
 // assertHoldsNoEtcdAccess checks that the agent's command line and
@@ -199,8 +270,14 @@ func assertHoldsNoEtcdAccess(t *testing.T, agent *exec.Cmd, dataDir string, c *e
 	}
 }
 
-// startProcess runs bin with args, logging to logPath; the test's end kills it.
-func startProcess(t *testing.T, bin, logPath string, args ...string) *exec.Cmd {
+// process is a child the test stops itself.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startProcess runs bin with args, logging to logPath.
+func startProcess(t *testing.T, bin, logPath string, args ...string) *process {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		t.Fatal(err)
@@ -214,48 +291,20 @@ func startProcess(t *testing.T, bin, logPath string, args ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	return cmd
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logFile.Close(); close(p.exited) }()
+	return p
 }
 
-// waitForRuntime waits until the runtime answers CRI, and removes every pod
-// it runs when the test ends (before the runtime is stopped).
-func waitForRuntime(t *testing.T, endpoint string) {
-	t.Helper()
-	var rt *cri.Client
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		c, _, err := cri.Dial(ctx, endpoint)
-		rt = c
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("runtime at %s never answered", endpoint)
+// stop sends sig and waits for the process to exit (SIGKILL after 30 s).
+func (p *process) stop(sig syscall.Signal) {
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
-	t.Cleanup(func() {
-		defer rt.Close()
-		ctx := context.Background()
-		list, err := rt.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-		if err != nil {
-			t.Errorf("list sandboxes: %v", err)
-			return
-		}
-		for _, sb := range list.Items {
-			_, _ = rt.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
-			if _, err := rt.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-				t.Errorf("remove sandbox %s: %v", sb.Id, err)
-			}
-		}
-	})
 }
 
 func runPod(t *testing.T, client kubernetes.Interface, name string) string {
@@ -290,6 +339,35 @@ func waitPodRunning(t *testing.T, client kubernetes.Interface, name string) {
 	}
 }
 
+// containerIDs returns each named pod's container ID and restart count,
+// once it is Running.
+func containerIDs(t *testing.T, client kubernetes.Interface, names ...string) []string {
+	t.Helper()
+	var out []string
+	for _, name := range names {
+		waitPodRunning(t, client, name)
+		p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) != 1 {
+			t.Fatalf("pod %s: %v %+v", name, err, p.Status.ContainerStatuses)
+		}
+		cs := p.Status.ContainerStatuses[0]
+		out = append(out, fmt.Sprintf("%s/%s#%d", name, cs.ContainerID, cs.RestartCount))
+	}
+	return out
+}
+
+// waitLeaseRenewed waits until the node's Lease is renewed after now.
+func waitLeaseRenewed(t *testing.T, client kubernetes.Interface, node string) {
+	t.Helper()
+	since := time.Now() // same clock as the agent's; renewTime keeps microseconds
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return leaseRenewTime(t, client, node).After(since), nil
+	})
+	if err != nil {
+		t.Fatalf("node %s's Lease was not renewed", node)
+	}
+}
+
 func leaseRenewTime(t *testing.T, client kubernetes.Interface, node string) time.Time {
 	t.Helper()
 	lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), node, metav1.GetOptions{})
@@ -321,18 +399,19 @@ func failoverClient(t *testing.T, dataDir string, ports ...int) *kubernetes.Clie
 	return cs
 }
 
-func watchConfigMaps(ctx context.Context, t *testing.T, client kubernetes.Interface) cache.Store {
+func watchLoadPods(ctx context.Context, t *testing.T, client kubernetes.Interface) cache.Store {
 	t.Helper()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("load"))
-	inf := factory.Core().V1().ConfigMaps().Informer()
+	inf := factory.Core().V1().Pods().Informer()
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("configmap informer never synced")
+		t.Fatal("pod informer never synced")
 	}
 	return inf.GetStore()
 }
 
-// creator creates configmaps one after another, each with a unique seq,
+// creator creates pods one after another, each with a unique seq (they
+// select a node label no node has, so they stay Pending and cost the node nothing),
 // and records the ones the API acknowledged. Failed creates are not
 // retried: a create whose answer was lost may or may not have happened,
 // which the no-duplicate check covers.
@@ -348,8 +427,12 @@ func startCreating(ctx context.Context, client kubernetes.Interface) *creator {
 		defer close(c.done)
 		for i := 0; ctx.Err() == nil; i++ {
 			seq := fmt.Sprintf("%06d", i)
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "load-"}, Data: map[string]string{"seq": seq}}
-			if _, err := client.CoreV1().ConfigMaps("load").Create(ctx, cm, metav1.CreateOptions{}); err == nil {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "load-", Annotations: map[string]string{"seq": seq}},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{"berth.test/pool": "none"},
+					Containers: []corev1.Container{{Name: "c", Image: images.Busybox}}},
+			}
+			if _, err := client.CoreV1().Pods("load").Create(ctx, pod, metav1.CreateOptions{}); err == nil {
 				c.mu.Lock()
 				c.acked = append(c.acked, seq)
 				c.mu.Unlock()
