@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-	"github.com/berth/berth/internal/testkit/ports"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/ports"
 	"github.com/berth/berth/internal/testkit/registry"
 )
 
@@ -91,6 +93,34 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("deleted pod never went away: %v\n%s", err, readLog(dataDir))
+	}
+
+	// SIGTERM: a clean exit, stopping the local node, then the control
+	// loops, then the API, then the store.
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.exited
+	if srv.exitErr != nil {
+		t.Fatalf("exit after SIGTERM: %v", srv.exitErr)
+	}
+	assertShutdownOrder(t, readLog(dataDir), "shutdown: local node stopped", "shutdown: control loops stopped",
+		"shutdown: API server stopped", "shutdown: store closed")
+}
+
+// assertShutdownOrder checks that the server logged each step, in order.
+func assertShutdownOrder(t *testing.T, log string, steps ...string) {
+	t.Helper()
+	at := strings.LastIndex(log, "shutting down")
+	if at < 0 {
+		t.Fatalf("no shutdown in the log:\n%s", log)
+	}
+	for _, step := range steps {
+		i := strings.Index(log[at:], step)
+		if i < 0 {
+			t.Fatalf("shutdown step %q missing or out of order (steps %q)\n%s", step, steps, log[at:])
+		}
+		at += i
 	}
 }
 

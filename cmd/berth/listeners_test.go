@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"github.com/berth/berth/internal/testkit/ports"
 	"net/http"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/berth/berth/internal/testkit/ports"
 	"github.com/berth/berth/internal/testkit/procnet"
 )
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/berth/berth/internal/testkit/ports"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // The server's scheduler binds pods through the API under its own identity

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berth/berth/internal/testkit/ports"
 	"net"
 	"os"
 	"os/exec"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // serverProcess is a `berth server` child process on a loopback port.
@@ -147,6 +148,7 @@ func TestServerDurabilityAcrossKill9(t *testing.T) {
 		if srv2.exitErr != nil {
 			t.Errorf("exit after SIGTERM: %v\n%s", srv2.exitErr, readLog(dataDir))
 		}
+		assertShutdownOrder(t, readLog(dataDir), "shutdown: control loops stopped", "shutdown: API server stopped", "shutdown: store closed")
 	case <-time.After(time.Minute):
 		t.Fatal("server did not stop within a minute of SIGTERM")
 	}

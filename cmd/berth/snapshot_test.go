@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/berth/berth/internal/testkit/ports"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // `berth snapshot save` backs up a running server's embedded store over the

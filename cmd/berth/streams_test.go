@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/berth/berth/internal/testkit/ports"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // checkPodStreams exercises kubectl's streaming commands against pod,

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"github.com/berth/berth/internal/testkit/ports"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // TestAgentJoinsWithToken runs `berth server` and `berth agent --server

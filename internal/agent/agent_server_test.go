@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"github.com/berth/berth/internal/testkit/ports"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // process is one berth subcommand running for a test.

@@ -60,7 +60,9 @@ func Run(ctx context.Context, cfg Config) error {
 	defer func() {
 		if err := st.Close(); err != nil {
 			log.Warn("closing store", "err", err)
+			return
 		}
+		log.Info("shutdown: store closed")
 	}()
 
 	clientCAs := x509.NewCertPool()
@@ -188,15 +190,20 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	log.Info("shutting down")
 	stopNode()
 	waitNode()
+	if !cfg.DisableAgent {
+		log.Info("shutdown: local node stopped (its containers keep running)")
+	}
 	stopComponents()
 	waitComponents()
 	waitGraph()
 	waitTokens()
+	log.Info("shutdown: control loops stopped")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	log.Info("shutdown: API server stopped")
 	return nil
 }
 

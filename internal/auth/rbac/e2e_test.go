@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/berth/berth/internal/testkit/ports"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/server"
 	"github.com/berth/berth/internal/testkit/kubectltest"
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 func TestMain(m *testing.M) {

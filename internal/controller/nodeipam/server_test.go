@@ -2,7 +2,6 @@ package nodeipam_test
 
 import (
 	"context"
-	"github.com/berth/berth/internal/testkit/ports"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/server"
+	"github.com/berth/berth/internal/testkit/ports"
 )
 
 // TestServerAssignsPodCIDRsAcrossRestart runs the controller inside a real
