@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/berth/berth/bench/internal/ticker"
 )
 
 // shape is one benchmark size.
@@ -246,34 +248,21 @@ func registerNodes(ctx context.Context, clients []kubernetes.Interface, nodes in
 // lifecycle controller keeps the nodes Ready (berth runs one; the peer has
 // none, but bears the same writes). It stops when the returned func is called.
 func heartbeat(ctx context.Context, clients []kubernetes.Interface, leases []*coordinationv1.Lease, log *slog.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+	return ticker.Every(ctx, 10*time.Second, func(ctx context.Context) {
+		p := forEachPod(ctx, clients[:min(4, len(clients))], len(leases), func(ctx context.Context, cs kubernetes.Interface, i int) error {
+			lease := leases[i].DeepCopy()
+			now := metav1.NewMicroTime(time.Now())
+			lease.Spec.RenewTime = &now
+			updated, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, lease, metav1.UpdateOptions{})
+			if err == nil {
+				leases[i] = updated
 			}
-			p := forEachPod(ctx, clients[:min(4, len(clients))], len(leases), func(ctx context.Context, cs kubernetes.Interface, i int) error {
-				lease := leases[i].DeepCopy()
-				now := metav1.NewMicroTime(time.Now())
-				lease.Spec.RenewTime = &now
-				updated, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, lease, metav1.UpdateOptions{})
-				if err == nil {
-					leases[i] = updated
-				}
-				return err
-			})
-			if p.failed > 0 && ctx.Err() == nil {
-				log.Warn("lease renewals failed", "failed", p.failed, "first", p.firstErr)
-			}
+			return err
+		})
+		if p.failed > 0 && ctx.Err() == nil {
+			log.Warn("lease renewals failed", "failed", p.failed, "first", p.firstErr)
 		}
-	}()
-	return func() { cancel(); <-done }
+	})
 }
 
 // timeList times listRepeats full LISTs of all pods and returns the median,

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/bench/internal/report"
+	"github.com/berth/berth/bench/internal/ticker"
 	"github.com/berth/berth/internal/server"
 )
 
@@ -268,22 +269,9 @@ func startHeartbeats(ctx context.Context, cs kubernetes.Interface, n, workers in
 	if err := parallel(n, workers, renew); err != nil {
 		return nil, err
 	}
-	hbCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-tick.C:
-				_ = parallel(n, workers, renew) // a missed beat is retried on the next tick
-			}
-		}
-	}()
-	return func() { cancel(); <-done }, nil
+	return ticker.Every(ctx, 10*time.Second, func(context.Context) {
+		_ = parallel(n, workers, renew) // a missed beat is retried on the next tick
+	}), nil
 }
 
 func currentRevision(ctx context.Context, cs kubernetes.Interface) (int64, error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/proc"
 	"github.com/berth/berth/internal/testkit/registry"
 )
 
@@ -65,7 +66,7 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	servers := fmt.Sprintf("https://127.0.0.1:%d,https://127.0.0.1:%d", srvA.port, srvB.port)
 	node := startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node")
 	waitPodRunning(t, client, runPod(t, client, "before-failover"))
-	assertHoldsNoEtcdAccess(t, node.agent.cmd, filepath.Join(dir, "node", "agent"), etcdCluster)
+	assertHoldsNoEtcdAccess(t, node.agent.Cmd, filepath.Join(dir, "node", "agent"), etcdCluster)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +100,10 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	// replica: the pods keep running, nothing is restarted, and the agent
 	// carries on (its Lease renewed again).
 	before := containerIDs(t, client, "before-failover", "after-failover")
-	node.agent.stop(syscall.SIGKILL)
+	node.agent.Stop(syscall.SIGKILL)
 	node.startAgent(t)
 	waitLeaseRenewed(t, client, "ha-node")
-	node.runtime.stop(syscall.SIGKILL)
+	node.runtime.Stop(syscall.SIGKILL)
 	node.startRuntime(t)
 	waitLeaseRenewed(t, client, "ha-node")
 	if after := containerIDs(t, client, "before-failover", "after-failover"); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -154,7 +155,7 @@ type joinedNode struct {
 	bin, dir               string
 	endpoint               string
 	runtimeArgs, agentArgs []string
-	runtime, agent         *process
+	runtime, agent         *proc.Process
 	starts                 int
 }
 
@@ -185,7 +186,7 @@ func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string
 func (n *joinedNode) startRuntime(t *testing.T) {
 	t.Helper()
 	n.starts++
-	n.runtime = startProcess(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("runtime-%d.log", n.starts)), n.runtimeArgs...)
+	n.runtime = proc.Start(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("runtime-%d.log", n.starts)), n.runtimeArgs...)
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		c, _, err := cri.Dial(ctx, n.endpoint)
 		if err == nil {
@@ -201,7 +202,7 @@ func (n *joinedNode) startRuntime(t *testing.T) {
 func (n *joinedNode) startAgent(t *testing.T) {
 	t.Helper()
 	n.starts++
-	n.agent = startProcess(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("agent-%d.log", n.starts)), n.agentArgs...)
+	n.agent = proc.Start(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("agent-%d.log", n.starts)), n.agentArgs...)
 }
 
 // stop removes every pod the runtime runs, then stops the agent and the runtime.
@@ -222,8 +223,8 @@ func (n *joinedNode) stop(t *testing.T) {
 		}
 		rt.Close()
 	}
-	n.agent.stop(syscall.SIGTERM)
-	n.runtime.stop(syscall.SIGTERM)
+	n.agent.Stop(syscall.SIGTERM)
+	n.runtime.Stop(syscall.SIGTERM)
 }
 
 // assertHoldsNoEtcdAccess checks that the agent's command line and
@@ -267,43 +268,6 @@ func assertHoldsNoEtcdAccess(t *testing.T, agent *exec.Cmd, dataDir string, c *e
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// process is a child the test stops itself.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-// startProcess runs bin with args, logging to logPath.
-func startProcess(t *testing.T, bin, logPath string, args ...string) *process {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(p.exited) }()
-	return p
-}
-
-// stop sends sig and waits for the process to exit (SIGKILL after 30 s).
-func (p *process) stop(sig syscall.Signal) {
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
 	}
 }
 

@@ -23,31 +23,20 @@ import (
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/proc"
 )
 
 // process is one berth subcommand running for a test.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
+type process struct{ *proc.Process }
 
 func startBerth(t *testing.T, bin, logName string, args ...string) *process {
 	t.Helper()
-	log, err := os.Create(filepath.Join(t.TempDir(), logName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
+	logPath := filepath.Join(t.TempDir(), logName)
+	p := &process{proc.Start(t, bin, logPath, args...)}
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			data, _ := os.ReadFile(log.Name())
+			data, _ := os.ReadFile(logPath)
 			t.Logf("%s (tail):\n%s", logName, tailLines(string(data), 30))
 		}
 	})
@@ -55,21 +44,10 @@ func startBerth(t *testing.T, bin, logName string, args ...string) *process {
 }
 
 // stop ends the process with SIGTERM (a clean shutdown).
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+func (p *process) stop() { p.Stop(syscall.SIGTERM) }
 
 // kill ends the process with SIGKILL: no cleanup of any kind.
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
+func (p *process) kill() { p.Stop(syscall.SIGKILL) }
 
 func tailLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
