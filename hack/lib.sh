@@ -19,6 +19,8 @@ APT_PACKAGES=(
   /bin/busybox:busybox-static
   iptables:iptables
   ip:iproute2
+  nsenter:util-linux # the multi-node test enters its network namespaces
+  script:bsdutils    # a pseudo-terminal for crictl exec -it in the crictl test
   containerd:containerd
   gcc:gcc
   /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev # static C helpers in test images (pause, pgrep, ...)
