@@ -26,17 +26,29 @@ type Client struct {
 	conn    *grpc.ClientConn
 }
 
+// Option adjusts how Dial connects.
+type Option func(*[]grpc.DialOption)
+
+// WithMetrics measures every call made through the Client in m.
+func WithMetrics(m *Metrics) Option {
+	return func(opts *[]grpc.DialOption) { *opts = append(*opts, m.dialOptions()...) }
+}
+
 // Dial connects to endpoint ("unix:///path" or a bare absolute path) and
 // checks with a Version call that a CRI v1 runtime answers.
-func Dial(ctx context.Context, endpoint string) (*Client, *runtimeapi.VersionResponse, error) {
+func Dial(ctx context.Context, endpoint string, options ...Option) (*Client, *runtimeapi.VersionResponse, error) {
 	target, err := Target(endpoint)
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := grpc.NewClient(target,
+	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
-	)
+	}
+	for _, o := range options {
+		o(&dialOpts)
+	}
+	conn, err := grpc.NewClient(target, dialOpts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to CRI endpoint %s: %w", endpoint, err)
 	}
