@@ -78,6 +78,11 @@ type Config struct {
 	// (TokenRequest); without it that subresource answers 503.
 	ServiceAccountTokens *ServiceAccountTokens
 
+	// EnableProfiling serves Go's pprof endpoints under /debug/pprof/ to
+	// users the authorizer allows (off by default: profiles reveal
+	// memory contents and cost CPU).
+	EnableProfiling bool
+
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
 	newReader readerFactory
@@ -164,6 +169,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	mux.Handle("/openapi/", api.openapi)
 	if snap, ok := cfg.Store.(store.Snapshotter); ok {
 		mux.Handle(SnapshotPath, snapshotHandler(snap, cfg.Logger))
+	}
+	if cfg.EnableProfiling {
+		addProfiling(mux)
 	}
 	mux.Handle("/", notFoundHandler(c))
 
