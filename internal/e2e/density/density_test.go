@@ -1,0 +1,197 @@
+package density
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+)
+
+// podCount is the issue's acceptance figure: 100 pods on one node (the
+// node's capacity is 110 pods and berth runs no system pods).
+const podCount = 100
+
+// selector picks the test's pods only.
+const selector = "app=density"
+
+// waitLimit only bounds a hung run; nothing is asserted about time.
+const waitLimit = 15 * time.Minute
+
+// 100 pods on one node all reach Running and Ready, each with its own pod
+// IP from the node's podCIDR; deleted, they all disappear, and the runtime
+// is left with no container and no sandbox.
+func TestHundredPodsOnOneNodeRunAndGo(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
+	c := startCluster(t)
+	ctx := t.Context()
+	pods := c.client.CoreV1().Pods(metav1.NamespaceDefault)
+
+	for i := range podCount {
+		if _, err := pods.Create(ctx, densityPod(i), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %d: %v", i, err)
+		}
+	}
+	var last []corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, time.Second, waitLimit, true, func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
+		}
+		last = list.Items
+		return countRunningReady(last) == podCount, nil
+	})
+	if err != nil {
+		t.Fatalf("not all %d pods Running and Ready: %v; %s", podCount, err, summarize(last))
+	}
+	node, err := c.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlacementAndAddresses(t, last, node.Spec.PodCIDR)
+
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, waitLimit, true, func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
+		}
+		last = list.Items
+		return len(last) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of %d deleted pods still there: %v; %s", len(last), podCount, err, summarize(last))
+	}
+	checkRuntimeEmpty(t, c)
+}
+
+// densityPod is a busybox that sleeps and exits at once on SIGTERM (a
+// plain `sleep` as PID 1 would ignore it and wait for the grace period's
+// SIGKILL). The image is used if present, so the 100 pods share one pull.
+func densityPod(i int) *corev1.Pod {
+	grace := int64(10)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("density-%03d", i), Labels: map[string]string{"app": "density"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "sleep", Image: images.Busybox, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+			}},
+		},
+	}
+}
+
+// countRunningReady counts the pods in phase Running whose Ready condition
+// is True and whose one container is running and ready, never restarted.
+func countRunningReady(pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		if runningReady(&pods[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func runningReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || !conditionTrue(p, corev1.PodReady) || len(p.Status.ContainerStatuses) != 1 {
+		return false
+	}
+	cs := p.Status.ContainerStatuses[0]
+	return cs.Ready && cs.State.Running != nil && cs.RestartCount == 0
+}
+
+func conditionTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// checkPlacementAndAddresses: every pod on the node, each with an address
+// of its own inside the node's podCIDR.
+func checkPlacementAndAddresses(t *testing.T, pods []corev1.Pod, podCIDR string) {
+	t.Helper()
+	_, cidr, err := net.ParseCIDR(podCIDR)
+	if err != nil {
+		t.Fatalf("node podCIDR %q: %v", podCIDR, err)
+	}
+	owner := map[string]string{}
+	for _, p := range pods {
+		if p.Spec.NodeName != nodeName {
+			t.Errorf("pod %s on node %q, want %q", p.Name, p.Spec.NodeName, nodeName)
+		}
+		ip := net.ParseIP(p.Status.PodIP)
+		if ip == nil || !cidr.Contains(ip) {
+			t.Errorf("pod %s has IP %q, not in the node's podCIDR %s", p.Name, p.Status.PodIP, podCIDR)
+		}
+		if other, dup := owner[p.Status.PodIP]; dup {
+			t.Errorf("pods %s and %s share IP %s", other, p.Name, p.Status.PodIP)
+		}
+		owner[p.Status.PodIP] = p.Name
+	}
+}
+
+// checkRuntimeEmpty: the agent stopped every container and removed every
+// sandbox before it deleted the pod objects.
+func checkRuntimeEmpty(t *testing.T, c *cluster) {
+	t.Helper()
+	rt := c.runtimeClient(t).Runtime
+	sandboxes, err := rt.ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	containers, err := rt.ListContainers(t.Context(), &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sandboxes.Items) != 0 || len(containers.Containers) != 0 {
+		t.Errorf("after deletion the runtime still has %d sandboxes and %d containers", len(sandboxes.Items), len(containers.Containers))
+	}
+}
+
+// summarize counts pods by what they are waiting for, for failure messages.
+func summarize(pods []corev1.Pod) string {
+	counts := map[string]int{}
+	for i := range pods {
+		counts[stateOf(&pods[i])]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, counts[k]))
+	}
+	return fmt.Sprintf("%d pods (%s)", len(pods), strings.Join(parts, ", "))
+}
+
+func stateOf(p *corev1.Pod) string {
+	switch {
+	case p.DeletionTimestamp != nil:
+		return "Terminating"
+	case runningReady(p):
+		return "Running+Ready"
+	case len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil:
+		return string(p.Status.Phase) + "/" + p.Status.ContainerStatuses[0].State.Waiting.Reason
+	default:
+		return string(p.Status.Phase)
+	}
+}
