@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+const (
+	podLabel = "bench=podstartup"
+	// creators send the create requests in parallel, so the N pods arrive
+	// as one burst rather than paced by one connection's round trips.
+	creators = 8
+	// waitLimit bounds a hung run (a pod that never starts); it is not a figure.
+	waitLimit = 15 * time.Minute
+)
+
+// measurement is what one runtime measured in one round.
+type measurement struct {
+	started, ready []time.Duration // per pod, from creation
+	span           time.Duration   // first creation to last start
+	deleteAll      time.Duration   // delete request to the last pod object gone
+	restarts       int
+}
+
+// measurePods creates n pods at once, watches them until all have started
+// and are Ready, then deletes them and waits until they are gone.
+func measurePods(ctx context.Context, client kubernetes.Interface, n int) (measurement, error) {
+	pods := client.CoreV1().Pods(metav1.NamespaceDefault)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
+	if err != nil {
+		return measurement{}, err
+	}
+	if len(list.Items) != 0 {
+		return measurement{}, fmt.Errorf("%d pods of an earlier run still exist", len(list.Items))
+	}
+	tr := newTracker(n)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watched, err := watchPods(watchCtx, pods, list.ResourceVersion, tr)
+	if err != nil {
+		return measurement{}, err
+	}
+	if err := createPods(ctx, pods, n, tr); err != nil {
+		return measurement{}, err
+	}
+	select {
+	case <-tr.done:
+	case err := <-watched:
+		return measurement{}, fmt.Errorf("pod watch ended: %w", err)
+	case <-time.After(waitLimit):
+		return measurement{}, fmt.Errorf("not all %d pods started and Ready within %s", n, waitLimit)
+	case <-ctx.Done():
+		return measurement{}, ctx.Err()
+	}
+	var m measurement
+	m.started, m.ready, m.span = tr.latencies()
+	m.restarts = tr.restarts()
+	m.deleteAll, err = deleteAll(ctx, pods)
+	return m, err
+}
+
+// watchPods feeds every event of the bench's pods into tr with the moment it
+// arrived; the returned channel yields why the watch ended.
+func watchPods(ctx context.Context, pods typedcorev1.PodInterface, resourceVersion string, tr *tracker) (<-chan error, error) {
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = podLabel
+		return pods.Watch(ctx, o)
+	}}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, lw)
+	if err != nil {
+		return nil, err
+	}
+	ended := make(chan error, 1)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			at := time.Now()
+			if ev.Type == watch.Error {
+				ended <- fmt.Errorf("watch error: %v", ev.Object)
+				return
+			}
+			if pod, ok := ev.Object.(*corev1.Pod); ok {
+				tr.observe(pod, at)
+			}
+		}
+		ended <- errors.New("result channel closed")
+	}()
+	return ended, nil
+}
+
+// createPods sends n create requests from several clients at once,
+// recording each one's start time in tr.
+func createPods(ctx context.Context, pods typedcorev1.PodInterface, n int, tr *tracker) error {
+	names := make(chan string, n)
+	for i := range n {
+		names <- fmt.Sprintf("startup-%03d", i)
+	}
+	close(names)
+	var wg sync.WaitGroup
+	errs := make([]error, creators)
+	for w := range creators {
+		wg.Go(func() {
+			for name := range names {
+				tr.created(name, time.Now())
+				if _, err := pods.Create(ctx, benchPod(name), metav1.CreateOptions{}); err != nil {
+					errs[w] = fmt.Errorf("create %s: %w", name, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// benchPod: one busybox container that sleeps and exits at once on SIGTERM,
+// its image already present on the node (IfNotPresent: no pull, no registry
+// round trip).
+func benchPod(name string) *corev1.Pod {
+	grace := int64(10)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": "podstartup"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "sleep", Image: podImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+			}},
+		},
+	}
+}
+
+// deleteAll deletes the bench's pods (gracefully: the agent stops their
+// containers, removes their sandboxes and then the objects) and waits until
+// none is left.
+func deleteAll(ctx context.Context, pods typedcorev1.PodInterface) (time.Duration, error) {
+	begin := time.Now()
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: podLabel}); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(waitLimit)
+	for {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
+		if err == nil && len(list.Items) == 0 {
+			return time.Since(begin), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("deleted pods not gone within %s (last error %v)", waitLimit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

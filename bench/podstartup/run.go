@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berth/berth/bench/internal/report"
+)
+
+// result is one runtime's measurement in one round, with the runtime's
+// own version string.
+type result struct {
+	version string
+	measurement
+}
+
+func run(ctx context.Context, logger *slog.Logger, o options) error {
+	if os.Geteuid() != 0 {
+		return errors.New("must run as root (namespaces, mounts, runc)")
+	}
+	berth, err := filepath.Abs(o.berth)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(berth), "berth-monitor")); err != nil {
+		return fmt.Errorf("%w (build with hack/build.sh)", err)
+	}
+	berthVersion, err := versionLine(berth)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp(o.workDir, "bps-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	loadBefore := loadAverage()
+	registryHost, stopRegistry, err := startRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopRegistry()
+
+	results := map[string][]result{}
+	for r := range o.rounds {
+		// Alternate which runtime goes first, so neither always meets a
+		// machine warmed (or loaded) by the other.
+		order := runtimeKinds
+		if r%2 == 1 {
+			order = []string{runtimeKinds[1], runtimeKinds[0]}
+		}
+		for _, kind := range order {
+			logger.Info("measuring", "runtime", kind, "round", r+1, "of", o.rounds, "pods", o.pods)
+			res, err := measureOnce(ctx, logger, berth, kind, filepath.Join(work, fmt.Sprintf("%s%d", kind[:1], r)), registryHost, o.pods)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", kind, r+1, err)
+			}
+			logger.Info("measured", "runtime", kind, "round", r+1, "p50", quantile(res.started, 0.5), "p99", quantile(res.started, 0.99))
+			results[kind] = append(results[kind], res)
+		}
+	}
+	body := renderReport(reportInput{
+		options: o, berthVersion: berthVersion, results: results,
+		loadBefore: loadBefore, loadAfter: loadAverage(), at: time.Now().UTC(),
+	})
+	fmt.Print(body)
+	if !o.writeDocs {
+		return nil
+	}
+	return report.Write(o.docs, "podstartup", body)
+}
+
+// measureOnce starts a server, the runtime kind and an agent, all fresh in
+// dir, measures the pods, and tears everything down (the runtime last, so
+// the agent's deletions reach it; then whatever is left is removed).
+func measureOnce(ctx context.Context, logger *slog.Logger, berth, kind, dir, registryHost string, pods int) (result, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := startServer(ctx, berth, dir)
+	if err != nil {
+		return result{}, err
+	}
+	defer srv.stop()
+	rt, err := startRuntime(ctx, logger, kind, berth, dir, registryHost)
+	defer rt.close()
+	if err != nil {
+		return result{}, fmt.Errorf("start %s: %w", kind, err)
+	}
+	agent, err := startAgent(ctx, berth, dir, "podstartup-"+kind, srv, rt)
+	if err != nil {
+		return result{}, err
+	}
+	defer agent.stop(30 * time.Second)
+	m, err := measurePods(ctx, srv.client, pods)
+	if err != nil {
+		return result{}, fmt.Errorf("%w\nagent log ends:\n%s", err, tailOf(agent.log, 20))
+	}
+	return result{version: rt.version, measurement: m}, nil
+}
+
+// versionLine is the first line of `berth version` (version and commit follow).
+func versionLine(berth string) (string, error) {
+	out, err := exec.Command(berth, "version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w", berth, err)
+	}
+	var version, commit string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "berth ") {
+			version = strings.TrimSpace(line)
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "git commit:"); ok {
+			commit = strings.TrimSpace(v)
+		}
+	}
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	return fmt.Sprintf("%s (%s)", version, commit), nil
+}
+
+// loadAverage is the machine's 1-minute load average, for the report.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
+}
