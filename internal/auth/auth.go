@@ -14,24 +14,23 @@ import (
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	requestunion "k8s.io/apiserver/pkg/authentication/request/union"
-	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/authorization/union"
+	"k8s.io/utils/clock"
 )
 
 // MastersGroup is the group whose members may do anything (the admin).
 const MastersGroup = "system:masters"
 
 // NewAuthenticator authenticates requests by a client certificate signed by
-// clientCAs or, failing that, by a bearer token one of tokens accepts
-// (bootstrap tokens; later service-account and static tokens). The first
-// that recognizes the request decides.
+// clientCAs (verified chains are cached for seconds: x509cache.go) or,
+// failing that, by a bearer token one of tokens accepts (bootstrap tokens;
+// later service-account and static tokens). The first that recognizes the
+// request decides.
 func NewAuthenticator(clientCAs *x509.CertPool, tokens ...authenticator.Token) authenticator.Request {
-	opts := x509request.DefaultVerifyOptions()
-	opts.Roots = clientCAs
-	chain := []authenticator.Request{x509request.New(opts, x509request.CommonNameUserConversion)}
+	chain := []authenticator.Request{newX509Authenticator(clientCAs, clock.RealClock{})}
 	if len(tokens) > 0 {
 		chain = append(chain, bearertoken.New(tokenunion.New(tokens...)))
 	}
