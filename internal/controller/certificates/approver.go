@@ -7,11 +7,13 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
-// NodeGetter reads a Node by name (client-go's NodeLister satisfies it).
+// NodeGetter reads Nodes (client-go's NodeLister satisfies it).
 type NodeGetter interface {
 	Get(name string) (*corev1.Node, error)
+	List(selector labels.Selector) ([]*corev1.Node, error)
 }
 
 // verdict is the approver's decision on one CSR.
@@ -26,7 +28,19 @@ const (
 	deny
 )
 
-// decide applies the approval policy to a kubelet client CSR:
+// decide applies the approval policy of the CSR's signer: decideClient or
+// decideServing. Other signers' requests are not this approver's to decide.
+func decide(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter, reserved Reserved) (verdict, string, error) {
+	switch csr.Spec.SignerName {
+	case certificatesv1.KubeAPIServerClientKubeletSignerName:
+		return decideClient(csr, nodes)
+	case certificatesv1.KubeletServingSignerName:
+		return decideServing(csr, nodes, reserved)
+	}
+	return undecided, "", nil
+}
+
+// decideClient applies the approval policy to a kubelet client CSR:
 //   - a node (system:node:N) may renew only its own name;
 //   - a bootstrapper (token) may request any node name, except one whose Node
 //     exists and is Ready: a live node's identity is not handed to whoever
@@ -35,10 +49,7 @@ const (
 //
 // Requests whose subject or usages are not a node client certificate are
 // denied outright, whoever sends them.
-func decide(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter) (verdict, string, error) {
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
-		return undecided, "", nil
-	}
+func decideClient(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter) (verdict, string, error) {
 	req, err := parseRequest(csr)
 	if err != nil {
 		return deny, err.Error(), nil

@@ -7,6 +7,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth/berth/internal/pki"
@@ -26,6 +29,10 @@ func (m nodeMap) Get(name string) (*corev1.Node, error) {
 		return n, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, name)
+}
+
+func (m nodeMap) List(labels.Selector) ([]*corev1.Node, error) {
+	return slices.Collect(maps.Values(m)), nil
 }
 
 func node(name string, ready corev1.ConditionStatus) *corev1.Node {
@@ -91,7 +98,7 @@ func TestDecide(t *testing.T) {
 			if tc.signer != "" {
 				csr.Spec.SignerName = tc.signer
 			}
-			got, msg, err := decide(csr, nodes)
+			got, msg, err := decide(csr, nodes, Reserved{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +119,8 @@ func TestSignIssuesNodeClientCertificate(t *testing.T) {
 		Request:    csrFor(t, pkix.Name{CommonName: "system:node:node-a", Organization: []string{"system:nodes"}}, nil),
 		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
 	}}
-	certPEM, err := sign(ca, csr, time.Hour)
+	s := signer{client: ca, lifetime: time.Hour}
+	certPEM, err := s.sign(csr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +143,7 @@ func TestSignIssuesNodeClientCertificate(t *testing.T) {
 	}
 
 	csr.Spec.Request = csrFor(t, pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}}, nil)
-	if _, err := sign(ca, csr, time.Hour); err == nil {
+	if _, err := s.sign(csr); err == nil {
 		t.Error("signer certified an approved request that is not a node client certificate")
 	}
 }

@@ -27,19 +27,27 @@ type Config struct {
 	Client kubernetes.Interface
 	// CA signs node client certificates: the cluster's client CA, which the
 	// API server trusts for x509 authentication.
-	CA       *pki.CA
+	CA *pki.CA
+	// ServingCA signs node serving certificates: the CA the API server
+	// verifies node servers against when it proxies logs and exec. Nil:
+	// serving CSRs are still decided but approved ones are marked Failed.
+	ServingCA *pki.CA
+	// Reserved are the API server's own addresses, which no node serving
+	// certificate may carry (ServingCA also signs the API server's).
+	Reserved Reserved
 	Lifetime time.Duration // 0: DefaultLifetime
 	Logger   *slog.Logger
 }
 
-// Controller approves and signs node client CSRs.
+// Controller approves and signs node client and serving CSRs.
 type Controller struct {
-	cfg   Config
-	csrs  certlisters.CertificateSigningRequestLister
-	queue workqueue.TypedRateLimitingInterface[string]
-	run   func(ctx context.Context) // starts the informers
-	nodes NodeGetter
-	log   *slog.Logger
+	cfg    Config
+	csrs   certlisters.CertificateSigningRequestLister
+	queue  workqueue.TypedRateLimitingInterface[string]
+	run    func(ctx context.Context) // starts the informers
+	nodes  NodeGetter
+	signer signer
+	log    *slog.Logger
 }
 
 // New builds the controller; Run starts it.
@@ -51,9 +59,10 @@ func New(cfg Config) *Controller {
 	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
 	nodeLister := factory.Core().V1().Nodes().Lister()
 	c := &Controller{
-		cfg:   cfg,
-		csrs:  csrInformer.Lister(),
-		nodes: nodeLister,
+		cfg:    cfg,
+		csrs:   csrInformer.Lister(),
+		nodes:  nodeLister,
+		signer: signer{client: cfg.CA, serving: cfg.ServingCA, reserved: cfg.Reserved, lifetime: cfg.Lifetime},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "certificates"}),
 		log: cfg.Logger,
@@ -107,7 +116,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName || len(csr.Status.Certificate) > 0 {
+	if !ours(csr.Spec.SignerName) || len(csr.Status.Certificate) > 0 {
 		return nil
 	}
 	approved, final := decided(csr)
@@ -117,7 +126,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	case final:
 		return nil
 	}
-	v, reason, err := decide(csr, c.nodes)
+	v, reason, err := decide(csr, c.nodes, c.cfg.Reserved)
 	if err != nil || v == undecided {
 		return err
 	}
@@ -130,7 +139,7 @@ func (c *Controller) record(ctx context.Context, csr *certificatesv1.Certificate
 		LastUpdateTime: metav1.Now(),
 	}
 	if v == deny {
-		cond.Type, cond.Reason = certificatesv1.CertificateDenied, "NotANodeClientRequest"
+		cond.Type, cond.Reason = certificatesv1.CertificateDenied, denyReason(csr.Spec.SignerName)
 	}
 	csr = csr.DeepCopy()
 	csr.Status.Conditions = append(csr.Status.Conditions, cond)
@@ -147,7 +156,7 @@ func (c *Controller) record(ctx context.Context, csr *certificatesv1.Certificate
 
 func (c *Controller) issue(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {
 	csr = csr.DeepCopy()
-	certPEM, err := sign(c.cfg.CA, csr, c.cfg.Lifetime)
+	certPEM, err := c.signer.sign(csr)
 	if err != nil {
 		// Approved but not signable: mark it Failed so the requester stops waiting.
 		c.log.Warn("CSR approved but refused by the signer", "csr", csr.Name, "err", err)
@@ -165,4 +174,17 @@ func (c *Controller) issue(ctx context.Context, csr *certificatesv1.CertificateS
 		c.log.Info("CSR signed", "csr", csr.Name, "requester", csr.Spec.Username)
 	}
 	return nil
+}
+
+// ours reports whether the controller decides and signs signerName's CSRs.
+func ours(signerName string) bool {
+	return signerName == certificatesv1.KubeAPIServerClientKubeletSignerName || signerName == certificatesv1.KubeletServingSignerName
+}
+
+// denyReason is the Denied condition's reason for a signer's requests.
+func denyReason(signerName string) string {
+	if signerName == certificatesv1.KubeletServingSignerName {
+		return "NotANodeServingRequest"
+	}
+	return "NotANodeClientRequest"
 }

@@ -1,10 +1,13 @@
-// Package certificates is berth's CSR controller for node client
-// certificates: an approver that decides kubernetes.io/kube-apiserver-client-kubelet
-// requests from joining nodes (bootstrap tokens) and from nodes renewing their
-// own certificate, and a signer that issues approved ones from the cluster's
-// client CA. The rules follow upstream's csrapproving and csrsigning
-// controllers (k8s.io/kubernetes, not importable as a library), so the
-// upstream kubelet's TLS bootstrap works unchanged.
+// Package certificates is berth's CSR controller for node certificates: an
+// approver that decides kubernetes.io/kube-apiserver-client-kubelet requests
+// from joining nodes (bootstrap tokens) and from nodes renewing their own
+// client certificate, and kubernetes.io/kubelet-serving requests from nodes
+// for their node server (serving.go); and a signer that issues approved ones,
+// client certificates from the cluster's client CA and serving certificates
+// from the CA the API server trusts for node servers. The rules follow
+// upstream's csrapproving and csrsigning controllers (k8s.io/kubernetes, not
+// importable as a library), so the upstream kubelet's TLS bootstrap and
+// --rotate-server-certificates work unchanged.
 package certificates
 
 import (
@@ -51,12 +54,10 @@ var allowedUsages = []certificatesv1.KeyUsage{
 // valid node client certificate request: CN=system:node:NAME, O=system:nodes
 // exactly, no subject alternative names, client auth among only allowed usages.
 func checkNodeClient(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) (string, error) {
-	name, ok := strings.CutPrefix(req.Subject.CommonName, nodeUserPrefix)
+	name, err := nodeSubjectName(req)
 	switch {
-	case !ok || name == "":
-		return "", fmt.Errorf("common name %q is not system:node:<name>", req.Subject.CommonName)
-	case !slices.Equal(req.Subject.Organization, []string{nodesGroup}):
-		return "", fmt.Errorf("organization %q is not exactly [%s]", req.Subject.Organization, nodesGroup)
+	case err != nil:
+		return "", err
 	case len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0:
 		return "", errors.New("a node client certificate carries no subject alternative names")
 	case !slices.Contains(usages, certificatesv1.UsageClientAuth):
@@ -66,6 +67,19 @@ func checkNodeClient(req *x509.CertificateRequest, usages []certificatesv1.KeyUs
 		if !slices.Contains(allowedUsages, u) {
 			return "", fmt.Errorf("usage %q is not allowed for a node client certificate", u)
 		}
+	}
+	return name, nil
+}
+
+// nodeSubjectName returns NAME from a request whose subject is exactly a
+// node's identity (CN=system:node:NAME, O=system:nodes), or why it is not.
+func nodeSubjectName(req *x509.CertificateRequest) (string, error) {
+	name, ok := strings.CutPrefix(req.Subject.CommonName, nodeUserPrefix)
+	switch {
+	case !ok || name == "":
+		return "", fmt.Errorf("common name %q is not system:node:<name>", req.Subject.CommonName)
+	case !slices.Equal(req.Subject.Organization, []string{nodesGroup}):
+		return "", fmt.Errorf("organization %q is not exactly [%s]", req.Subject.Organization, nodesGroup)
 	}
 	return name, nil
 }

@@ -1,0 +1,174 @@
+package certificates
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Node serving certificates (signer kubernetes.io/kubelet-serving) are what
+// a node server presents to the API server when it proxies logs, exec,
+// attach and port-forward.
+//
+// Upstream's kube-controller-manager never approves them by itself: the
+// SANs a node asks for come from the addresses it reports about itself, so
+// an automatic approval is only as honest as the node. berth approves them
+// anyway, because without one a token-joined node cannot serve logs or exec
+// at all, and it narrows what a node can obtain to what it could already
+// claim without the certificate:
+//   - only the node itself asks (system:node:N in system:nodes, CN
+//     system:node:N), never a join token;
+//   - every DNS SAN is the node's name or a host name its Node reports, every
+//     IP SAN an address its Node reports;
+//   - no IP another Node reports: the API server dials nodes by address, and
+//     a certificate for another node's address would let a node answer in
+//     its place;
+//   - none of the API server's own names and addresses (Reserved): the same
+//     CA signs the API server's certificate, which agents and kubeconfigs
+//     trust.
+
+// servingUsages are what a node serving certificate may carry: server auth,
+// with key encipherment only for RSA keys, as the kubelet asks.
+var servingUsages = []certificatesv1.KeyUsage{
+	certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth,
+}
+
+// wellKnownAPINames are the API server's in-cluster names, which no node
+// may hold whatever it reports.
+var wellKnownAPINames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+
+// Reserved are names and addresses no node serving certificate may carry:
+// the API server's. The well-known in-cluster names and loopback and
+// unspecified addresses are always reserved.
+type Reserved struct {
+	IPs []net.IP
+}
+
+// check returns why a DNS name or IP is reserved, or "" when it is not.
+func (r Reserved) check(dns string, ip net.IP) string {
+	switch {
+	case dns != "" && (slices.Contains(wellKnownAPINames, dns) || strings.HasPrefix(dns, "kubernetes.default.svc.")):
+		return fmt.Sprintf("%q is a name of the API server", dns)
+	case ip != nil && (ip.IsLoopback() || ip.IsUnspecified()):
+		return fmt.Sprintf("%s is a loopback or unspecified address", ip)
+	case ip != nil && slices.ContainsFunc(r.IPs, ip.Equal):
+		return fmt.Sprintf("%s is an address of the API server", ip)
+	}
+	return ""
+}
+
+// checkNodeServing returns the node name a request is for, or why it is not
+// a valid node serving certificate request: CN=system:node:NAME,
+// O=system:nodes exactly, at least one DNS or IP SAN and no other kind,
+// server auth among only allowed usages, no reserved SAN.
+func checkNodeServing(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage, reserved Reserved) (string, error) {
+	name, err := nodeSubjectName(req)
+	switch {
+	case err != nil:
+		return "", err
+	case len(req.EmailAddresses)+len(req.URIs) > 0:
+		return "", errors.New("a node serving certificate carries no email or URI subject alternative names")
+	case len(req.DNSNames)+len(req.IPAddresses) == 0:
+		return "", errors.New("a node serving certificate needs at least one DNS or IP subject alternative name")
+	case !slices.Contains(usages, certificatesv1.UsageServerAuth):
+		return "", errors.New("usages lack server auth")
+	}
+	for _, u := range usages {
+		if !slices.Contains(servingUsages, u) {
+			return "", fmt.Errorf("usage %q is not allowed for a node serving certificate", u)
+		}
+	}
+	for _, d := range req.DNSNames {
+		if why := reserved.check(d, nil); why != "" {
+			return "", errors.New(why)
+		}
+	}
+	for _, ip := range req.IPAddresses {
+		if why := reserved.check("", ip); why != "" {
+			return "", errors.New(why)
+		}
+	}
+	return name, nil
+}
+
+// decideServing applies the approval policy above to a kubelet-serving CSR.
+func decideServing(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter, reserved Reserved) (verdict, string, error) {
+	req, err := parseRequest(csr)
+	if err != nil {
+		return deny, err.Error(), nil
+	}
+	name, err := checkNodeServing(req, csr.Spec.Usages, reserved)
+	if err != nil {
+		return deny, err.Error(), nil
+	}
+	requester := csr.Spec.Username
+	switch {
+	case requester == nodeUserPrefix+name && slices.Contains(csr.Spec.Groups, nodesGroup):
+	case slices.Contains(csr.Spec.Groups, nodesGroup):
+		return deny, fmt.Sprintf("%s may not request a serving certificate for node %s", requester, name), nil
+	case slices.Contains(csr.Spec.Groups, bootstrappers):
+		return deny, "a join token may not request a serving certificate: the node asks with its own identity once joined", nil
+	default:
+		return undecided, "", nil
+	}
+	node, err := nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		// The agent registers before it asks; the informer may lag. Retry.
+		return undecided, "", fmt.Errorf("node %s is not registered (yet)", name)
+	}
+	if err != nil {
+		return undecided, "", fmt.Errorf("read node %s: %w", name, err)
+	}
+	if why, err := foreignSAN(req, node, nodes); err != nil || why != "" {
+		return deny, why, err
+	}
+	return approve, fmt.Sprintf("node %s's serving certificate for its own name and reported addresses", name), nil
+}
+
+// foreignSAN returns why one of the request's SANs does not belong to node,
+// or "" when all do.
+func foreignSAN(req *x509.CertificateRequest, node *corev1.Node, nodes NodeGetter) (string, error) {
+	for _, d := range req.DNSNames {
+		if d != node.Name && !hasAddress(node, d, corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS) {
+			return fmt.Sprintf("DNS name %q is neither node %s's name nor a host name in its status.addresses", d, node.Name), nil
+		}
+	}
+	others, err := nodes.List(labels.Everything())
+	if err != nil {
+		return "", fmt.Errorf("list nodes: %w", err)
+	}
+	for _, ip := range req.IPAddresses {
+		if !hasAddress(node, ip.String(), corev1.NodeInternalIP, corev1.NodeExternalIP) {
+			return fmt.Sprintf("IP %s is not among node %s's status.addresses", ip, node.Name), nil
+		}
+		for _, o := range others {
+			if o.Name != node.Name && hasAddress(o, ip.String(), corev1.NodeInternalIP, corev1.NodeExternalIP) {
+				return fmt.Sprintf("IP %s is also reported by node %s", ip, o.Name), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// hasAddress reports whether node lists addr (compared as an IP when it is
+// one) with one of the given types.
+func hasAddress(node *corev1.Node, addr string, types ...corev1.NodeAddressType) bool {
+	want := net.ParseIP(addr)
+	return slices.ContainsFunc(node.Status.Addresses, func(a corev1.NodeAddress) bool {
+		if !slices.Contains(types, a.Type) {
+			return false
+		}
+		if want != nil {
+			return want.Equal(net.ParseIP(a.Address))
+		}
+		return a.Address == addr
+	})
+}

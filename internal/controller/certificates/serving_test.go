@@ -1,0 +1,199 @@
+package certificates
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth/berth/internal/pki"
+)
+
+// sans is what a serving request asks for.
+type sans struct {
+	dns    []string
+	ips    []string
+	emails []string
+}
+
+func servingCSR(t *testing.T, subject pkix.Name, s sans) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.CertificateRequest{Subject: subject, DNSNames: s.dns, EmailAddresses: s.emails}
+	for _, ip := range s.ips {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func nodeWithAddresses(name string, addrs ...corev1.NodeAddress) *corev1.Node {
+	n := node(name, corev1.ConditionTrue)
+	n.Status.Addresses = addrs
+	return n
+}
+
+func nodeSubjectFor(name string) pkix.Name {
+	return pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}}
+}
+
+func TestDecideServing(t *testing.T) {
+	nodes := nodeMap{
+		"node-a": nodeWithAddresses("node-a",
+			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.10"},
+			corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "198.51.100.10"},
+			corev1.NodeAddress{Type: corev1.NodeHostName, Address: "host-a"},
+			// Shared with node-b: whoever reports it, neither gets it.
+			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.99"}),
+		"node-b": nodeWithAddresses("node-b",
+			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.11"},
+			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.99"},
+			corev1.NodeAddress{Type: corev1.NodeHostName, Address: "host-b"}),
+		// node-c reports the API server's address as its own.
+		"node-c": nodeWithAddresses("node-c", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.1"}),
+	}
+	reserved := Reserved{IPs: []net.IP{net.ParseIP("192.0.2.1")}}
+	serverUsages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
+	nodeA, nodeAGroups := "system:node:node-a", []string{"system:nodes", "system:authenticated"}
+	own := sans{dns: []string{"node-a", "host-a"}, ips: []string{"192.0.2.10"}}
+	cases := []struct {
+		name      string
+		subject   pkix.Name
+		sans      sans
+		usages    []certificatesv1.KeyUsage
+		user      string
+		groups    []string
+		want      verdict
+		wantInMsg string
+	}{
+		{"own name, host name and InternalIP", nodeSubjectFor("node-a"), own, serverUsages, nodeA, nodeAGroups, approve, "node node-a's serving certificate"},
+		{"ExternalIP and name only", nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, ips: []string{"198.51.100.10"}}, serverUsages, nodeA, nodeAGroups, approve, ""},
+		{"ECDSA usages without key encipherment", nodeSubjectFor("node-a"), own, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, nodeA, nodeAGroups, approve, ""},
+		{"foreign DNS name", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "mail.example.com"}}, serverUsages, nodeA, nodeAGroups, deny, `"mail.example.com" is neither`},
+		{"another node's name as DNS name", nodeSubjectFor("node-a"), sans{dns: []string{"node-b"}}, serverUsages, nodeA, nodeAGroups, deny, `"node-b" is neither`},
+		{"another node's host name", nodeSubjectFor("node-a"), sans{dns: []string{"host-b"}}, serverUsages, nodeA, nodeAGroups, deny, "is neither"},
+		{"another node's IP", nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.11"}}, serverUsages, nodeA, nodeAGroups, deny, "192.0.2.11 is not among node node-a's"},
+		{"an IP two nodes report", nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.99"}}, serverUsages, nodeA, nodeAGroups, deny, "also reported by node node-b"},
+		{"the API server's IP, though the node reports it", nodeSubjectFor("node-c"), sans{ips: []string{"192.0.2.1"}}, serverUsages, "system:node:node-c", nodeAGroups, deny, "address of the API server"},
+		{"the API server's name", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "kubernetes.default.svc.cluster.local"}}, serverUsages, nodeA, nodeAGroups, deny, "name of the API server"},
+		{"loopback", nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, ips: []string{"127.0.0.1"}}, serverUsages, nodeA, nodeAGroups, deny, "loopback"},
+		{"node asks for another node's certificate", nodeSubjectFor("node-b"), sans{dns: []string{"node-b"}}, serverUsages, nodeA, nodeAGroups, deny, "may not request a serving certificate for node node-b"},
+		{"bootstrapper", nodeSubjectFor("node-a"), own, serverUsages, "system:bootstrap:abcdef", []string{"system:bootstrappers", "system:authenticated"}, deny, "join token may not"},
+		{"client auth usage", nodeSubjectFor("node-a"), own, append(slices.Clone(serverUsages), certificatesv1.UsageClientAuth), nodeA, nodeAGroups, deny, `"client auth" is not allowed`},
+		{"no server auth", nodeSubjectFor("node-a"), own, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature}, nodeA, nodeAGroups, deny, "lack server auth"},
+		{"no SANs", nodeSubjectFor("node-a"), sans{}, serverUsages, nodeA, nodeAGroups, deny, "at least one"},
+		{"email SAN", nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, emails: []string{"a@example.com"}}, serverUsages, nodeA, nodeAGroups, deny, "email"},
+		{"masters org smuggled in", pkix.Name{CommonName: "system:node:node-a", Organization: []string{"system:nodes", "system:masters"}}, own, serverUsages, nodeA, nodeAGroups, deny, "organization"},
+		{"CN not a node", pkix.Name{CommonName: "system:apiserver", Organization: []string{"system:nodes"}}, own, serverUsages, nodeA, nodeAGroups, deny, "common name"},
+		{"ordinary user: left to an admin", nodeSubjectFor("node-a"), own, serverUsages, "alice", []string{"system:authenticated"}, undecided, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+				SignerName: certificatesv1.KubeletServingSignerName,
+				Request:    servingCSR(t, tc.subject, tc.sans), Usages: tc.usages, Username: tc.user, Groups: tc.groups,
+			}}
+			got, msg, err := decide(csr, nodes, reserved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want || !strings.Contains(msg, tc.wantInMsg) {
+				t.Errorf("decide = %v %q, want %v containing %q", got, msg, tc.want, tc.wantInMsg)
+			}
+		})
+	}
+}
+
+// A node whose Node the controller has not seen yet is retried, not denied:
+// the agent registers before it asks, but the informer may lag.
+func TestDecideServingRetriesUnknownNode(t *testing.T) {
+	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+		SignerName: certificatesv1.KubeletServingSignerName,
+		Request:    servingCSR(t, nodeSubjectFor("node-new"), sans{dns: []string{"node-new"}}),
+		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		Username:   "system:node:node-new", Groups: []string{"system:nodes"},
+	}}
+	got, _, err := decide(csr, nodeMap{}, Reserved{})
+	if got != undecided || err == nil || !strings.Contains(err.Error(), "not registered") {
+		t.Errorf("decide = %v, %v; want undecided with a retryable error", got, err)
+	}
+}
+
+func TestSignIssuesNodeServingCertificate(t *testing.T) {
+	dir := t.TempDir()
+	servingCA, err := pki.LoadOrCreateCA(dir, "server-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCA, err := pki.LoadOrCreateCA(dir, "client-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := signer{client: clientCA, serving: servingCA, reserved: Reserved{IPs: []net.IP{net.ParseIP("192.0.2.1")}}, lifetime: time.Hour}
+	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+		SignerName: certificatesv1.KubeletServingSignerName,
+		Request:    servingCSR(t, nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "host-a"}, ips: []string{"192.0.2.10"}}),
+		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+	}}
+	certPEM, err := s.sign(csr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := pki.ParseCertificates(certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := certs[0]
+	if err := c.CheckSignatureFrom(servingCA.Cert); err != nil {
+		t.Errorf("not signed by the serving CA: %v", err)
+	}
+	if c.Subject.CommonName != "system:node:node-a" || !slices.Equal(c.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("subject = %v", c.Subject)
+	}
+	if !slices.Equal(c.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
+		t.Errorf("ext key usage = %v, want server auth only", c.ExtKeyUsage)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(servingCA.Cert)
+	for _, host := range []string{"node-a", "host-a", "192.0.2.10"} {
+		if _, err := c.Verify(x509.VerifyOptions{Roots: roots, DNSName: host, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("certificate does not verify for %s: %v", host, err)
+		}
+	}
+	if _, err := c.Verify(x509.VerifyOptions{Roots: roots, DNSName: "node-b"}); err == nil {
+		t.Error("certificate verifies for node-b")
+	}
+
+	// Approved by an administrator, but not something the serving CA certifies.
+	for name, request := range map[string][]byte{
+		"API server's address": servingCSR(t, nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.1"}}),
+		"not a node":           servingCSR(t, pkix.Name{CommonName: "system:apiserver"}, sans{dns: []string{"node-a"}}),
+	} {
+		bad := csr.DeepCopy()
+		bad.Spec.Request = request
+		if _, err := s.sign(bad); err == nil {
+			t.Errorf("%s: the signer certified it", name)
+		}
+	}
+	withClientAuth := csr.DeepCopy()
+	withClientAuth.Spec.Usages = append(withClientAuth.Spec.Usages, certificatesv1.UsageClientAuth)
+	if _, err := s.sign(withClientAuth); err == nil {
+		t.Error("the signer certified a serving request with client auth")
+	}
+}
