@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +62,9 @@ func (m *Manager) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		return "", imageError{reasonImagePullBackOff, backOffPulling(c.Image)}
 	}
 	m.event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	start := time.Now()
 	ref, err := m.pull(ctx, pod, spec, sandbox)
+	m.cfg.Metrics.pulled(time.Since(start), err)
 	if err != nil {
 		m.backoff.Next(key)
 		m.event(pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))

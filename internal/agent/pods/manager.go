@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,8 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// Clock measures back-off and stamps status times; a fake one in tests.
 	Clock clock.WithTicker
+	// Metrics, when set, receive the worker count and sync and pull times.
+	Metrics *Metrics
 }
 
 // Manager runs the pods bound to one node.
@@ -58,6 +61,9 @@ type Manager struct {
 
 	recorder record.EventRecorder
 	store    cache.Store // the informer's pods
+	// synced is the informer's store once its first list has completed,
+	// for readers outside the workers (Pods).
+	synced atomic.Pointer[cache.Store]
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
@@ -119,6 +125,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		return nil // stopped before the first list completed: a clean shutdown
 	}
 	m.log.Info("pod informer synced", "node", m.cfg.NodeName)
+	m.synced.Store(&m.store)
+	defer m.synced.Store(nil)
 	relist := &relister{m: m}
 	relist.run(ctx) // returns when ctx ends
 	return nil
@@ -160,8 +168,10 @@ func (m *Manager) workerFor(ctx context.Context, uid types.UID) *worker {
 	}
 	m.workers[uid] = w
 	m.wg.Add(1)
+	m.cfg.Metrics.workerStarted()
 	go func() {
 		defer m.wg.Done()
+		defer m.cfg.Metrics.workerStopped()
 		w.run(ctx)
 		m.mu.Lock()
 		delete(m.workers, uid)
@@ -174,4 +184,23 @@ func (m *Manager) event(pod *corev1.Pod, eventType, reason, message string) {
 	if m.recorder != nil && pod != nil {
 		m.recorder.Event(pod, eventType, reason, message)
 	}
+}
+
+// Pods returns the pods bound to this node as the agent's informer last saw
+// them (shared objects: callers must not modify them), and false until the
+// informer's first list has completed, when an empty answer would wrongly
+// mean "no pods".
+func (m *Manager) Pods() ([]*corev1.Pod, bool) {
+	store := m.synced.Load()
+	if store == nil {
+		return nil, false
+	}
+	objs := (*store).List()
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, obj := range objs {
+		if p, ok := obj.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, true
 }

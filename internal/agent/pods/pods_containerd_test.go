@@ -34,6 +34,8 @@ type harness struct {
 	client *fake.Clientset
 	clock  *testingclock.FakeClock
 	cfg    Config
+	// manager is the one startAgent last started.
+	manager *Manager
 
 	mu    sync.Mutex
 	syncs map[types.UID]int
@@ -59,6 +61,7 @@ func newHarness(t *testing.T) *harness {
 // startAgent runs a Manager until the returned stop is called (or the test ends).
 func (h *harness) startAgent() (stop func()) {
 	m := New(h.cfg, h.client, h.ctd.Client.Runtime, h.ctd.Client.Images, slog.New(slog.NewTextHandler(testWriter{h.t}, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	h.manager = m
 	m.afterSync = func(uid types.UID, _ error) {
 		h.mu.Lock()
 		h.syncs[uid]++

@@ -61,7 +61,9 @@ func (w *worker) run(ctx context.Context) {
 	log := w.m.log.With("podUID", w.uid)
 	for {
 		pod := w.current()
+		start := time.Now()
 		res, err := w.m.syncPod(ctx, w.uid, pod)
+		w.m.cfg.Metrics.synced(time.Since(start), err)
 		if w.m.afterSync != nil {
 			w.m.afterSync(w.uid, err)
 		}
