@@ -1,6 +1,6 @@
 // Package server is the node agent's HTTPS server (the kubelet's port
-// 10250): health, container logs, and exec, attach and port-forward through
-// the CRI runtime's streaming server. Only the API server's client
+// 10250): health, the node's pods, Prometheus metrics, container logs, and
+// exec, attach and port-forward through the CRI runtime's streaming server. Only the API server's client
 // certificate (and other system:masters) may call it.
 package server
 
@@ -16,12 +16,19 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Config is what the node server needs.
 type Config struct {
 	Runtime runtimeapi.RuntimeServiceClient
+	// Pods serves /pods; nil answers 404.
+	Pods PodSource
+	// Metrics is the registry /metrics exposes (the agent's own, never the
+	// global one); nil answers 404.
+	Metrics prometheus.Gatherer
 	Logger  *slog.Logger
 	// LogPollInterval is how often a followed log is checked for growth.
 	LogPollInterval time.Duration
@@ -41,6 +48,10 @@ func routes(cfg Config) http.Handler {
 	s := &handlers{cfg: cfg, containers: containerFinder{rt: cfg.Runtime}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /pods", s.pods)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{ErrorLog: slogPrinter{cfg.Logger}}))
+	}
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
 	for _, m := range []string{"GET", "POST"} {
 		mux.HandleFunc(m+" /exec/{ns}/{pod}/{container}", s.exec)
