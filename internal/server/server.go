@@ -112,6 +112,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Metrics:       prometheus.NewRegistry(),
 	}
 	apiCfg.ServiceAccountTokens = saTokens.api
+	apiCfg.EnableProfiling = cfg.Profiling
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
 	if err != nil {
