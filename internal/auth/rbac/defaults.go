@@ -38,6 +38,25 @@ func DefaultPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 	return roles, bindings
 }
 
+// DefaultNamespacedPolicy is the default Roles and RoleBindings: upstream's
+// extension-apiserver-authentication-reader in kube-system (read of exactly
+// the ConfigMap where the API server publishes its client CA), bound to
+// nodes, whose agents verify with that CA who calls their node server.
+func DefaultNamespacedPolicy() ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
+	const name = "extension-apiserver-authentication-reader"
+	meta := metav1.ObjectMeta{Name: name, Namespace: auth.ClientCAConfigMapNamespace, Labels: defaultsLabels()}
+	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{
+		Verbs: readVerbs, APIGroups: core, Resources: []string{"configmaps"}, ResourceNames: []string{auth.ClientCAConfigMapName},
+	}}}
+	meta.Name = "berth:nodes:" + name
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: auth.NodesGroup}},
+	}
+	return []*rbacv1.Role{role}, []*rbacv1.RoleBinding{binding}
+}
+
 func defaultsLabels() map[string]string {
 	return map[string]string{BootstrappingLabel: BootstrappingValue}
 }

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// EnsureDefaults creates each default ClusterRole and ClusterRoleBinding
-// that does not exist. Existing ones are left exactly as they are: an
+// EnsureDefaults creates each default ClusterRole and ClusterRoleBinding,
+// and each default Role and RoleBinding, that does not exist. Existing ones are left exactly as they are: an
 // operator's change to a default role (or its deletion and re-creation
 // with other rules) is theirs to keep.
 func EnsureDefaults(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
@@ -29,7 +29,20 @@ func EnsureDefaults(ctx context.Context, client kubernetes.Interface, log *slog.
 			return fmt.Errorf("default clusterrolebinding %s: %w", b.Name, err)
 		}
 	}
-	log.Info("default RBAC policy in place", "created", created, "roles", len(roles), "bindings", len(bindings))
+	nsRoles, nsBindings := DefaultNamespacedPolicy()
+	for _, r := range nsRoles {
+		_, err := client.RbacV1().Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
+		if err := tally(err, &created); err != nil {
+			return fmt.Errorf("default role %s/%s: %w", r.Namespace, r.Name, err)
+		}
+	}
+	for _, b := range nsBindings {
+		_, err := client.RbacV1().RoleBindings(b.Namespace).Create(ctx, b, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
+		if err := tally(err, &created); err != nil {
+			return fmt.Errorf("default rolebinding %s/%s: %w", b.Namespace, b.Name, err)
+		}
+	}
+	log.Info("default RBAC policy in place", "created", created, "roles", len(roles)+len(nsRoles), "bindings", len(bindings)+len(nsBindings))
 	return nil
 }
 
