@@ -34,6 +34,7 @@ type options struct {
 	writeDocs bool
 	docs      string
 	workDir   string
+	logDir    string // keep each measurement's server, runtime and agent logs here
 }
 
 func main() {
@@ -44,6 +45,7 @@ func main() {
 	flag.BoolVar(&o.writeDocs, "write-docs", false, "also write the table into -docs (section \"podstartup\")")
 	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "the benchmarks document -write-docs updates")
 	flag.StringVar(&o.workDir, "work-dir", "/tmp", "where the bench's temporary directory is made (short: unix socket paths)")
+	flag.StringVar(&o.logDir, "log-dir", "", "keep each measurement's server, runtime and agent logs in this directory")
 	flag.Parse()
 	if o.pods < 1 || o.pods > 110 || o.rounds < 1 {
 		fmt.Fprintln(os.Stderr, "bench/podstartup: -pods must be 1-110 (the node's capacity) and -rounds at least 1")

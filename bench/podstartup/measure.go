@@ -28,6 +28,7 @@ const (
 // measurement is what one runtime measured in one round.
 type measurement struct {
 	started, ready []time.Duration // per pod, from creation
+	reportDelay    []time.Duration // per pod, containers' startedAt to the watch event showing them running
 	span           time.Duration   // first creation to last start
 	deleteAll      time.Duration   // delete request to the last pod object gone
 	restarts       int
@@ -64,7 +65,7 @@ func measurePods(ctx context.Context, client kubernetes.Interface, n int) (measu
 		return measurement{}, ctx.Err()
 	}
 	var m measurement
-	m.started, m.ready, m.span = tr.latencies()
+	m.started, m.ready, m.reportDelay, m.span = tr.latencies()
 	m.restarts = tr.restarts()
 	m.deleteAll, err = deleteAll(ctx, pods)
 	return m, err

@@ -31,6 +31,8 @@ var figures = []figure{
 	{"pod startup, max", func(r result) float64 { return seconds(quantile(r.started, 1)) }, formatSeconds},
 	{"creation → Ready, p50", func(r result) float64 { return seconds(quantile(r.ready, 0.5)) }, formatSeconds},
 	{"creation → Ready, p99", func(r result) float64 { return seconds(quantile(r.ready, 0.99)) }, formatSeconds},
+	{"containers' startedAt → seen running in the watch, p50 (startedAt has 1 s resolution)", func(r result) float64 { return seconds(quantile(r.reportDelay, 0.5)) }, formatSeconds},
+	{"containers' startedAt → seen running in the watch, p99", func(r result) float64 { return seconds(quantile(r.reportDelay, 0.99)) }, formatSeconds},
 	{"pods started per second (first creation → last start)", func(r result) float64 { return float64(len(r.started)) / seconds(r.span) }, formatRate},
 	{"deletion: request → last pod object gone", func(r result) float64 { return seconds(r.deleteAll) }, formatSeconds},
 }

@@ -58,7 +58,8 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 		}
 		for _, kind := range order {
 			logger.Info("measuring", "runtime", kind, "round", r+1, "of", o.rounds, "pods", o.pods)
-			res, err := measureOnce(ctx, logger, berth, kind, filepath.Join(work, fmt.Sprintf("%s%d", kind[:1], r)), registryHost, o.pods)
+			name := fmt.Sprintf("%s%d", kind, r+1)
+			res, err := measureOnce(ctx, logger, o, berth, kind, filepath.Join(work, name), registryHost)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", kind, r+1, err)
 			}
@@ -80,11 +81,14 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 // measureOnce starts a server, the runtime kind and an agent, all fresh in
 // dir, measures the pods, and tears everything down (the runtime last, so
 // the agent's deletions reach it; then whatever is left is removed).
-func measureOnce(ctx context.Context, logger *slog.Logger, berth, kind, dir, registryHost string, pods int) (result, error) {
+func measureOnce(ctx context.Context, logger *slog.Logger, o options, berth, kind, dir, registryHost string) (result, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
+	if o.logDir != "" {
+		defer keepLogs(logger, dir, filepath.Join(o.logDir, filepath.Base(dir)))
+	}
 	srv, err := startServer(ctx, berth, dir)
 	if err != nil {
 		return result{}, err
@@ -100,11 +104,29 @@ func measureOnce(ctx context.Context, logger *slog.Logger, berth, kind, dir, reg
 		return result{}, err
 	}
 	defer agent.stop(30 * time.Second)
-	m, err := measurePods(ctx, srv.client, pods)
+	m, err := measurePods(ctx, srv.client, o.pods)
 	if err != nil {
 		return result{}, fmt.Errorf("%w\nagent log ends:\n%s", err, tailOf(agent.log, 20))
 	}
 	return result{version: rt.version, measurement: m}, nil
+}
+
+// keepLogs copies the *.log files of dir into dest.
+func keepLogs(logger *slog.Logger, dir, dest string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		logger.Warn("keeping logs", "err", err)
+		return
+	}
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dest, filepath.Base(l)), data, 0o644)
+		}
+		if err != nil {
+			logger.Warn("keeping logs", "file", l, "err", err)
+		}
+	}
 }
 
 // versionLine is the first line of `berth version` (version and commit follow).

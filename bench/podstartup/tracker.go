@@ -9,9 +9,12 @@ import (
 
 // podTimes are one pod's moments: when the bench sent its create request,
 // when the watch first showed all its containers running, and when it first
-// showed the pod Ready.
+// showed the pod Ready; runningSince is the latest of the containers'
+// startedAt in that first event (the runtime's start, as the agent reported
+// it), so started - runningSince is how long the report took to be seen.
 type podTimes struct {
 	created, started, ready time.Time
+	runningSince            time.Time
 }
 
 // tracker collects podTimes from the creators and the watch; done is
@@ -54,7 +57,7 @@ func (t *tracker) observe(pod *corev1.Pod, at time.Time) {
 	p := t.entry(pod.Name)
 	wasComplete := !p.started.IsZero() && !p.ready.IsZero()
 	if started && p.started.IsZero() {
-		p.started = at
+		p.started, p.runningSince = at, latestStart(pod)
 	}
 	if ready && p.ready.IsZero() {
 		p.ready = at
@@ -86,6 +89,17 @@ func allContainersRunning(pod *corev1.Pod) bool {
 	return true
 }
 
+// latestStart is the latest startedAt of pod's running containers.
+func latestStart(pod *corev1.Pod) time.Time {
+	var latest time.Time
+	for _, cs := range pod.Status.ContainerStatuses {
+		if r := cs.State.Running; r != nil && r.StartedAt.After(latest) {
+			latest = r.StartedAt.Time
+		}
+	}
+	return latest
+}
+
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -96,9 +110,10 @@ func podReady(pod *corev1.Pod) bool {
 }
 
 // latencies returns, for the pods both created and complete, the time from
-// creation to started and to Ready, and the span from the first creation to
-// the last start.
-func (t *tracker) latencies() (started, ready []time.Duration, span time.Duration) {
+// creation to started and to Ready, the delay from the containers'
+// startedAt to the watch event that showed them running, and the span from
+// the first creation to the last start.
+func (t *tracker) latencies() (started, ready, reportDelay []time.Duration, span time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var first, last time.Time
@@ -108,6 +123,7 @@ func (t *tracker) latencies() (started, ready []time.Duration, span time.Duratio
 		}
 		started = append(started, p.started.Sub(p.created))
 		ready = append(ready, p.ready.Sub(p.created))
+		reportDelay = append(reportDelay, p.started.Sub(p.runningSince))
 		if first.IsZero() || p.created.Before(first) {
 			first = p.created
 		}
@@ -115,7 +131,7 @@ func (t *tracker) latencies() (started, ready []time.Duration, span time.Duratio
 			last = p.started
 		}
 	}
-	return started, ready, last.Sub(first)
+	return started, ready, reportDelay, last.Sub(first)
 }
 
 // restarts is how many pods were seen with a restarted container.

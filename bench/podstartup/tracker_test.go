@@ -8,6 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// startedAt is the runtime's start time of every running container in pod().
+var startedAt = time.Unix(1000, 0)
+
 // pod builds a pod of two containers: running says which of them are in
 // state running, ready whether the Ready condition is True.
 func pod(name string, ready bool, running ...bool) *corev1.Pod {
@@ -16,7 +19,7 @@ func pod(name string, ready bool, running ...bool) *corev1.Pod {
 	for i, r := range running {
 		cs := corev1.ContainerStatus{Name: p.Spec.Containers[i].Name}
 		if r {
-			cs.State.Running = &corev1.ContainerStateRunning{}
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(startedAt)}
 		} else {
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 		}
@@ -31,7 +34,7 @@ func pod(name string, ready bool, running ...bool) *corev1.Pod {
 }
 
 func TestTrackerTakesTheFirstEventWhereAllContainersRunAndReady(t *testing.T) {
-	t0 := time.Unix(1000, 0)
+	t0 := startedAt
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	tr := newTracker(2)
 	tr.created("p1", at(0))
@@ -57,7 +60,7 @@ func TestTrackerTakesTheFirstEventWhereAllContainersRunAndReady(t *testing.T) {
 		t.Fatal("not done with both pods complete")
 	}
 
-	started, ready, span := tr.latencies()
+	started, ready, delays, span := tr.latencies()
 	if len(started) != 2 || len(ready) != 2 {
 		t.Fatalf("latencies of %d/%d pods, want 2", len(started), len(ready))
 	}
@@ -72,6 +75,9 @@ func TestTrackerTakesTheFirstEventWhereAllContainersRunAndReady(t *testing.T) {
 	}
 	if span != 510*time.Millisecond {
 		t.Errorf("span %s, want 510ms (first creation to last start)", span)
+	}
+	if len(delays) != 2 || quantile(delays, 0) != 300*time.Millisecond || quantile(delays, 1) != 510*time.Millisecond {
+		t.Errorf("report delays %v, want 300ms and 510ms (from startedAt %s)", delays, t0)
 	}
 	if tr.restarts() != 1 {
 		t.Errorf("restarts %d, want 1", tr.restarts())
