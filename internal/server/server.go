@@ -173,6 +173,9 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	if err := ensureDefaultToken(compCtx, cfg, cluster); err != nil {
 		return err
 	}
+	if err := publishClientCA(compCtx, cfg, cluster); err != nil {
+		return err
+	}
 	nodeCtx, stopNode := context.WithCancel(ctx)
 	defer stopNode()
 	waitNode := func() {}

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/berth/berth/internal/auth"
+	"github.com/berth/berth/internal/pki"
+)
+
+// publishClientCA writes the client CA into kube-system/extension-apiserver-authentication
+// (key client-ca-file), as kube-apiserver does, on every start so that it
+// follows the CA on disk. Joined node agents read it to verify that callers
+// of their node server hold the API server's client certificate. The API
+// may still be starting (system namespaces): it retries for a while.
+func publishClientCA(ctx context.Context, cfg Config, cluster *pki.Cluster) error {
+	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+	if err != nil {
+		return fmt.Errorf("publish client CA: %w", err)
+	}
+	want := map[string]string{auth.ClientCAConfigMapKey: string(cluster.ClientCA.CertPEM)}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		lastErr = applyClientCA(ctx, client, want)
+		return lastErr == nil, nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil // shutting down: not a failure
+	case err != nil:
+		return fmt.Errorf("publish client CA in %s/%s: %w", auth.ClientCAConfigMapNamespace, auth.ClientCAConfigMapName, lastErr)
+	}
+	cfg.Logger.Info("client CA published", "configmap", auth.ClientCAConfigMapNamespace+"/"+auth.ClientCAConfigMapName)
+	return nil
+}
+
+// applyClientCA creates the ConfigMap, or sets its client-ca-file when it
+// differs (other keys are left alone).
+func applyClientCA(ctx context.Context, client kubernetes.Interface, want map[string]string) error {
+	cms := client.CoreV1().ConfigMaps(auth.ClientCAConfigMapNamespace)
+	cm, err := cms.Get(ctx, auth.ClientCAConfigMapName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: auth.ClientCAConfigMapName, Namespace: auth.ClientCAConfigMapNamespace}, Data: want}
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if cm.Data[auth.ClientCAConfigMapKey] == want[auth.ClientCAConfigMapKey] {
+		return nil
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[auth.ClientCAConfigMapKey] = want[auth.ClientCAConfigMapKey]
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
