@@ -1,0 +1,163 @@
+// Package gc is the node agent's garbage collector, as the kubelet's: it
+// removes dead containers beyond a few per container of each pod, the dead
+// containers and sandboxes of pods that no longer exist, and, when the image
+// filesystem fills past a high threshold, unused images least recently used
+// first until usage is back under a low threshold. Everything goes through
+// CRI; only the filesystem's capacity comes from elsewhere (FsUsage).
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// PodSource says which pods exist: the agent's informer cache
+// (pods.Manager). Until it knows (false), nothing is treated as deleted.
+type PodSource interface {
+	Pods() ([]*corev1.Pod, bool)
+}
+
+// Policy is what to keep and when to collect; see DefaultPolicy.
+type Policy struct {
+	// MaxDeadPerContainer is how many dead instances of each container of
+	// an existing pod are kept (the newest); negative keeps them all.
+	MaxDeadPerContainer int
+	// ContainerPeriod and ImagePeriod pace the two collections.
+	ContainerPeriod, ImagePeriod time.Duration
+	// Image GC starts when the image filesystem is at least HighPercent
+	// full and frees unused images until it would be below LowPercent.
+	HighPercent, LowPercent int
+	// MinImageAge protects images first seen less than this long ago (a
+	// pull whose container is not created yet).
+	MinImageAge time.Duration
+	// PinnedImages are never removed (the sandbox image), beside those the
+	// runtime itself reports pinned.
+	PinnedImages []string
+}
+
+// DefaultPolicy is the kubelet's defaults.
+var DefaultPolicy = Policy{
+	MaxDeadPerContainer: 1,
+	ContainerPeriod:     time.Minute,
+	ImagePeriod:         5 * time.Minute,
+	HighPercent:         85,
+	LowPercent:          80,
+	MinImageAge:         2 * time.Minute,
+}
+
+// Validate returns one clear line for the first bad setting.
+func (p Policy) Validate() error {
+	switch {
+	case p.HighPercent < 0 || p.HighPercent > 100:
+		return fmt.Errorf("image GC high threshold %d%%: want 0-100", p.HighPercent)
+	case p.LowPercent < 0 || p.LowPercent > 100:
+		return fmt.Errorf("image GC low threshold %d%%: want 0-100", p.LowPercent)
+	case p.LowPercent > p.HighPercent:
+		return fmt.Errorf("image GC low threshold %d%% is above the high threshold %d%%", p.LowPercent, p.HighPercent)
+	case p.ContainerPeriod <= 0 || p.ImagePeriod <= 0:
+		return errors.New("GC periods must be positive")
+	case p.MinImageAge < 0:
+		return fmt.Errorf("minimum image age %s: must not be negative", p.MinImageAge)
+	}
+	return nil
+}
+
+// Config is what a Collector works with.
+type Config struct {
+	NodeName string
+	Runtime  runtimeapi.RuntimeServiceClient
+	Images   runtimeapi.ImageServiceClient
+	Pods     PodSource
+	// Usage reads the image filesystem's size; nil uses CRI ImageFsInfo's
+	// mount point and statfs (NewCRIFsUsage).
+	Usage    FsUsage
+	Recorder record.EventRecorder // events on the Node; nil records none
+	Policy   Policy
+	Clock    clock.WithTicker // nil: the real clock
+	Metrics  *Metrics         // nil: no metrics
+	Logger   *slog.Logger
+}
+
+// Collector runs the collections.
+type Collector struct {
+	cfg Config
+	log *slog.Logger
+
+	imagesMu sync.Mutex // one image pass at a time
+	images   imageRecords
+}
+
+// New checks cfg's policy and returns a Collector; Run starts it.
+func New(cfg Config) (*Collector, error) {
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Usage == nil {
+		cfg.Usage = NewCRIFsUsage(cfg.Images)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Collector{cfg: cfg, log: cfg.Logger, images: imageRecords{}}, nil
+}
+
+// Run collects containers every ContainerPeriod and images every
+// ImagePeriod until ctx ends. Failures are logged (and reported as events)
+// and retried on the next period; they never stop the agent.
+func (c *Collector) Run(ctx context.Context) error {
+	containers := c.cfg.Clock.NewTicker(c.cfg.Policy.ContainerPeriod)
+	defer containers.Stop()
+	images := c.cfg.Clock.NewTicker(c.cfg.Policy.ImagePeriod)
+	defer images.Stop()
+	imageFailedBefore := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-containers.C():
+			if err := c.CollectContainers(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("container garbage collection failed", "err", err)
+			}
+		case <-images.C():
+			err := c.CollectImages(ctx)
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("image garbage collection failed", "err", err)
+				// As the kubelet: one failure may be a runtime still
+				// starting; two in a row are worth an event.
+				if imageFailedBefore {
+					c.nodeEvent(corev1.EventTypeWarning, ReasonImageGCFailed, err.Error())
+				}
+			}
+			imageFailedBefore = err != nil
+		}
+	}
+}
+
+// Event reasons, as the kubelet's.
+const (
+	ReasonFreeDiskSpaceFailed = "FreeDiskSpaceFailed"
+	ReasonImageGCFailed       = "ImageGCFailed"
+)
+
+// nodeEvent records an event on this node, referenced the way the kubelet
+// does (the node's name as its UID), so `kubectl describe node` shows it.
+func (c *Collector) nodeEvent(eventType, reason, message string) {
+	if c.cfg.Recorder == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{Kind: "Node", Name: c.cfg.NodeName, UID: types.UID(c.cfg.NodeName)}
+	c.cfg.Recorder.Event(ref, eventType, reason, message)
+}
