@@ -37,7 +37,8 @@ const (
 	DefaultNodeMaskSize = 24
 )
 
-// Retry back-off when the range is full or a write fails.
+// Retry back-off when a write fails. A node refused for a full range is not
+// retried on a timer: it waits until a release wakes it.
 const (
 	initialBackoff = 500 * time.Millisecond
 	maxBackoff     = time.Minute
@@ -65,7 +66,7 @@ type Controller struct {
 	// only the worker touches it (and the set).
 	owned map[string]netip.Prefix
 	// waiting holds nodes refused for a full range; a release wakes them
-	// rather than leaving them to the growing retry back-off.
+	// (nothing else can give them a CIDR).
 	waiting map[string]struct{}
 }
 
@@ -163,7 +164,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
+	err := c.sync(ctx, name)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrFull):
+		// Parked in c.waiting: only a release can help, and a release
+		// wakes every waiter, so retrying on a timer would only repeat
+		// the refusal.
+	default:
 		c.log.Warn("pod CIDR not assigned yet", "node", name, "err", err)
 		c.queue.AddRateLimited(name)
 		return true
@@ -194,9 +202,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if !held {
 		cidr, err = c.set.allocate()
 		if errors.Is(err, ErrFull) {
-			c.waiting[name] = struct{}{}
-			c.recorder.Eventf(node, nil, v1.EventTypeWarning, "CIDRNotAvailable", "AllocateCIDR",
-				"Node %s: no pod CIDR left in %s (%d of %d /%d subnets in use)", name, c.set.cluster, c.set.inUse, len(c.set.used), c.set.maskSize)
+			c.park(node)
 			return err
 		}
 		if err != nil {
@@ -215,6 +221,20 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	c.log.Info("pod CIDR assigned", "node", name, "podCIDR", cidr)
 	c.recorder.Eventf(node, nil, v1.EventTypeNormal, "CIDRAssigned", "AllocateCIDR", "Node %s: pod CIDR %s", name, cidr)
 	return nil
+}
+
+// park records that node waits for a free CIDR. Only the change into
+// waiting is reported (one event and one log line per node until it gets a
+// CIDR or goes away): every update of a waiting Node syncs it again, and a
+// thousand nodes over a full range used to write thousands of events.
+func (c *Controller) park(node *v1.Node) {
+	if _, already := c.waiting[node.Name]; already {
+		return
+	}
+	c.waiting[node.Name] = struct{}{}
+	c.log.Warn("no pod CIDR left; the node waits for one to be released", "node", node.Name, "clusterCIDR", c.set.cluster)
+	c.recorder.Eventf(node, nil, v1.EventTypeWarning, "CIDRNotAvailable", "AllocateCIDR",
+		"Node %s: no pod CIDR left in %s (%d of %d /%d subnets in use)", node.Name, c.set.cluster, c.set.inUse, len(c.set.used), c.set.maskSize)
 }
 
 // adopt records the CIDR a Node already carries. A CIDR outside the range
