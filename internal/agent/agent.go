@@ -53,7 +53,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
 	}
-	rt, v, err := cri.Dial(ctx, cfg.RuntimeEndpoint)
+	metrics, err := newMetrics()
+	if err != nil {
+		return err
+	}
+	rt, v, err := cri.Dial(ctx, cfg.RuntimeEndpoint, cri.WithMetrics(metrics.cri))
 	if err != nil {
 		return err
 	}
@@ -69,7 +73,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		})
 	}
-	return New(cfg, client, rt, v, clock.RealClock{}, log).Run(ctx)
+	a := New(cfg, client, rt, v, clock.RealClock{}, log)
+	a.metrics = metrics
+	return a.Run(ctx)
 }
 
 func firstOf(servers []string) string {
@@ -90,6 +96,9 @@ type Agent struct {
 	facts   func() (node.Facts, error)
 	// serverPort is the node server's bound port, reported in the Node.
 	serverPort int32
+	// metrics is what /metrics serves; Run makes one if none was given
+	// (then CRI calls are not counted: the connection was dialed without).
+	metrics *metrics
 }
 
 // New assembles an agent from an API client and a connected runtime, so
@@ -113,16 +122,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("read node facts: %w", err)
 	}
 	a.log.Info("agent starting", "node", a.cfg.NodeName, "runtime", a.version.RuntimeName+" "+a.version.RuntimeVersion)
-	// Listen before registering: the Node reports the bound port.
-	serveNode, err := a.listenNodeServer()
-	if err != nil {
-		return err
-	}
-	registrar := &node.Registrar{Client: a.client, Name: a.cfg.NodeName, Clock: a.clock, Observe: a.observe, Logger: a.log}
-	// Register before anything else: the Lease is owned by the Node and
-	// pods are only bound to registered nodes.
-	if err := registrar.Sync(ctx); err != nil {
-		return err
+	if a.metrics == nil {
+		if a.metrics, err = newMetrics(); err != nil {
+			return err
+		}
 	}
 	podManager := pods.New(pods.Config{
 		NodeName:    a.cfg.NodeName,
@@ -132,7 +135,19 @@ func (a *Agent) Run(ctx context.Context) error {
 		ResolvConf:  "/etc/resolv.conf",
 		RuntimeName: a.version.RuntimeName,
 		Clock:       a.clock,
+		Metrics:     a.metrics.pods,
 	}, a.client, a.rt.Runtime, a.rt.Images, a.log.With("component", "pods"))
+	// Listen before registering: the Node reports the bound port.
+	serveNode, err := a.listenNodeServer(podManager)
+	if err != nil {
+		return err
+	}
+	registrar := &node.Registrar{Client: a.client, Name: a.cfg.NodeName, Clock: a.clock, Observe: a.observe, Logger: a.log}
+	// Register before anything else: the Lease is owned by the Node and
+	// pods are only bound to registered nodes.
+	if err := registrar.Sync(ctx); err != nil {
+		return err
+	}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return registrar.Run(ctx) })
@@ -141,6 +156,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { return podManager.Run(ctx) })
+	g.Go(func() error { return a.runGarbageCollector(ctx, podManager) })
 	g.Go(func() error { return a.podNetwork().Run(ctx) })
 	if serveNode != nil {
 		g.Go(func() error { return serveNode(ctx) })
@@ -169,8 +185,8 @@ func (a *Agent) observe(ctx context.Context) (node.Observation, error) {
 }
 
 // listenNodeServer binds the node server when it is configured and returns
-// the function that serves it; nil when it is off.
-func (a *Agent) listenNodeServer() (func(context.Context) error, error) {
+// the function that serves it; nil when it is off. /pods reads podSource.
+func (a *Agent) listenNodeServer(podSource nodeserver.PodSource) (func(context.Context) error, error) {
 	if a.cfg.TLSCertFile == "" {
 		a.log.Warn("node server off: no --tls-cert-file; kubectl logs and exec will not reach this node")
 		return nil, nil
@@ -184,7 +200,7 @@ func (a *Agent) listenNodeServer() (func(context.Context) error, error) {
 		return nil, fmt.Errorf("node server: %w", err)
 	}
 	a.serverPort = int32(ln.Addr().(*net.TCPAddr).Port)
-	h := nodeserver.Handler(nodeserver.Config{Runtime: a.rt.Runtime, Logger: a.log.With("component", "nodeserver")})
+	h := nodeserver.Handler(nodeserver.Config{Runtime: a.rt.Runtime, Pods: podSource, Metrics: a.metrics.registry, Logger: a.log.With("component", "nodeserver")})
 	return func(ctx context.Context) error { return nodeserver.Serve(ctx, ln, tlsCfg, h, a.log) }, nil
 }
 

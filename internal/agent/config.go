@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/berth/berth/internal/agent/gc"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
 )
 
@@ -52,6 +53,10 @@ type Config struct {
 	ReservedCPU     resource.Quantity
 	ReservedMemory  resource.Quantity
 	ReservedStorage resource.Quantity
+
+	// GC is the garbage collection of dead containers and unused images
+	// (the CLI starts from gc.DefaultPolicy); the zero Policy turns it off.
+	GC gc.Policy
 }
 
 // Validate checks the configuration without touching anything but DataDir's
@@ -95,6 +100,11 @@ func (c Config) Validate() error {
 		return errors.New("--tls-cert-file and --tls-private-key-file go together")
 	case c.TLSCertFile != "" && c.ClientCAFile == "":
 		return errors.New("--client-ca-file is required with --tls-cert-file: the node server admits only the API server's client certificate")
+	}
+	if c.GC.ContainerPeriod != 0 {
+		if err := c.GC.Validate(); err != nil {
+			return fmt.Errorf("garbage collection: %w", err)
+		}
 	}
 	for name, q := range map[string]resource.Quantity{"cpu": c.ReservedCPU, "memory": c.ReservedMemory, "ephemeral-storage": c.ReservedStorage} {
 		if q.Sign() < 0 {

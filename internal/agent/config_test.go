@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth/berth/internal/agent/gc"
 )
 
 func validConfig(t *testing.T) Config {
@@ -53,6 +55,8 @@ func TestValidate(t *testing.T) {
 		{"cert without key", func(c *Config) { c.TLSCertFile = "/x.crt" }, "--tls-cert-file and --tls-private-key-file go together"},
 		{"node server without client CA", func(c *Config) { c.TLSCertFile, c.TLSPrivateKeyFile = "/x.crt", "/x.key" }, "--client-ca-file is required"},
 		{"missing kubeconfig", func(c *Config) { c.Kubeconfig = "/nonexistent/kubeconfig" }, "--kubeconfig: stat"},
+		{"image GC threshold over 100", func(c *Config) { c.GC = gc.DefaultPolicy; c.GC.HighPercent = 120 }, "high threshold 120%: want 0-100"},
+		{"image GC low above high", func(c *Config) { c.GC = gc.DefaultPolicy; c.GC.LowPercent = 90 }, "low threshold 90% is above the high threshold 85%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig(t)

@@ -9,10 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/berth/berth/internal/agent"
+	"github.com/berth/berth/internal/agent/gc"
 )
 
 func newAgentCommand() *cobra.Command {
-	cfg := agent.Config{DataDir: filepath.Join(DefaultDataDir, "agent"), Port: 10250}
+	cfg := agent.Config{DataDir: filepath.Join(DefaultDataDir, "agent"), Port: 10250, GC: gc.DefaultPolicy}
+	var pauseImage string
 	var reservedCPU, reservedMemory, reservedStorage string
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -45,6 +47,7 @@ unix:///run/containerd/containerd.sock).`,
 				}
 				*r.out = q
 			}
+			cfg.GC.PinnedImages = []string{pauseImage}
 			return agent.Run(cmd.Context(), cfg, slog.Default())
 		},
 	}
@@ -65,5 +68,10 @@ unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&reservedCPU, "reserved-cpu", "0", "CPU kept back from pods (allocatable = capacity - reserved)")
 	f.StringVar(&reservedMemory, "reserved-memory", "0", "memory kept back from pods")
 	f.StringVar(&reservedStorage, "reserved-ephemeral-storage", "0", "ephemeral storage kept back from pods")
+	f.IntVar(&cfg.GC.MaxDeadPerContainer, "maximum-dead-containers-per-container", cfg.GC.MaxDeadPerContainer, "dead instances of each container of a pod kept (the newest); -1 keeps all")
+	f.IntVar(&cfg.GC.HighPercent, "image-gc-high-threshold", cfg.GC.HighPercent, "image filesystem usage (percent) at which unused images are removed, least recently used first")
+	f.IntVar(&cfg.GC.LowPercent, "image-gc-low-threshold", cfg.GC.LowPercent, "image filesystem usage (percent) image garbage collection frees down to")
+	f.DurationVar(&cfg.GC.MinImageAge, "minimum-image-ttl-duration", cfg.GC.MinImageAge, "an unused image is removed only this long after the agent first saw it")
+	f.StringVar(&pauseImage, "pod-infra-container-image", "registry.k8s.io/pause:3.9", "the runtime's sandbox image, never removed by image garbage collection (images the runtime reports pinned are kept too)")
 	return cmd
 }
