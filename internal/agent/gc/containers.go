@@ -23,7 +23,9 @@ const (
 //     newest MaxDeadPerContainer are removed;
 //   - of a pod that no longer exists, every container not running is removed;
 //   - sandboxes that are not ready and hold no running container are removed
-//     if their pod no longer exists or a newer sandbox of the pod does.
+//     if their pod no longer exists or a newer sandbox of the pod does;
+//   - log directories of pods that no longer exist and have no sandbox left
+//     are removed.
 //
 // Objects without the pod labels are not the agent's and are left alone.
 // Until the pod source knows the node's pods, nothing is done: an empty
@@ -60,6 +62,9 @@ func (c *Collector) CollectContainers(ctx context.Context) error {
 		if err := c.removeSandbox(ctx, sb); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.collectPodLogDirs(ctx, exists); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,8 @@ package gc
 import (
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -54,7 +56,21 @@ func TestCollectContainersAgainstContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Config{NodeName: "node-a", Runtime: n.rt(), Images: n.is(), Pods: pods, Policy: DefaultPolicy, Metrics: metrics,
+	// Log directories as the pod workers name them, of the live pod, of
+	// the two deleted ones, of a pod long gone from the runtime too, and
+	// things that are not a pod's log directory.
+	logDir := t.TempDir()
+	logDirs := []string{"default_pod-uid-live_uid-live", "default_pod-uid-gone_uid-gone",
+		"default_pod-uid-gone-running_uid-gone-running", "default_old_uid-ancient", "not-a-pod-dir"}
+	for _, d := range logDirs {
+		if err := os.MkdirAll(filepath.Join(logDir, d, "app"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(logDir, "default_file_uid-file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{NodeName: "node-a", Runtime: n.rt(), Images: n.is(), Pods: pods, PodLogDir: logDir, Policy: DefaultPolicy, Metrics: metrics,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -68,16 +84,19 @@ func TestCollectContainersAgainstContainerd(t *testing.T) {
 	if err := c.CollectContainers(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	expectIDs(t, "containers before the pods are known", n.containerIDs(), allContainers)
-	expectIDs(t, "sandboxes before the pods are known", n.sandboxIDs(), allSandboxes)
+	expectSet(t, "containers before the pods are known", n.containerIDs(), allContainers)
+	expectSet(t, "sandboxes before the pods are known", n.sandboxIDs(), allSandboxes)
+	expectSet(t, "log directories before the pods are known", dirEntries(t, logDir), append(logDirs, "default_file_uid-file"))
 
 	pods.set(true, "uid-live")
 	if err := c.CollectContainers(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	expectIDs(t, "containers", n.containerIDs(), []string{app2, app3, side0, init0, stranger, runningApp})
-	expectIDs(t, "sandboxes", n.sandboxIDs(), []string{live.id, running.id})
-	for kind, want := range map[string]float64{"container": 4, "sandbox": 2} {
+	expectSet(t, "containers", n.containerIDs(), []string{app2, app3, side0, init0, stranger, runningApp})
+	expectSet(t, "sandboxes", n.sandboxIDs(), []string{live.id, running.id})
+	expectSet(t, "log directories", dirEntries(t, logDir), []string{"default_pod-uid-live_uid-live",
+		"default_pod-uid-gone-running_uid-gone-running", "not-a-pod-dir", "default_file_uid-file"})
+	for kind, want := range map[string]float64{"container": 4, "sandbox": 2, "log-directory": 2} {
 		if got := removedCount(t, metrics, kind); got != want {
 			t.Errorf("gc removed_total{kind=%s} = %v, want %v", kind, got, want)
 		}
@@ -87,7 +106,7 @@ func TestCollectContainersAgainstContainerd(t *testing.T) {
 	if err := c.CollectContainers(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	expectIDs(t, "containers after a second pass", n.containerIDs(), []string{app2, app3, side0, init0, stranger, runningApp})
+	expectSet(t, "containers after a second pass", n.containerIDs(), []string{app2, app3, side0, init0, stranger, runningApp})
 }
 
 // TestCollectContainersKeepsWhatThePolicySays: with three dead instances
@@ -114,7 +133,7 @@ func TestCollectContainersKeepsWhatThePolicySays(t *testing.T) {
 		if err := c.CollectContainers(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		expectIDs(t, "containers", n.containerIDs(), ids)
+		expectSet(t, "containers", n.containerIDs(), ids)
 	}
 	policy := DefaultPolicy
 	policy.MaxDeadPerContainer = 2
@@ -125,10 +144,10 @@ func TestCollectContainersKeepsWhatThePolicySays(t *testing.T) {
 	if err := c.CollectContainers(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	expectIDs(t, "containers with two kept", n.containerIDs(), ids[1:])
+	expectSet(t, "containers with two kept", n.containerIDs(), ids[1:])
 }
 
-func expectIDs(t *testing.T, what string, got map[string]bool, want []string) {
+func expectSet(t *testing.T, what string, got map[string]bool, want []string) {
 	t.Helper()
 	var have []string
 	for id := range got {
@@ -146,6 +165,19 @@ func expectIDs(t *testing.T, what string, got map[string]bool, want []string) {
 			return
 		}
 	}
+}
+
+func dirEntries(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range entries {
+		out[e.Name()] = true
+	}
+	return out
 }
 
 func removedCount(t *testing.T, m *Metrics, kind string) float64 {

@@ -78,6 +78,9 @@ type Config struct {
 	Runtime  runtimeapi.RuntimeServiceClient
 	Images   runtimeapi.ImageServiceClient
 	Pods     PodSource
+	// PodLogDir holds the pods' log directories (NS_NAME_UID); those of
+	// deleted pods are removed with their sandboxes. Empty: left alone.
+	PodLogDir string
 	// Usage reads the image filesystem's size; nil uses CRI ImageFsInfo's
 	// mount point and statfs (NewCRIFsUsage).
 	Usage    FsUsage
