@@ -3,10 +3,12 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/berth/berth/internal/watchcache"
 )
@@ -15,6 +17,14 @@ import (
 // which one store watch keeps current.
 type watchCacheReader struct {
 	cache *watchcache.Cache
+	// store serves a consistent LIST the cache could not catch up to in
+	// time, as kube-apiserver falls back to etcd: the cache learns of
+	// revisions made under other prefixes only from etcd's progress
+	// notifications, which etcd defers while any watcher on the stream is
+	// behind, so under a write storm elsewhere a quiet resource's cache may
+	// not prove itself fresh within the timeout.
+	store *storeReader
+	log   *slog.Logger
 }
 
 // watchCacheReaders makes watch-cache readers that share metrics (nil: none).
@@ -47,7 +57,7 @@ func newWatchCacheReader(ctx context.Context, spec readerSpec, metrics *watchcac
 	if err := cache.WaitReady(ctx); err != nil {
 		return nil, fmt.Errorf("watch cache of %s: %w", spec.Resource, err)
 	}
-	return watchCacheReader{cache: cache}, nil
+	return watchCacheReader{cache: cache, store: &storeReader{spec: spec}, log: spec.Logger}, nil
 }
 
 func (r watchCacheReader) Get(ctx context.Context, key string, minRV int64) (runtime.Object, int64, error) {
@@ -55,7 +65,19 @@ func (r watchCacheReader) Get(ctx context.Context, key string, minRV int64) (run
 }
 
 func (r watchCacheReader) List(ctx context.Context, q listQuery) ([]runtime.Object, int64, string, error) {
-	return r.cache.List(ctx, watchcache.ListOptions(q))
+	objs, rv, next, err := r.cache.List(ctx, watchcache.ListOptions(q))
+	if err != nil && consistentList(q) && apistorage.IsTooLargeResourceVersion(err) && ctx.Err() == nil {
+		r.log.Info("watch cache not fresh in time; serving a consistent list from the store", "err", err)
+		return r.store.List(ctx, q)
+	}
+	return objs, rv, next, err
+}
+
+// consistentList reports whether q asks for the latest state (no
+// resourceVersion, no continue token): the one read the store can always
+// serve in the cache's place with the same meaning.
+func consistentList(q listQuery) bool {
+	return q.ResourceVersion == "" && q.Continue == ""
 }
 
 func (r watchCacheReader) Watch(ctx context.Context, q watchQuery) (watch.Interface, error) {

@@ -107,7 +107,8 @@ type WatchResult struct {
 // reads: it learns the store's current revision, then asks for progress so
 // that its watch catches up even when nothing under its prefix changed.
 type ProgressRequester interface {
-	RequestProgress(ctx context.Context) error
+	// RequestProgress asks for progress on the watches under prefix.
+	RequestProgress(ctx context.Context, prefix string) error
 }
 
 // Snapshotter is implemented by stores that can stream a consistent backup

@@ -38,7 +38,7 @@ func (c *Cache) waitFresh(ctx context.Context, rv int64, requestProgress bool) e
 		}
 		var retry <-chan time.Time
 		if requestProgress {
-			if err := pr.RequestProgress(ctx); err != nil {
+			if err := pr.RequestProgress(ctx, c.cfg.Prefix); err != nil {
 				c.log.Warn("progress request failed", "err", err)
 			}
 			retry = c.clock.After(progressRetry)

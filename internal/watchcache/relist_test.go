@@ -40,8 +40,8 @@ func (s *compactingStore) Watch(ctx context.Context, prefix string, from int64) 
 	return out
 }
 
-func (s *compactingStore) RequestProgress(ctx context.Context) error {
-	return s.Interface.(store.ProgressRequester).RequestProgress(ctx)
+func (s *compactingStore) RequestProgress(ctx context.Context, prefix string) error {
+	return s.Interface.(store.ProgressRequester).RequestProgress(ctx, prefix)
 }
 
 func TestCompactionMakesTheCacheRelistAndCutOffWatchers(t *testing.T) {

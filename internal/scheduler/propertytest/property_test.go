@@ -174,6 +174,9 @@ func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, no
 		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			s, err := readState(ctx, cs, nodes, deleted)
 			switch {
+			case err != nil && ctx.Err() != nil && why != "not read yet":
+				// The poll's own deadline cut this read short: keep the
+				// reason the previous read gave.
 			case err != nil:
 				why = err.Error()
 			case s.notSettle != "":

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/berth/berth/internal/store"
 )
@@ -18,7 +19,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-
 	out := make(chan store.WatchResult)
 	// WithPrevKV gives deletes and updates their previous value;
 	// WithProgressNotify lets idle watchers learn that the revision moved on.
-	wch := s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1),
+	wch := s.client.Watch(watchStream(ctx, prefix), prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1),
 		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	go func() {
 		defer close(out)
@@ -81,11 +82,20 @@ func convertEvent(ev *clientv3.Event) store.Event {
 	return out
 }
 
-// RequestProgress asks etcd to send a progress notification on this client's
-// watches, so a watcher that saw no events learns the current revision.
-func (s *Store) RequestProgress(ctx context.Context) error {
-	if err := s.client.RequestProgress(ctx); err != nil {
-		return fmt.Errorf("store request progress: %w", err)
+// RequestProgress asks etcd to send a progress notification to the watches
+// under prefix, so a watcher that saw no events learns the current revision.
+func (s *Store) RequestProgress(ctx context.Context, prefix string) error {
+	if err := s.client.RequestProgress(watchStream(ctx, prefix)); err != nil {
+		return fmt.Errorf("store request progress for %q: %w", prefix, err)
 	}
 	return nil
+}
+
+// watchStream gives the watches of each prefix their own gRPC stream:
+// clientv3 multiplexes watches whose contexts carry the same metadata onto
+// one stream, and etcd answers a progress request only once every watcher
+// on the stream has caught up, so one busy resource lagging behind (events,
+// say) would otherwise hold back the consistent reads of all the others.
+func watchStream(ctx context.Context, prefix string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "berth-watch-prefix", prefix)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berth/berth/internal/store"
+	"github.com/berth/berth/internal/store/etcd"
 	"github.com/berth/berth/internal/testkit/etcdtest"
 )
 
@@ -111,6 +112,28 @@ func TestRequestProgressReportsCurrentRevision(t *testing.T) {
 	s := etcdtest.New(t)
 	start, _ := s.CurrentRevision(ctx)
 	ch := s.Watch(ctx, "/registry/pods/", start)
+	awaitProgressPast(ctx, t, s, ch, start)
+}
+
+// TestProgressOfOnePrefixIsNotHeldBackByAnother: etcd answers a progress
+// request only when every watcher on the stream has caught up; a watcher
+// of another prefix that has not (here one waiting for a future revision,
+// which etcd counts the same way) must not keep this prefix's watch from
+// learning the current revision.
+func TestProgressOfOnePrefixIsNotHeldBackByAnother(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := etcdtest.New(t)
+	start, _ := s.CurrentRevision(ctx)
+	_ = s.Watch(ctx, "/registry/events/", start+1000)
+	ch := s.Watch(ctx, "/registry/pods/", start)
+	awaitProgressPast(ctx, t, s, ch, start)
+}
+
+// awaitProgressPast writes under another prefix than ch's and asks for
+// progress until ch reports a revision covering that write.
+func awaitProgressPast(ctx context.Context, t *testing.T, s *etcd.Store, ch <-chan store.WatchResult, start int64) {
+	t.Helper()
 	// A write under another prefix moves the revision without an event here.
 	other, err := s.Create(ctx, "/registry/nodes/n", []byte("x"))
 	if err != nil {
@@ -121,10 +144,12 @@ func TestRequestProgressReportsCurrentRevision(t *testing.T) {
 	for {
 		// etcd ignores a request while the watch is still catching up, and a
 		// notification may predate the write: ask until one covers it.
-		if err := s.RequestProgress(ctx); err != nil {
+		if err := s.RequestProgress(ctx, "/registry/pods/"); err != nil {
 			t.Fatal(err)
 		}
 		select {
+		case <-ctx.Done():
+			t.Fatalf("no progress notification past revision %d: %v", other, ctx.Err())
 		case res := <-ch:
 			if res.Err != nil || len(res.Events) != 0 {
 				t.Fatalf("unexpected watch result %+v", res)
