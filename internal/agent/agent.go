@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,7 +130,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		NodeName:    a.cfg.NodeName,
 		NodeIP:      facts.InternalIP,
 		DataDir:     a.cfg.DataDir,
-		PodLogDir:   filepath.Join(a.cfg.DataDir, "pod-logs"),
+		PodLogDir:   a.cfg.podLogDir(),
 		ResolvConf:  "/etc/resolv.conf",
 		RuntimeName: a.version.RuntimeName,
 		Clock:       a.clock,

@@ -59,6 +59,9 @@ type Config struct {
 	GC gc.Policy
 }
 
+// podLogDir holds the pods' CRI log directories (NS_NAME_UID).
+func (c Config) podLogDir() string { return filepath.Join(c.DataDir, "pod-logs") }
+
 // Validate checks the configuration without touching anything but DataDir's
 // existence, and returns one clear line for the first problem.
 // Servers lists the API server replicas named by --server.

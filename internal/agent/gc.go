@@ -23,15 +23,16 @@ func (a *Agent) runGarbageCollector(ctx context.Context, podSource gc.PodSource)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	collector, err := gc.New(gc.Config{
-		NodeName: a.cfg.NodeName,
-		Runtime:  a.rt.Runtime,
-		Images:   a.rt.Images,
-		Pods:     podSource,
-		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "berth-agent", Host: a.cfg.NodeName}),
-		Policy:   a.cfg.GC,
-		Clock:    a.clock,
-		Metrics:  a.metrics.gc,
-		Logger:   a.log.With("component", "gc"),
+		NodeName:  a.cfg.NodeName,
+		Runtime:   a.rt.Runtime,
+		Images:    a.rt.Images,
+		Pods:      podSource,
+		PodLogDir: a.cfg.podLogDir(),
+		Recorder:  broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "berth-agent", Host: a.cfg.NodeName}),
+		Policy:    a.cfg.GC,
+		Clock:     a.clock,
+		Metrics:   a.metrics.gc,
+		Logger:    a.log.With("component", "gc"),
 	})
 	if err != nil {
 		return err
