@@ -7,13 +7,11 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,20 +67,7 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node server certificate: %w", err)
 	}
-	pem, err := os.ReadFile(clientCAFile)
-	if err != nil {
-		return nil, fmt.Errorf("--client-ca-file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--client-ca-file %s: no PEM certificates", clientCAFile)
-	}
-	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientCAs:    pool,
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		MinVersion:   tls.VersionTLS12,
-	}, nil
+	return RotatingTLSConfig(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }, clientCAFile)
 }
 
 // Serve serves h on ln with tlsCfg until ctx ends, then closes ln. The
