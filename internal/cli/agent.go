@@ -68,7 +68,7 @@ unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&reservedCPU, "reserved-cpu", "0", "CPU kept back from pods (allocatable = capacity - reserved)")
 	f.StringVar(&reservedMemory, "reserved-memory", "0", "memory kept back from pods")
 	f.StringVar(&reservedStorage, "reserved-ephemeral-storage", "0", "ephemeral storage kept back from pods")
-	f.IntVar(&cfg.GC.MaxDeadPerContainer, "maximum-dead-containers-per-container", cfg.GC.MaxDeadPerContainer, "dead instances of each container of a pod kept (the newest); -1 keeps all")
+	f.IntVar(&cfg.GC.MaxDeadPerContainer, "maximum-dead-containers-per-container", cfg.GC.MaxDeadPerContainer, "dead instances of each container of a pod kept, newest first (at least 1; -1 keeps all)")
 	f.IntVar(&cfg.GC.HighPercent, "image-gc-high-threshold", cfg.GC.HighPercent, "image filesystem usage (percent) at which unused images are removed, least recently used first")
 	f.IntVar(&cfg.GC.LowPercent, "image-gc-low-threshold", cfg.GC.LowPercent, "image filesystem usage (percent) image garbage collection frees down to")
 	f.DurationVar(&cfg.GC.MinImageAge, "minimum-image-ttl-duration", cfg.GC.MinImageAge, "an unused image is removed only this long after the agent first saw it")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -78,7 +80,11 @@ func (c *Collector) listContainers(ctx context.Context) ([]*runtimeapi.Container
 }
 
 func (c *Collector) removeContainer(ctx context.Context, ctr *runtimeapi.Container) error {
-	if _, err := c.cfg.Runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ctr.Id}); err != nil {
+	_, err := c.cfg.Runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ctr.Id})
+	if status.Code(err) == codes.NotFound {
+		return nil // the pod's worker removed it meanwhile
+	}
+	if err != nil {
 		return fmt.Errorf("remove dead container %s (%s of pod %s): %w", ctr.Id, ctr.Labels[labelContainerName], ctr.Labels[labelPodUID], err)
 	}
 	c.log.Info("removed dead container", "id", ctr.Id, "container", ctr.Labels[labelContainerName], "podUID", ctr.Labels[labelPodUID], "attempt", ctr.GetMetadata().GetAttempt())
@@ -87,7 +93,11 @@ func (c *Collector) removeContainer(ctx context.Context, ctr *runtimeapi.Contain
 }
 
 func (c *Collector) removeSandbox(ctx context.Context, sb *runtimeapi.PodSandbox) error {
-	if _, err := c.cfg.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+	_, err := c.cfg.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+	if status.Code(err) == codes.NotFound {
+		return nil // the pod's worker removed it meanwhile
+	}
+	if err != nil {
 		return fmt.Errorf("remove dead sandbox %s of pod %s: %w", sb.Id, sb.Labels[labelPodUID], err)
 	}
 	c.log.Info("removed dead sandbox", "id", sb.Id, "podUID", sb.Labels[labelPodUID], "attempt", sb.GetMetadata().GetAttempt())

@@ -30,7 +30,8 @@ type PodSource interface {
 // Policy is what to keep and when to collect; see DefaultPolicy.
 type Policy struct {
 	// MaxDeadPerContainer is how many dead instances of each container of
-	// an existing pod are kept (the newest); negative keeps them all.
+	// an existing pod are kept (the newest); negative keeps them all; 0 is
+	// refused (see Validate).
 	MaxDeadPerContainer int
 	// ContainerPeriod and ImagePeriod pace the two collections.
 	ContainerPeriod, ImagePeriod time.Duration
@@ -58,6 +59,11 @@ var DefaultPolicy = Policy{
 // Validate returns one clear line for the first bad setting.
 func (p Policy) Validate() error {
 	switch {
+	case p.MaxDeadPerContainer == 0:
+		// The pod workers read from a container's newest dead instance
+		// that an init container succeeded and what a container's last
+		// state was: removing it would rerun init containers.
+		return errors.New("maximum dead containers per container 0: keep at least 1, or -1 for all")
 	case p.HighPercent < 0 || p.HighPercent > 100:
 		return fmt.Errorf("image GC high threshold %d%%: want 0-100", p.HighPercent)
 	case p.LowPercent < 0 || p.LowPercent > 100:

@@ -18,6 +18,7 @@ func TestPolicyValidate(t *testing.T) {
 		change func(*Policy)
 		want   string
 	}{
+		{"no dead instance kept", func(p *Policy) { p.MaxDeadPerContainer = 0 }, "keep at least 1"},
 		{"high over 100", func(p *Policy) { p.HighPercent = 101 }, "high threshold 101%"},
 		{"negative low", func(p *Policy) { p.LowPercent = -1 }, "low threshold -1%"},
 		{"low above high", func(p *Policy) { p.LowPercent, p.HighPercent = 90, 85 }, "above the high threshold"},
