@@ -39,18 +39,37 @@ func feasibleNodesToFind(total int) int {
 	return max(total*percent/100, minFeasibleNodes)
 }
 
+// nodeList is the nodes one scheduling cycle considers, by position. The
+// cache serves it from its live state under a read lock (see
+// clusterCache.withNodes), so a cycle copies only what it looks at.
+type nodeList interface {
+	Len() int
+	At(i int) nodeView
+}
+
+// nodeViews is a fixed nodeList.
+type nodeViews []nodeView
+
+func (v nodeViews) Len() int          { return len(v) }
+func (v nodeViews) At(i int) nodeView { return v[i] }
+
 // schedule filters the nodes pod fits, starting at offset (rotated by the
 // caller so every node gets its turn), and picks the best-scoring one.
-func schedule(pod *v1.Pod, nodes []nodeView, offset int) decision {
-	d := decision{numNodes: len(nodes), reasons: map[string]int{}}
+func schedule(pod *v1.Pod, nodes nodeList, offset int) decision {
+	total := nodes.Len()
+	d := decision{numNodes: total, reasons: map[string]int{}}
 	prepared := fit.NewPod(pod)
-	want := feasibleNodesToFind(len(nodes))
-	var feasible []nodeView
-	for i := range nodes {
-		n := nodes[(offset+i)%len(nodes)]
+	want := feasibleNodesToFind(total)
+	// Positions, not copies: scoring re-reads the few it needs.
+	feasible := make([]int, 0, want)
+	maxGroup := 0
+	for i := range total {
+		at := (offset + i) % total
+		n := nodes.At(at)
 		reasons := filter(pod, prepared, n)
 		if len(reasons) == 0 {
-			if feasible = append(feasible, n); len(feasible) == want {
+			maxGroup = max(maxGroup, n.group)
+			if feasible = append(feasible, at); len(feasible) == want {
 				break
 			}
 			continue
@@ -62,13 +81,10 @@ func schedule(pod *v1.Pod, nodes []nodeView, offset int) decision {
 	if len(feasible) == 0 {
 		return d
 	}
-	maxGroup := 0
-	for _, n := range feasible {
-		maxGroup = max(maxGroup, n.group)
-	}
 	requests := fit.PodRequests(pod)
 	best, bestScore := "", int64(-1)
-	for _, n := range feasible {
+	for _, at := range feasible {
+		n := nodes.At(at)
 		s := score(requests, n, maxGroup)
 		// Ties go to the lexically smallest name, so decisions are reproducible.
 		if s > bestScore || (s == bestScore && n.node.Node.Name < best) {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -54,24 +55,24 @@ func TestScheduleFiltersAndScores(t *testing.T) {
 	cases := []struct {
 		name  string
 		pod   *v1.Pod
-		nodes []nodeView
+		nodes nodeViews
 		want  string
 	}{
 		{"least allocated wins", testPod("p", "100m", "128Mi"),
-			[]nodeView{view(testNode("a", "2", "4Gi"), 0, busy), view(testNode("b", "2", "4Gi"), 0)}, "b"},
+			nodeViews{view(testNode("a", "2", "4Gi"), 0, busy), view(testNode("b", "2", "4Gi"), 0)}, "b"},
 		{"spread pods of one group", testPod("p", "100m", "128Mi"),
-			[]nodeView{view(testNode("a", "2", "4Gi"), 3), view(testNode("b", "2", "4Gi"), 1)}, "b"},
+			nodeViews{view(testNode("a", "2", "4Gi"), 3), view(testNode("b", "2", "4Gi"), 1)}, "b"},
 		{"balanced allocation breaks an even least-allocated tie", testPod("p", "1", "1Gi"),
 			// Both end half allocated on average; a at cpu 1/2 mem 1/2, b at cpu 1/4 mem 3/4.
-			[]nodeView{view(testNode("a", "2", "2Gi"), 0), view(testNode("b", "4", "4Gi"), 0, testPod("x", "0", "2Gi"))}, "a"},
+			nodeViews{view(testNode("a", "2", "2Gi"), 0), view(testNode("b", "4", "4Gi"), 0, testPod("x", "0", "2Gi"))}, "a"},
 		{"not-ready node filtered", testPod("p", "100m", "128Mi"),
-			[]nodeView{view(testNode("a", "8", "8Gi", notReady), 0), view(testNode("b", "1", "1Gi"), 0)}, "b"},
+			nodeViews{view(testNode("a", "8", "8Gi", notReady), 0), view(testNode("b", "1", "1Gi"), 0)}, "b"},
 		{"cordoned node filtered", testPod("p", "100m", "128Mi"),
-			[]nodeView{view(testNode("a", "8", "8Gi", cordoned), 0), view(testNode("b", "1", "1Gi"), 0)}, "b"},
+			nodeViews{view(testNode("a", "8", "8Gi", cordoned), 0), view(testNode("b", "1", "1Gi"), 0)}, "b"},
 		{"insufficient everywhere", testPod("p", "4", "128Mi"),
-			[]nodeView{view(testNode("a", "2", "4Gi"), 0), view(testNode("b", "2", "4Gi"), 0)}, ""},
+			nodeViews{view(testNode("a", "2", "4Gi"), 0), view(testNode("b", "2", "4Gi"), 0)}, ""},
 		{"equal scores pick the smallest name", testPod("p", "100m", "128Mi"),
-			[]nodeView{view(testNode("z", "2", "4Gi"), 0), view(testNode("m", "2", "4Gi"), 0)}, "m"},
+			nodeViews{view(testNode("z", "2", "4Gi"), 0), view(testNode("m", "2", "4Gi"), 0)}, "m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +87,7 @@ func TestUnschedulableMessageAggregatesReasons(t *testing.T) {
 	taint := func(n *v1.Node) {
 		n.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}
 	}
-	d := schedule(testPod("p", "3", "128Mi"), []nodeView{
+	d := schedule(testPod("p", "3", "128Mi"), nodeViews{
 		view(testNode("a", "2", "4Gi"), 0),
 		view(testNode("b", "2", "4Gi"), 0),
 		view(testNode("c", "8", "8Gi", taint), 0),
@@ -100,6 +101,17 @@ func TestUnschedulableMessageAggregatesReasons(t *testing.T) {
 	if got := (decision{}).message(); got != "no nodes available to schedule pods" {
 		t.Errorf("empty cluster message %q", got)
 	}
+}
+
+// snapshot copies what a scheduling cycle would see.
+func (c *clusterCache) snapshot(group string) nodeViews {
+	var out nodeViews
+	c.withNodes(group, func(l nodeList) {
+		for i := range l.Len() {
+			out = append(out, l.At(i))
+		}
+	})
+	return out
 }
 
 func TestCacheAssumeConfirmForget(t *testing.T) {
@@ -125,6 +137,38 @@ func TestCacheAssumeConfirmForget(t *testing.T) {
 	}
 }
 
+func TestCacheListsEachKnownNodeOnce(t *testing.T) {
+	c := newCache()
+	c.setNode(testNode("a", "2", "4Gi"))
+	c.setNode(testNode("b", "2", "4Gi"))
+	c.setNode(testNode("a", "4", "8Gi")) // an update, not a second node
+	p := testPod("p", "1", "1Gi")
+	p.Spec.NodeName = "c"
+	c.observePod(p) // a pod on a node not (yet) known: counted, not listed
+	names := func() []string {
+		var out []string
+		for _, v := range c.snapshot("") {
+			out = append(out, v.node.Node.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("listed %v, want [a b]", got)
+	}
+	c.removeNode("a")
+	c.removeNode("a") // a repeated delete changes nothing
+	c.setNode(testNode("c", "2", "4Gi"))
+	if got := names(); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("listed %v, want [b c]", got)
+	}
+	for _, v := range c.snapshot("") {
+		if v.node.Node.Name == "c" && v.usage.Requested.MilliCPU != 1000 {
+			t.Errorf("node c lost the pod observed before it: %+v", v.usage)
+		}
+	}
+}
+
 func TestFeasibleNodesToFindFollowsUpstream(t *testing.T) {
 	for total, want := range map[int]int{10: 10, 100: 100, 300: 144, 1000: 420, 5000: 500, 20000: 1000} {
 		if got := feasibleNodesToFind(total); got != want {
@@ -135,7 +179,7 @@ func TestFeasibleNodesToFindFollowsUpstream(t *testing.T) {
 
 // One scheduling decision among 1000 nodes: the scheduler's own cost per pod.
 func BenchmarkSchedule1000Nodes(b *testing.B) {
-	nodes := make([]nodeView, 1000)
+	nodes := make(nodeViews, 1000)
 	for i := range nodes {
 		nodes[i] = view(testNode(fmt.Sprintf("n%04d", i), "4", "16Gi"), i%3, testPod("x", "100m", "128Mi"))
 	}

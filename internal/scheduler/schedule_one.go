@@ -29,7 +29,8 @@ func (s *Scheduler) scheduleOne(key string) func(context.Context) {
 		return nil
 	}
 	s.offset++
-	d := schedule(pod, s.cache.snapshot(spreadGroup(pod)), s.offset)
+	var d decision
+	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList) { d = schedule(pod, nodes, s.offset) })
 	if d.node == "" {
 		msg := d.message()
 		s.waitForClusterChange(key, msg)
