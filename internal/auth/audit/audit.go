@@ -8,9 +8,12 @@ package audit
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sync"
+
+	"gopkg.in/natefinch/lumberjack.v2"
 
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -19,20 +22,62 @@ import (
 	auditlog "k8s.io/apiserver/plugin/pkg/audit/log"
 )
 
-// Log appends audit events to a file.
+// Log appends audit events to a file, rotated by size.
 type Log struct {
-	file    *os.File
+	file    io.WriteCloser
 	backend audit.Backend
 	closed  sync.Once
 }
 
-// Open appends to path (created 0600: the log names users and objects).
-func Open(path string) (*Log, error) {
+// Rotation is when the log file is rotated and how many old files are
+// kept, as kube-apiserver's --audit-log-maxsize, --audit-log-maxbackup and
+// --audit-log-maxage mean it.
+type Rotation struct {
+	// MaxSizeMB is the size in megabytes at which the file is rotated
+	// (renamed with a timestamp, a new one started); 0 means 100.
+	MaxSizeMB int
+	// MaxBackups is how many rotated files are kept; 0 keeps all (unless
+	// MaxAgeDays removes them).
+	MaxBackups int
+	// MaxAgeDays is how many days a rotated file is kept; 0 keeps it
+	// regardless of age.
+	MaxAgeDays int
+}
+
+// Validate refuses negative limits.
+func (r Rotation) Validate() error {
+	switch {
+	case r.MaxSizeMB < 0:
+		return fmt.Errorf("audit log max size %d MB: must not be negative", r.MaxSizeMB)
+	case r.MaxBackups < 0:
+		return fmt.Errorf("audit log max backups %d: must not be negative", r.MaxBackups)
+	case r.MaxAgeDays < 0:
+		return fmt.Errorf("audit log max age %d days: must not be negative", r.MaxAgeDays)
+	}
+	return nil
+}
+
+// Open appends to path (created 0600: the log names users and objects;
+// rotated files keep that mode). Rotation is lumberjack's, the writer
+// kube-apiserver uses: it renames a full file and starts a new one
+// between two writes, and each event is one write, so no line is split.
+// lumberjack removes old files in one background goroutine per log that it
+// never stops; the server opens one log per process.
+func Open(path string, rotation Rotation) (*Log, error) {
+	if err := rotation.Validate(); err != nil {
+		return nil, err
+	}
+	// Create the file first, so that it exists with its mode (and a bad
+	// path fails here, not at the first event).
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	return &Log{file: f, backend: auditlog.NewBackend(f, auditlog.FormatJson, auditv1.SchemeGroupVersion)}, nil
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	w := &lumberjack.Logger{Filename: path, MaxSize: rotation.MaxSizeMB, MaxBackups: rotation.MaxBackups, MaxAge: rotation.MaxAgeDays}
+	return &Log{file: w, backend: auditlog.NewBackend(w, auditlog.FormatJson, auditv1.SchemeGroupVersion)}, nil
 }
 
 // Policy records every request at the Metadata level (who, what verb, which

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +51,7 @@ var adminOrReads = authorizer.AuthorizerFunc(func(_ context.Context, a authorize
 
 func TestAuditLogRecordsDeniedAndMutatingRequests(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
-	log, err := audit.Open(path)
+	log, err := audit.Open(path, audit.Rotation{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,4 +156,99 @@ func readEvents(t *testing.T, path string) []auditv1.Event {
 		events = append(events, ev)
 	}
 	return events
+}
+
+// With a 1 MB limit and one backup kept, enough refused requests rotate the
+// log more than once: every file left holds whole audit events, the old
+// ones beyond the limit are removed, and the newest file still receives.
+func TestAuditLogRotates(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	log, err := audit.Open(path, audit.Rotation{MaxSizeMB: 1, MaxBackups: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer := kubernetes.NewForConfigOrDie(&rest.Config{Host: serve(t, log), BearerToken: "viewer", Timeout: 30 * time.Second, QPS: -1})
+	ctx := context.Background()
+
+	// Each refused read of a long secret name is an event of about 1 KB;
+	// 2600 of them fill the log more than twice over.
+	const requests, workers = 2600, 4
+	long := strings.Repeat("x", 250)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < requests; i += workers {
+				_, err := viewer.CoreV1().Secrets("default").Get(ctx, fmt.Sprintf("%s-%d", long, i), metav1.GetOptions{})
+				if !apierrors.IsForbidden(err) {
+					errs <- fmt.Errorf("request %d: %v, want 403", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Old files are removed in the background after a rotation.
+	var files []string
+	waitUntil(t, "one rotated file besides the current one", func() bool {
+		files, err = filepath.Glob(filepath.Join(dir, "audit*.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(files) == 2
+	})
+	total := 0
+	for _, f := range files {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size() > 1<<20 || info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %d bytes, mode %v; want at most 1 MB, 0600", f, info.Size(), info.Mode())
+		}
+		events := readEvents(t, f)
+		for _, ev := range events {
+			if ev.Kind != "Event" || ev.AuditID == "" || ev.Verb != "get" || ev.ResponseStatus == nil || ev.ResponseStatus.Code != 403 {
+				t.Fatalf("%s holds an unexpected event: %+v", f, ev)
+			}
+		}
+		total += len(events)
+	}
+	// More than a file's worth was written, and some of it was dropped with the oldest file.
+	if kept := len(readEvents(t, path)); kept == 0 || total >= requests {
+		t.Errorf("current file has %d events, %d kept of %d: want a non-empty current file and the oldest events rotated away", kept, total, requests)
+	}
+}
+
+func TestRotationRefusesNegativeLimits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	for _, r := range []audit.Rotation{{MaxSizeMB: -1}, {MaxBackups: -1}, {MaxAgeDays: -1}} {
+		if _, err := audit.Open(path, r); err == nil || !strings.Contains(err.Error(), "must not be negative") {
+			t.Errorf("Open(%+v) = %v, want a refusal", r, err)
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a refused Open created the file: %v", err)
+	}
+}
+
+// waitUntil polls cond until it holds or the test's patience ends.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
