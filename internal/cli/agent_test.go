@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAgentGCFlagsRefuseBadValues: a bad garbage-collection setting is one
+// clear line, and the agent touches nothing (its data directory is not
+// even created).
+func TestAgentGCFlagsRefuseBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--image-gc-high-threshold", "120"}, "high threshold 120%"},
+		{[]string{"--image-gc-low-threshold", "90"}, "low threshold 90% is above the high threshold 85%"},
+		{[]string{"--maximum-dead-containers-per-container", "0"}, "keep at least 1"},
+		{[]string{"--minimum-image-ttl-duration", "-1m"}, "must not be negative"},
+	} {
+		dataDir := filepath.Join(t.TempDir(), "agent")
+		args := append([]string{"agent", "--node-name", "node-a", "--kubeconfig", "/nonexistent", "--runtime-endpoint", "unix:///nonexistent.sock", "--data-dir", dataDir}, tc.flags...)
+		_, _, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want one line about %q", tc.flags, err, tc.want)
+		}
+		if _, statErr := os.Stat(dataDir); !os.IsNotExist(statErr) {
+			t.Errorf("%v: data directory created (%v)", tc.flags, statErr)
+		}
+	}
+}
