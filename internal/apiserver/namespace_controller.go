@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,7 +17,9 @@ import (
 // namespaceController gives every active namespace its "default"
 // ServiceAccount (upstream's ServiceAccount controller) and finishes
 // namespace deletion: it deletes everything in a Terminating namespace (pods
-// gracefully, as any delete), and once nothing is left removes the namespace.
+// gracefully, as any delete), and once nothing is left finalizes it: the
+// namespace goes when no metadata finalizer (a delete propagation policy's,
+// see namespacePropagation) holds it any more.
 type namespaceController struct {
 	namespaces      *namespaceREST
 	serviceAccounts *resourceREST
@@ -103,13 +106,17 @@ func (c *namespaceController) finish(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if ns := obj.(*corev1.Namespace); len(ns.Finalizers) > 0 {
-		return nil // someone else's metadata finalizer still holds it
+	ns := obj.(*corev1.Namespace)
+	err = c.namespaces.finalize(ctx, ns, rev)
+	switch {
+	case errors.Is(err, errRetryUpdate):
+		c.wake() // it changed under us (the garbage collector, a finalizer's owner): look again
+		return nil
+	case err != nil:
+		return err
+	case len(ns.Finalizers) == 0:
+		c.logger.Info("namespace deleted", "namespace", name)
 	}
-	if _, err := c.namespaces.store.Delete(ctx, c.namespaces.keyFor(ctx, name), rev); err != nil {
-		return c.namespaces.storeError(err, name)
-	}
-	c.logger.Info("namespace deleted", "namespace", name)
 	return nil
 }
 

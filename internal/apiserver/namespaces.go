@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,13 +72,18 @@ func (n *namespaceREST) markTerminating(ctx context.Context, name string, delete
 		}
 	}
 	ns := obj.(*corev1.Namespace)
-	if ns.DeletionTimestamp != nil || isDryRun(options.DryRun) {
+	if ns.DeletionTimestamp != nil {
+		// As upstream, the first delete decides the propagation policy.
 		return ns, nil
 	}
 	now := metav1.Now()
 	ns.DeletionTimestamp = &now
 	ns.DeletionGracePeriodSeconds = new(int64)
 	ns.Status.Phase = corev1.NamespaceTerminating
+	applyPropagationFinalizers(ns, namespacePropagation(options))
+	if isDryRun(options.DryRun) {
+		return ns, nil
+	}
 	data, err := n.encode(ns)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -87,6 +93,60 @@ func (n *namespaceREST) markTerminating(ctx context.Context, name string, delete
 		return nil, n.retryOrError(err, name)
 	}
 	return ns, setResourceVersion(ns, newRev)
+}
+
+// namespacePropagation translates a namespace delete's options into the
+// policy its garbage-collection finalizer records. Namespaces read the
+// legacy orphanDependents=false as foreground, not background as other
+// kinds do (upstream's namespace storage); the policy governs only objects
+// whose ownerReferences name the namespace: its content is deleted by the
+// namespace controller whatever the policy, as the "kubernetes" finalizer
+// demands.
+func namespacePropagation(options *metav1.DeleteOptions) *metav1.DeleteOptions {
+	//lint:ignore SA1019 the legacy field is still part of the API and must be honoured
+	orphan := options.OrphanDependents
+	if orphan == nil {
+		return options
+	}
+	policy := metav1.DeletePropagationForeground
+	if *orphan {
+		policy = metav1.DeletePropagationOrphan
+	}
+	return &metav1.DeleteOptions{PropagationPolicy: &policy}
+}
+
+// namespaceContentPending says obj is a namespace whose content the
+// namespace controller has not finished deleting (its "kubernetes"
+// finalizer is still in spec): removing its last metadata finalizer must
+// not remove it yet.
+func namespaceContentPending(obj runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && hasNamespaceFinalizer(ns.Spec.Finalizers)
+}
+
+// finalize is upstream's namespaces/finalize for the "kubernetes"
+// finalizer, once the namespace controller has emptied the namespace: it
+// takes that finalizer out of spec, and removes the namespace unless
+// metadata finalizers (the garbage collector's orphan or foreground ones,
+// anyone else's) still hold it; whoever removes the last of those removes
+// the namespace. Other spec finalizers are not honoured: berth serves no
+// finalize subresource through which their owners could remove them.
+func (n *namespaceREST) finalize(ctx context.Context, ns *corev1.Namespace, rev int64) error {
+	key := n.keyFor(ctx, ns.Name)
+	if len(ns.Finalizers) == 0 {
+		_, err := n.store.Delete(ctx, key, rev)
+		return n.retryOrError(err, ns.Name)
+	}
+	if !hasNamespaceFinalizer(ns.Spec.Finalizers) {
+		return nil
+	}
+	ns.Spec.Finalizers = slices.DeleteFunc(slices.Clone(ns.Spec.Finalizers), func(f corev1.FinalizerName) bool { return f == finalizerKubernetes })
+	data, err := n.encode(ns)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	_, err = n.store.Update(ctx, key, rev, data)
+	return n.retryOrError(err, ns.Name)
 }
 
 // namespaceLive is upstream's NamespaceLifecycle admission for creates: no

@@ -136,7 +136,7 @@ func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.
 	if isDryRun(options.DryRun) {
 		return obj, false, nil
 	}
-	if deletionFinished(accessor) {
+	if deletionFinished(accessor) && !namespaceContentPending(obj) {
 		// The last finalizer went away on an object already being deleted.
 		_, err := r.store.Delete(ctx, r.keyFor(ctx, name), rev)
 		return obj, false, r.retryOrError(err, name)
