@@ -103,7 +103,7 @@ func (f *scopeFactory) mainEndpoint(res *resource, r fullREST) (*endpoint, error
 	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
 		"get":              handlers.GetResource(r, scope),
 		"list":             list,
-		"watch":            list,
+		"watch":            withoutWatchCompression(list),
 		"create":           perRequest(func() http.Handler { return handlers.CreateResource(r, scope, f.admit) }),
 		"update":           perRequest(func() http.Handler { return handlers.UpdateResource(r, scope, f.admit) }),
 		"patch":            perRequest(func() http.Handler { return handlers.PatchResource(r, scope, f.admit, patchTypes()) }),
