@@ -40,6 +40,9 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", cfg.ClusterCIDR, "pod network range; each node gets a podCIDR of --node-cidr-mask-size bits from it (empty: no node IPAM)")
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", cfg.NodeCIDRMaskSize, "prefix length of each node's podCIDR")
 	f.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "file to append the audit log to (audit.k8s.io/v1 JSON lines of denied and state-changing requests); empty: no audit log")
+	f.IntVar(&cfg.AuditLogRotation.MaxSizeMB, "audit-log-maxsize", 0, "size in megabytes at which the audit log is rotated (0: 100)")
+	f.IntVar(&cfg.AuditLogRotation.MaxBackups, "audit-log-maxbackup", 0, "how many rotated audit log files to keep (0: all, unless --audit-log-maxage removes them)")
+	f.IntVar(&cfg.AuditLogRotation.MaxAgeDays, "audit-log-maxage", 0, "days to keep rotated audit log files (0: regardless of age)")
 	f.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles at /debug/pprof/ to admins (system:masters)")
 	f.IntVar(&cfg.AgentPort, "agent-port", 10250, "the local agent's node server port (logs, exec); 0 picks a free one")
 	return cmd

@@ -12,7 +12,7 @@ func openAuditing(cfg Config) (auditing, error) {
 	if cfg.AuditLogPath == "" {
 		return auditing{}, nil
 	}
-	log, err := audit.Open(cfg.AuditLogPath)
+	log, err := audit.Open(cfg.AuditLogPath, cfg.AuditLogRotation)
 	if err != nil {
 		return auditing{}, err
 	}

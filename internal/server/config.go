@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/berth/berth/internal/auth/audit"
 	"github.com/berth/berth/internal/controller/nodeipam"
 )
 
@@ -60,6 +61,9 @@ type Config struct {
 	// AuditLogPath, when set, is where denied and state-changing requests
 	// are recorded (audit.k8s.io/v1 JSON lines, file mode 0600).
 	AuditLogPath string
+	// AuditLogRotation is when that file is rotated and how many old ones
+	// are kept (--audit-log-maxsize, --audit-log-maxbackup, --audit-log-maxage).
+	AuditLogRotation audit.Rotation
 
 	// Profiling serves Go's pprof endpoints at /debug/pprof/ to admins
 	// (system:masters, or whoever RBAC grants the path); off by default.
@@ -90,6 +94,9 @@ func (c *Config) Validate() error {
 		if st, err := os.Stat(filepath.Dir(c.AuditLogPath)); err != nil || !st.IsDir() {
 			return fmt.Errorf("--audit-log-path %s: its directory does not exist", c.AuditLogPath)
 		}
+	}
+	if err := c.AuditLogRotation.Validate(); err != nil {
+		return fmt.Errorf("--audit-log-maxsize/--audit-log-maxbackup/--audit-log-maxage: %w", err)
 	}
 	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
 		return fmt.Errorf("--node-ip %q is not an IP address", c.NodeIP)
