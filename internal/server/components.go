@@ -15,6 +15,7 @@ import (
 	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
+	"github.com/berth/berth/internal/controller/tokencleaner"
 	"github.com/berth/berth/internal/leader"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
@@ -48,6 +49,9 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return nodelifecycle.New(nodelifecycle.Config{Client: client, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
+	}})
+	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
 	}})
 	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		restCfg, err := loopbackConfig(*c, cluster, pki.ControllerIdentity)
