@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/testkit/images"
+)
+
+// TestAgentCollectsDeletedPodsLogDirectory runs the whole agent against
+// containerd with a fast collection period: once a pod is deleted and its
+// worker has removed its sandbox, the collector (fed by the agent's own pod
+// cache) removes the pod's log directory, which nothing else removes.
+func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
+	ctd := containerdtest.Start(t)
+	client := fake.NewClientset()
+	cfg := Config{NodeName: "node-a", DataDir: t.TempDir(), RuntimeEndpoint: ctd.Endpoint, GC: gc.DefaultPolicy}
+	cfg.GC.ContainerPeriod = 100 * time.Millisecond
+	a := New(cfg, client, ctd.Client, ctd.Version, clock.RealClock{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m, err := newMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.metrics = m // before Run, so reading it below races with nothing
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent Run: %v", err)
+		}
+	}()
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "short", Namespace: "default", UID: "uid-short"},
+		Spec: corev1.PodSpec{NodeName: "node-a", RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{
+			Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"},
+			TerminationMessagePath: corev1.TerminationMessagePathDefault,
+		}}},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	logDir := cfg.podLogDir() + "/default_short_uid-short"
+	poll(t, "the pod running", func(ctx context.Context) bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+	if _, err := os.Stat(logDir); err != nil {
+		t.Fatalf("the running pod's log directory: %v", err)
+	}
+	// Several collections pass while the pod runs: its directory stays.
+	before := gcRemoved(t, m.registry, "log-directory")
+	time.Sleep(500 * time.Millisecond)
+	if _, err := os.Stat(logDir); err != nil {
+		t.Fatalf("the running pod's log directory was collected: %v", err)
+	}
+
+	if err := client.CoreV1().Pods("default").Delete(t.Context(), "short", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the deleted pod's log directory removed", func(context.Context) bool {
+		_, err := os.Stat(logDir)
+		return os.IsNotExist(err)
+	})
+	if got := gcRemoved(t, m.registry, "log-directory"); got != before+1 {
+		t.Errorf("gc removed_total{kind=log-directory} = %v, want %v", got, before+1)
+	}
+}
+
+func gcRemoved(t *testing.T, reg *prometheus.Registry, kind string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "berth_agent_gc_removed_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
