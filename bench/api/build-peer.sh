@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the side-by-side peer for bench/api: kube-apiserver v1.37.2 and an
-# etcd server, into _output/bench/. Skips each binary that is already built,
-# so rerunning it is cheap. Needs only the Go module proxy.
+# Builds the side-by-side peers for the benchmarks into _output/bench/:
+# with no arguments bench/api's (kube-apiserver v1.37.2 and an etcd server);
+# otherwise the named ones (kube-apiserver, kube-scheduler, etcd; bench/scheduler
+# builds kube-scheduler). Skips each binary that is already built, so
+# rerunning it is cheap. Needs only the Go module proxy.
 #
-# kube-apiserver is built from a scratch module (k8s.io/kubernetes is not
+# Kubernetes components are built from a scratch module (k8s.io/kubernetes is not
 # meant to be required as a library): it takes k8s.io/kubernetes's own
 # go.mod require block and go.sum, and swaps each `k8s.io/<staging> =>
 # ./staging/src/...` replace for the published k8s.io/<staging> v0.37.2.
@@ -18,10 +20,12 @@ out=$root/_output/bench
 mkdir -p "$out"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 
-build_kube_apiserver() {
-	local bin=$out/kube-apiserver
+# build_kube COMPONENT builds k8s.io/kubernetes/cmd/COMPONENT.
+build_kube() {
+	local component=$1
+	local bin=$out/$component
 	if [[ -x $bin ]] && "$bin" --version 2>/dev/null | grep -q "$KUBE_VERSION"; then
-		echo "kube-apiserver $KUBE_VERSION already built: $bin"
+		echo "$component $KUBE_VERSION already built: $bin"
 		return
 	fi
 	local dir=$out/peer
@@ -40,9 +44,9 @@ build_kube_apiserver() {
 			args+=(-dropreplace="$staging" -require="$staging@$STAGING_VERSION")
 		done
 		go mod edit "${args[@]}"
-		echo "building kube-apiserver $KUBE_VERSION (takes 15+ minutes on 2 cores)"
+		echo "building $component $KUBE_VERSION (takes 15+ minutes on 2 cores)"
 		local ver="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
-		go build -trimpath -ldflags "$ver" -o "$bin" k8s.io/kubernetes/cmd/kube-apiserver
+		go build -trimpath -ldflags "$ver" -o "$bin" "k8s.io/kubernetes/cmd/$component"
 	)
 	echo "built $bin"
 }
@@ -77,5 +81,21 @@ EOF
 	echo "built $bin"
 }
 
-build_etcd
-build_kube_apiserver
+if (($# == 0)); then
+	set -- etcd kube-apiserver
+fi
+for peer in "$@"; do # all names checked before anything is built
+	case $peer in
+	etcd | kube-apiserver | kube-scheduler) ;;
+	*)
+		echo "build-peer.sh: unknown peer $peer (kube-apiserver, kube-scheduler, etcd)" >&2
+		exit 2
+		;;
+	esac
+done
+for peer in "$@"; do
+	case $peer in
+	etcd) build_etcd ;;
+	*) build_kube "$peer" ;;
+	esac
+done
