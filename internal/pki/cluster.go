@@ -21,12 +21,18 @@ var (
 	APIServerClientIdentity = Identity{CommonName: "system:apiserver", Organizations: []string{"system:masters"}, Client: true}
 )
 
-// Cluster is the server side's PKI: two trust domains (who serves the API,
-// who may call it) and the API server's own serving certificate.
+// Cluster is the server side's PKI: three trust domains (who serves the
+// API, who may call it, which node servers the API server calls) and the API
+// server's own serving certificate.
 type Cluster struct {
 	Dir      string
 	ServerCA *CA // signs the API serving certificate; clients pin it
 	ClientCA *CA // signs every client identity, including nodes' CSRs
+	// NodeServingCA signs node servers' certificates (the local node's, and
+	// joined nodes' kubelet-serving CSRs); only the API server trusts it, so
+	// a node's certificate, whatever names it carries, never passes for the
+	// API server's.
+	NodeServingCA *CA
 	// ServingCertFile and ServingKeyFile are the API server's TLS pair.
 	ServingCertFile, ServingKeyFile string
 }
@@ -51,8 +57,12 @@ func LoadOrCreateCluster(dir string, names ServingNames) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client CA: %w", err)
 	}
+	nodeServingCA, err := LoadOrCreateCA(dir, "node-serving-ca")
+	if err != nil {
+		return nil, fmt.Errorf("node serving CA: %w", err)
+	}
 	c := &Cluster{
-		Dir: dir, ServerCA: serverCA, ClientCA: clientCA,
+		Dir: dir, ServerCA: serverCA, ClientCA: clientCA, NodeServingCA: nodeServingCA,
 		ServingCertFile: filepath.Join(dir, "apiserver.crt"),
 		ServingKeyFile:  filepath.Join(dir, "apiserver.key"),
 	}
