@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
@@ -36,14 +35,10 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 		}})
 	}
 	out = append(out, component{name: "certificates", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		reserved, err := apiServerAddresses(cluster)
-		if err != nil {
-			return err
-		}
 		return certificates.New(certificates.Config{
 			Client: client, CA: cluster.ClientCA, Lifetime: c.NodeCertificateLifetime,
-			// Node servers are verified against the server CA (nodeTransport).
-			ServingCA: cluster.ServerCA, Reserved: reserved,
+			// Node servers are verified against it (nodeTransport).
+			ServingCA: cluster.NodeServingCA,
 			Logger: c.Logger.With("component", "certificates"),
 		}).Run(ctx)
 	}})
@@ -74,20 +69,6 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 		}})
 	}
 	return out
-}
-
-// apiServerAddresses are the IPs of the API server's serving certificate,
-// which no node serving certificate may carry: the server CA signs both.
-func apiServerAddresses(cluster *pki.Cluster) (certificates.Reserved, error) {
-	certPEM, err := os.ReadFile(cluster.ServingCertFile)
-	if err != nil {
-		return certificates.Reserved{}, fmt.Errorf("API serving certificate: %w", err)
-	}
-	certs, err := pki.ParseCertificates(certPEM)
-	if err != nil {
-		return certificates.Reserved{}, fmt.Errorf("API serving certificate %s: %w", cluster.ServingCertFile, err)
-	}
-	return certificates.Reserved{IPs: certs[0].IPAddresses}, nil
 }
 
 // startComponents runs each component against the server's own HTTPS

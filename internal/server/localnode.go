@@ -110,13 +110,13 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 }
 
 // issueNodeServerFiles gives the local agent's node server a serving
-// certificate from the server CA (which the API server trusts when it calls
-// the node) and the client CA that signs the API server's own client
+// certificate from the node serving CA (which the API server trusts when it
+// calls the node) and the client CA that signs the API server's own client
 // certificate, and returns the agent flags naming them, plus its port and
 // address.
 func issueNodeServerFiles(cfg Config, cluster *pki.Cluster, nodeName string) ([]string, error) {
 	names := pki.DefaultServingNames([]string{nodeName, cfg.NodeIP})
-	certPEM, keyPEM, err := cluster.ServerCA.Issue(pki.Identity{
+	certPEM, keyPEM, err := cluster.NodeServingCA.Issue(pki.Identity{
 		CommonName: "system:node:" + nodeName, DNSNames: names.DNSNames, IPs: names.IPs, Server: true,
 	})
 	if err != nil {

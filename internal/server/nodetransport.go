@@ -13,7 +13,7 @@ import (
 // nodeTransport is how the API server calls node agents (pods/log, exec,
 // attach, portforward): as system:apiserver, with a client certificate
 // from the client CA issued at start-up, trusting only node serving
-// certificates from the server CA.
+// certificates from the node serving CA.
 func nodeTransport(cluster *pki.Cluster) (*http.Transport, error) {
 	certPEM, keyPEM, err := cluster.ClientCA.Issue(pki.APIServerClientIdentity)
 	if err != nil {
@@ -24,7 +24,7 @@ func nodeTransport(cluster *pki.Cluster) (*http.Transport, error) {
 		return nil, fmt.Errorf("API server client certificate for nodes: %w", err)
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(cluster.ServerCA.Cert)
+	roots.AddCert(cluster.NodeServingCA.Cert)
 	return &http.Transport{
 		Proxy:               nil, // nodes are reached directly, never through HTTP_PROXY
 		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, RootCAs: roots},
