@@ -32,11 +32,8 @@ type Config struct {
 	// verifies node servers against when it proxies logs and exec. Nil:
 	// serving CSRs are still decided but approved ones are marked Failed.
 	ServingCA *pki.CA
-	// Reserved are the API server's own addresses, which no node serving
-	// certificate may carry (ServingCA also signs the API server's).
-	Reserved Reserved
-	Lifetime time.Duration // 0: DefaultLifetime
-	Logger   *slog.Logger
+	Lifetime  time.Duration // 0: DefaultLifetime
+	Logger    *slog.Logger
 }
 
 // Controller approves and signs node client and serving CSRs.
@@ -62,7 +59,7 @@ func New(cfg Config) *Controller {
 		cfg:    cfg,
 		csrs:   csrInformer.Lister(),
 		nodes:  nodeLister,
-		signer: signer{client: cfg.CA, serving: cfg.ServingCA, reserved: cfg.Reserved, lifetime: cfg.Lifetime},
+		signer: signer{client: cfg.CA, serving: cfg.ServingCA, lifetime: cfg.Lifetime},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "certificates"}),
 		log: cfg.Logger,
@@ -126,7 +123,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	case final:
 		return nil
 	}
-	v, reason, err := decide(csr, c.nodes, c.cfg.Reserved)
+	v, reason, err := decide(csr, c.nodes)
 	if err != nil || v == undecided {
 		return err
 	}

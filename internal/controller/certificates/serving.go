@@ -31,9 +31,11 @@ import (
 //   - no IP another Node reports: the API server dials nodes by address, and
 //     a certificate for another node's address would let a node answer in
 //     its place;
-//   - none of the API server's own names and addresses (Reserved): the same
-//     CA signs the API server's certificate, which agents and kubeconfigs
-//     trust.
+//   - none of the API server's in-cluster names.
+//
+// They are signed by a CA of their own, which only the API server trusts
+// (pki.Cluster.NodeServingCA), so no node certificate ever passes for the
+// API server's, whatever names a node manages to report.
 
 // servingUsages are what a node serving certificate may carry: server auth,
 // with key encipherment only for RSA keys, as the kubelet asks.
@@ -41,35 +43,20 @@ var servingUsages = []certificatesv1.KeyUsage{
 	certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth,
 }
 
-// wellKnownAPINames are the API server's in-cluster names, which no node
-// may hold whatever it reports.
-var wellKnownAPINames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+// apiServerNames are the API server's in-cluster names, which no node may
+// hold whatever it reports.
+var apiServerNames = []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc"}
 
-// Reserved are names and addresses no node serving certificate may carry:
-// the API server's. The well-known in-cluster names and loopback and
-// unspecified addresses are always reserved.
-type Reserved struct {
-	IPs []net.IP
-}
-
-// check returns why a DNS name or IP is reserved, or "" when it is not.
-func (r Reserved) check(dns string, ip net.IP) string {
-	switch {
-	case dns != "" && (slices.Contains(wellKnownAPINames, dns) || strings.HasPrefix(dns, "kubernetes.default.svc.")):
-		return fmt.Sprintf("%q is a name of the API server", dns)
-	case ip != nil && (ip.IsLoopback() || ip.IsUnspecified()):
-		return fmt.Sprintf("%s is a loopback or unspecified address", ip)
-	case ip != nil && slices.ContainsFunc(r.IPs, ip.Equal):
-		return fmt.Sprintf("%s is an address of the API server", ip)
-	}
-	return ""
+func isAPIServerName(dns string) bool {
+	return slices.Contains(apiServerNames, dns) || strings.HasPrefix(dns, "kubernetes.default.svc.")
 }
 
 // checkNodeServing returns the node name a request is for, or why it is not
 // a valid node serving certificate request: CN=system:node:NAME,
 // O=system:nodes exactly, at least one DNS or IP SAN and no other kind,
-// server auth among only allowed usages, no reserved SAN.
-func checkNodeServing(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage, reserved Reserved) (string, error) {
+// server auth among only allowed usages, none of the API server's names and
+// no unspecified address.
+func checkNodeServing(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) (string, error) {
 	name, err := nodeSubjectName(req)
 	switch {
 	case err != nil:
@@ -86,26 +73,22 @@ func checkNodeServing(req *x509.CertificateRequest, usages []certificatesv1.KeyU
 			return "", fmt.Errorf("usage %q is not allowed for a node serving certificate", u)
 		}
 	}
-	for _, d := range req.DNSNames {
-		if why := reserved.check(d, nil); why != "" {
-			return "", errors.New(why)
-		}
+	if i := slices.IndexFunc(req.DNSNames, isAPIServerName); i >= 0 {
+		return "", fmt.Errorf("%q is a name of the API server", req.DNSNames[i])
 	}
-	for _, ip := range req.IPAddresses {
-		if why := reserved.check("", ip); why != "" {
-			return "", errors.New(why)
-		}
+	if i := slices.IndexFunc(req.IPAddresses, net.IP.IsUnspecified); i >= 0 {
+		return "", fmt.Errorf("%s is the unspecified address", req.IPAddresses[i])
 	}
 	return name, nil
 }
 
 // decideServing applies the approval policy above to a kubelet-serving CSR.
-func decideServing(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter, reserved Reserved) (verdict, string, error) {
+func decideServing(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter) (verdict, string, error) {
 	req, err := parseRequest(csr)
 	if err != nil {
 		return deny, err.Error(), nil
 	}
-	name, err := checkNodeServing(req, csr.Spec.Usages, reserved)
+	name, err := checkNodeServing(req, csr.Spec.Usages)
 	if err != nil {
 		return deny, err.Error(), nil
 	}

@@ -65,10 +65,10 @@ func TestDecideServing(t *testing.T) {
 			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.11"},
 			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.99"},
 			corev1.NodeAddress{Type: corev1.NodeHostName, Address: "host-b"}),
-		// node-c reports the API server's address as its own.
-		"node-c": nodeWithAddresses("node-c", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.1"}),
+		// node-c reports the unspecified address and an API server name.
+		"node-c": nodeWithAddresses("node-c", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "0.0.0.0"},
+			corev1.NodeAddress{Type: corev1.NodeHostName, Address: "kubernetes.default"}),
 	}
-	reserved := Reserved{IPs: []net.IP{net.ParseIP("192.0.2.1")}}
 	serverUsages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth}
 	nodeA, nodeAGroups := "system:node:node-a", []string{"system:nodes", "system:authenticated"}
 	own := sans{dns: []string{"node-a", "host-a"}, ips: []string{"192.0.2.10"}}
@@ -90,9 +90,10 @@ func TestDecideServing(t *testing.T) {
 		{"another node's host name", nodeSubjectFor("node-a"), sans{dns: []string{"host-b"}}, serverUsages, nodeA, nodeAGroups, deny, "is neither"},
 		{"another node's IP", nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.11"}}, serverUsages, nodeA, nodeAGroups, deny, "192.0.2.11 is not among node node-a's"},
 		{"an IP two nodes report", nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.99"}}, serverUsages, nodeA, nodeAGroups, deny, "also reported by node node-b"},
-		{"the API server's IP, though the node reports it", nodeSubjectFor("node-c"), sans{ips: []string{"192.0.2.1"}}, serverUsages, "system:node:node-c", nodeAGroups, deny, "address of the API server"},
-		{"the API server's name", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "kubernetes.default.svc.cluster.local"}}, serverUsages, nodeA, nodeAGroups, deny, "name of the API server"},
-		{"loopback", nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, ips: []string{"127.0.0.1"}}, serverUsages, nodeA, nodeAGroups, deny, "loopback"},
+		{"the unspecified address, though the node reports it", nodeSubjectFor("node-c"), sans{ips: []string{"0.0.0.0"}}, serverUsages, "system:node:node-c", nodeAGroups, deny, "unspecified"},
+		{"an API server name, though the node reports it", nodeSubjectFor("node-c"), sans{dns: []string{"kubernetes.default"}}, serverUsages, "system:node:node-c", nodeAGroups, deny, "name of the API server"},
+		{"the API server's cluster-domain name", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "kubernetes.default.svc.cluster.local"}}, serverUsages, nodeA, nodeAGroups, deny, "name of the API server"},
+		{"loopback the node does not report", nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, ips: []string{"127.0.0.1"}}, serverUsages, nodeA, nodeAGroups, deny, "127.0.0.1 is not among"},
 		{"node asks for another node's certificate", nodeSubjectFor("node-b"), sans{dns: []string{"node-b"}}, serverUsages, nodeA, nodeAGroups, deny, "may not request a serving certificate for node node-b"},
 		{"bootstrapper", nodeSubjectFor("node-a"), own, serverUsages, "system:bootstrap:abcdef", []string{"system:bootstrappers", "system:authenticated"}, deny, "join token may not"},
 		{"client auth usage", nodeSubjectFor("node-a"), own, append(slices.Clone(serverUsages), certificatesv1.UsageClientAuth), nodeA, nodeAGroups, deny, `"client auth" is not allowed`},
@@ -109,7 +110,7 @@ func TestDecideServing(t *testing.T) {
 				SignerName: certificatesv1.KubeletServingSignerName,
 				Request:    servingCSR(t, tc.subject, tc.sans), Usages: tc.usages, Username: tc.user, Groups: tc.groups,
 			}}
-			got, msg, err := decide(csr, nodes, reserved)
+			got, msg, err := decide(csr, nodes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestDecideServingRetriesUnknownNode(t *testing.T) {
 		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
 		Username:   "system:node:node-new", Groups: []string{"system:nodes"},
 	}}
-	got, _, err := decide(csr, nodeMap{}, Reserved{})
+	got, _, err := decide(csr, nodeMap{})
 	if got != undecided || err == nil || !strings.Contains(err.Error(), "not registered") {
 		t.Errorf("decide = %v, %v; want undecided with a retryable error", got, err)
 	}
@@ -137,7 +138,7 @@ func TestDecideServingRetriesUnknownNode(t *testing.T) {
 
 func TestSignIssuesNodeServingCertificate(t *testing.T) {
 	dir := t.TempDir()
-	servingCA, err := pki.LoadOrCreateCA(dir, "server-ca")
+	servingCA, err := pki.LoadOrCreateCA(dir, "node-serving-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestSignIssuesNodeServingCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := signer{client: clientCA, serving: servingCA, reserved: Reserved{IPs: []net.IP{net.ParseIP("192.0.2.1")}}, lifetime: time.Hour}
+	s := signer{client: clientCA, serving: servingCA, lifetime: time.Hour}
 	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
 		SignerName: certificatesv1.KubeletServingSignerName,
 		Request:    servingCSR(t, nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "host-a"}, ips: []string{"192.0.2.10"}}),
@@ -182,8 +183,8 @@ func TestSignIssuesNodeServingCertificate(t *testing.T) {
 
 	// Approved by an administrator, but not something the serving CA certifies.
 	for name, request := range map[string][]byte{
-		"API server's address": servingCSR(t, nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.1"}}),
-		"not a node":           servingCSR(t, pkix.Name{CommonName: "system:apiserver"}, sans{dns: []string{"node-a"}}),
+		"API server's name": servingCSR(t, nodeSubjectFor("node-a"), sans{dns: []string{"kubernetes"}}),
+		"not a node":        servingCSR(t, pkix.Name{CommonName: "system:apiserver"}, sans{dns: []string{"node-a"}}),
 	} {
 		bad := csr.DeepCopy()
 		bad.Spec.Request = request

@@ -17,7 +17,6 @@ const minLifetime = 10 * time.Minute
 type signer struct {
 	client   *pki.CA // node client certificates: the CA the API server authenticates clients with
 	serving  *pki.CA // node serving certificates: the CA the API server verifies node servers with
-	reserved Reserved
 	lifetime time.Duration
 }
 
@@ -42,7 +41,7 @@ func (s signer) sign(csr *certificatesv1.CertificateSigningRequest) ([]byte, err
 		}
 		ca, id = s.client, pki.NodeIdentity(name)
 	case certificatesv1.KubeletServingSignerName:
-		name, err := checkNodeServing(req, csr.Spec.Usages, s.reserved)
+		name, err := checkNodeServing(req, csr.Spec.Usages)
 		if err != nil {
 			return nil, err
 		}
