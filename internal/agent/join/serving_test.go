@@ -24,7 +24,8 @@ import (
 
 // A joined node gets its node server's certificate through a kubelet-serving
 // CSR sent as itself, for its name and the addresses its Node reports, signed
-// by the CA the API server verifies node servers with; it reads the API
+// by the CA the API server verifies node servers with (and that agents and
+// kubeconfigs do not trust for the API server); it reads the API
 // server's client CA from the published ConfigMap; its node server admits
 // only the API server's client certificate; and a new address leads to a new
 // certificate that the running server presents.
@@ -38,8 +39,7 @@ func TestJoinedNodeServesWithItsOwnCertificate(t *testing.T) {
 		t.Fatalf("join: %v", err)
 	}
 	client := nodeClient(t, kubeconfig)
-	// Documentation addresses (RFC 5737), on no interface of this host: the
-	// API server's own addresses are refused.
+	// Documentation addresses (RFC 5737): no other Node reports them.
 	addrs := []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: "198.51.100.7"},
 		{Type: corev1.NodeHostName, Address: "host-s"},
@@ -71,11 +71,18 @@ func TestJoinedNodeServesWithItsOwnCertificate(t *testing.T) {
 	first := waitServingCert(t, serving, "198.51.100.7")
 	assertPrivate(t, filepath.Join(cfg.Dir, "pki", "node-server-current.pem"))
 
-	serverCA := pool(t, s.caPEM(t))
+	nodeServingPEM, err := os.ReadFile(filepath.Join(s.dataDir, "pki", "node-serving-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeServingCA := pool(t, nodeServingPEM)
 	for _, name := range []string{"node-s", "host-s", "198.51.100.7"} {
-		if _, err := first.Leaf.Verify(x509.VerifyOptions{Roots: serverCA, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-			t.Errorf("serving certificate does not verify for %s against the server CA: %v", name, err)
+		if _, err := first.Leaf.Verify(x509.VerifyOptions{Roots: nodeServingCA, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("serving certificate does not verify for %s against the node serving CA: %v", name, err)
 		}
+	}
+	if _, err := first.Leaf.Verify(x509.VerifyOptions{Roots: pool(t, s.caPEM(t))}); err == nil {
+		t.Error("a node's serving certificate verifies against the CA clients pin for the API server")
 	}
 	if first.Leaf.Subject.CommonName != "system:node:node-s" || !slices.Equal(first.Leaf.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
 		t.Errorf("subject %v, usages %v: want system:node:node-s, server auth only", first.Leaf.Subject, first.Leaf.ExtKeyUsage)
@@ -96,7 +103,7 @@ func TestJoinedNodeServesWithItsOwnCertificate(t *testing.T) {
 		{"the node's own identity", &pki.Identity{CommonName: "system:node:node-s", Organizations: []string{"system:nodes"}, Client: true}, http.StatusForbidden},
 		{"the API server", &pki.APIServerClientIdentity, http.StatusOK},
 	} {
-		if got := getStatus(t, base+"/healthz", serverCA, "node-s", clientCA, tc.id); got != tc.want {
+		if got := getStatus(t, base+"/healthz", nodeServingCA, "node-s", clientCA, tc.id); got != tc.want {
 			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -110,7 +117,7 @@ func TestJoinedNodeServesWithItsOwnCertificate(t *testing.T) {
 	if second.Leaf.SerialNumber.Cmp(first.Leaf.SerialNumber) == 0 {
 		t.Fatal("no new certificate")
 	}
-	if got := getStatus(t, base+"/healthz", serverCA, "198.51.100.8", clientCA, &pki.APIServerClientIdentity); got != http.StatusOK {
+	if got := getStatus(t, base+"/healthz", nodeServingCA, "198.51.100.8", clientCA, &pki.APIServerClientIdentity); got != http.StatusOK {
 		t.Errorf("after rotation, the server does not present a certificate for the new address: status %d", got)
 	}
 }
