@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/agent/failover"
+	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/agent/pods"
 	nodeserver "github.com/berth/berth/internal/agent/server"
@@ -74,6 +75,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	a := New(cfg, client, rt, v, clock.RealClock{}, log)
 	a.metrics = metrics
+	if cfg.Token != "" && cfg.TLSCertFile == "" {
+		if err := a.prepareJoinedNodeServer(ctx); err != nil {
+			return err
+		}
+	}
 	return a.Run(ctx)
 }
 
@@ -95,6 +101,10 @@ type Agent struct {
 	facts   func() (node.Facts, error)
 	// serverPort is the node server's bound port, reported in the Node.
 	serverPort int32
+	// A joined node's own serving certificate and the client CA it admits
+	// (nodeserving.go); nil with --tls-cert-file.
+	serving         *join.Serving
+	servingClientCA string
 	// metrics is what /metrics serves; Run makes one if none was given
 	// (then CRI calls are not counted: the connection was dialed without).
 	metrics *metrics
@@ -186,12 +196,8 @@ func (a *Agent) observe(ctx context.Context) (node.Observation, error) {
 // listenNodeServer binds the node server when it is configured and returns
 // the function that serves it; nil when it is off. /pods reads podSource.
 func (a *Agent) listenNodeServer(podSource nodeserver.PodSource) (func(context.Context) error, error) {
-	if a.cfg.TLSCertFile == "" {
-		a.log.Warn("node server off: no --tls-cert-file; kubectl logs and exec will not reach this node")
-		return nil, nil
-	}
-	tlsCfg, err := nodeserver.TLSConfig(a.cfg.TLSCertFile, a.cfg.TLSPrivateKeyFile, a.cfg.ClientCAFile)
-	if err != nil {
+	tlsCfg, err := a.nodeServerTLS()
+	if err != nil || tlsCfg == nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.Address, strconv.Itoa(a.cfg.Port)))
