@@ -60,6 +60,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 		Containers: []corev1.Container{{Name: "main", Image: images.Busybox,
 			Command: []string{"sh", "-c", "echo hello-from-berth; exec sleep 3600"}}},
 	}}
+	projectedTokenVolume(pod)
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +84,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	// agent's node server → CRI streaming.
 	checkPodStreams(t, dataDir, "hello")
 	checkPreviousLogs(t, cs, dataDir)
+	checkServiceAccountToken(t, dataDir, "hello")
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

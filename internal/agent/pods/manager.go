@@ -55,6 +55,7 @@ type Manager struct {
 	sent    sentStatuses
 	prober  *prober
 	clock   clock.WithTicker
+	tokens  *tokenCache // projected service-account tokens
 
 	// afterSync, when set (tests), is called after every sync of a pod.
 	afterSync func(types.UID, error)
@@ -86,7 +87,7 @@ func New(cfg Config, client kubernetes.Interface, rt runtimeapi.RuntimeServiceCl
 	}
 	m := &Manager{
 		cfg: cfg, client: client, rt: rt, images: images, log: log,
-		backoff: newBackoff(cfg.Clock), clock: cfg.Clock,
+		backoff: newBackoff(cfg.Clock), clock: cfg.Clock, tokens: newTokenCache(),
 		workers: map[types.UID]*worker{},
 	}
 	m.prober = newProber(m)

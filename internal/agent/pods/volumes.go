@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/atomicfile"
@@ -253,8 +254,10 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 			files, err = m.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
 		case src.DownwardAPI != nil:
 			files, err = m.downwardFiles(pod, src.DownwardAPI.Items)
+		case src.ServiceAccountToken != nil:
+			files, err = m.serviceAccountTokenFiles(ctx, pod, src.ServiceAccountToken)
 		default:
-			err = errors.New("unsupported projected source (serviceAccountToken needs the server's token issuer)")
+			err = errors.New("unsupported projected source")
 		}
 		if err != nil {
 			return nil, err
@@ -306,6 +309,7 @@ func volumeMounts(pod *corev1.Pod, c *corev1.Container, paths map[string]string)
 
 // removePodDir unmounts and removes the pod's host directory.
 func (m *Manager) removePodDir(uid string) {
+	m.tokens.forget(types.UID(uid))
 	dir := filepath.Join(m.cfg.DataDir, "pods", uid)
 	vols, _ := filepath.Glob(filepath.Join(dir, "volumes", "*"))
 	for _, v := range vols {
