@@ -8,9 +8,14 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	stdlog "log"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,29 +23,40 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/admission/noderestriction"
+	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth"
+	"github.com/berth/berth/internal/auth/audit"
+	"github.com/berth/berth/internal/auth/bootstraptoken"
 	"github.com/berth/berth/internal/auth/node"
+	"github.com/berth/berth/internal/auth/rbac"
+	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/testkit/etcdtest"
 )
 
 // cluster is a berth API server over a real embedded etcd, served over TLS
-// on loopback with berth's real authentication, authorizer chain (Node
-// authorizer included, its graph fed through the server as system:apiserver)
-// and NodeRestriction admission: the wiring of internal/server, without the
-// controllers, so that the store's revision moves only by the test's writes.
+// on loopback with berth's real authentication (client certificates and
+// bootstrap tokens from kube-system Secrets), authorizer chain (Node
+// authorizer included, its graph fed through the server as system:apiserver;
+// RBAC with the default roles), NodeRestriction admission and audit log:
+// the wiring of internal/server, without the controllers, so that the
+// store's revision moves only by the test's writes. Nodes join through the
+// CSR approver and signer, which runs only while they join (joinNodes).
 type cluster struct {
-	store store.Interface
-	pki   *pki.Cluster
-	url   string
-	graph *node.Graph
+	store    store.Interface
+	pki      *pki.Cluster
+	url      string
+	graph    *node.Graph
+	logs     *recorder // the server's warnings (refused tokens among them)
+	auditLog string    // path of the audit log
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -51,21 +67,39 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientCAs := x509.NewCertPool()
-	clientCAs.AddCert(certs.ClientCA.Cert)
-	graph := node.NewGraph()
-	authz, err := auth.NewAuthorizer(node.NewAuthorizer(graph))
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := etcdtest.New(t)
+	c := &cluster{store: etcdtest.New(t), pki: certs, url: "https://" + listener.Addr().String(), graph: node.NewGraph(),
+		logs: &recorder{t: t}, auditLog: filepath.Join(t.TempDir(), "audit.log")}
+	log := c.logger()
+
+	// What the server reads through its own API, as internal/server does:
+	// bootstrap-token Secrets and RBAC objects.
+	self := c.client(t, pki.APIServerClientIdentity)
+	secrets := informers.NewSharedInformerFactoryWithOptions(self, 0, informers.WithNamespace(metav1.NamespaceSystem))
+	tokens := bootstraptoken.NewAuthenticator(secrets.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem), time.Now, log)
+	roles := rbac.NewInformers(self)
+	authz, err := auth.NewAuthorizer(node.NewAuthorizer(c.graph), rbac.NewAuthorizer(roles.Listers, roles.HasSynced))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCAs := x509.NewCertPool()
+	clientCAs.AddCert(certs.ClientCA.Cert)
+	auditLog, err := audit.Open(c.auditLog, audit.Rotation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = auditLog.Close() })
 	handler, err := apiserver.New(ctx, apiserver.Config{
-		Store:         st,
-		Authenticator: auth.NewAuthenticator(clientCAs),
+		Store:         c.store,
+		Authenticator: auth.NewAuthenticator(clientCAs, tokens),
 		Authorizer:    authz,
-		Admission:     noderestriction.New(graph),
+		Admission:     noderestriction.New(c.graph),
 		ReadView:      node.PodView,
-		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		AuditSink:     auditLog.Sink(), AuditPolicy: auditLog.Policy(),
+		Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -74,29 +108,141 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(handler)
+	// Handshake failures (a client certificate the client CA did not sign,
+	// or expired) are logged by net/http's error log, as in internal/server.
+	srv := &httptest.Server{Listener: listener, Config: &http.Server{Handler: handler, ErrorLog: stdlog.New(c.logs, "", 0)}}
 	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{serving}, ClientCAs: clientCAs, ClientAuth: tls.VerifyClientCertIfGiven}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	t.Cleanup(cancel) // runs first: stop watches and the graph before the listener closes
-	c := &cluster{store: st, pki: certs, url: srv.URL, graph: graph}
 
-	graphDone := make(chan struct{})
-	go func() {
-		defer close(graphDone)
-		if err := graph.Run(ctx, c.client(t, pki.APIServerClientIdentity), slog.New(slog.DiscardHandler)); err != nil && ctx.Err() == nil {
-			t.Errorf("graph: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-graphDone }) // cleanups run last-first: this one runs before the listener closes
+	// Cleanups run last-first: these stop the watchers before the listener closes.
+	secrets.Start(ctx.Done())
+	t.Cleanup(func() { cancel(); secrets.Shutdown() })
+	background(t, ctx, "RBAC informers", func(ctx context.Context) error { roles.Run(ctx); return nil })
+	background(t, ctx, "graph", func(ctx context.Context) error { return c.graph.Run(ctx, self, slog.New(slog.DiscardHandler)) })
+	t.Cleanup(cancel) // runs before the waits above
+	if err := rbac.EnsureDefaults(ctx, c.client(t, pki.AdminIdentity), log); err != nil {
+		t.Fatalf("default RBAC roles: %v", err)
+	}
+	waitFor(t, "the RBAC informers", roles.HasSynced)
 	return c
 }
 
-type testWriter struct{ t testing.TB }
+// background runs fn until ctx ends; the test's cleanup waits for it.
+func background(t *testing.T, ctx context.Context, what string, fn func(context.Context) error) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}()
+	t.Cleanup(func() { <-done })
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
+// recorder keeps what the server logs and passes it to the test log.
+type recorder struct {
+	t    testing.TB
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	r.text.Write(p)
+	r.mu.Unlock()
+	r.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+func (r *recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String()
+}
+
+// joinNodes joins each named node as a real agent does (internal/agent/join):
+// a bootstrap token of its own, the CA pin checked, a CSR approved and
+// signed by the certificates controller, which runs only until all have
+// joined. It returns each node's client, authenticated by its own
+// certificate.
+func (c *cluster) joinNodes(t *testing.T, names ...string) map[string]kubernetes.Interface {
+	t.Helper()
+	defer c.runCertificates(t)()
+	admin := c.client(t, pki.AdminIdentity)
+	joined := map[string]kubernetes.Interface{}
+	for _, name := range names {
+		joined[name] = c.join(t, name, c.newToken(t, admin, time.Hour))
+	}
+	return joined
+}
+
+// join runs the agent's join for name with token into a fresh directory.
+func (c *cluster) join(t *testing.T, name string, token *bootstraptoken.JoinToken) kubernetes.Interface {
+	t.Helper()
+	kubeconfig, err := c.tryJoin(t, name, token)
+	if err != nil {
+		t.Fatalf("%s joins: %v", name, err)
+	}
+	return c.kubeconfigClient(t, kubeconfig)
+}
+
+func (c *cluster) tryJoin(t *testing.T, name string, token *bootstraptoken.JoinToken) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return join.Ensure(ctx, join.Config{Server: c.url, Token: token, NodeName: name, Dir: t.TempDir(), Logger: c.logger()})
+}
+
+// runCertificates runs the CSR approver and signer until the returned stop
+// is called.
+func (c *cluster) runCertificates(t *testing.T) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	client := c.client(t, pki.ControllerIdentity)
+	go func() {
+		stopped <- certificates.New(certificates.Config{Client: client, CA: c.pki.ClientCA, Logger: c.logger()}).Run(ctx)
+	}()
+	return func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("certificates controller: %v", err)
+		}
+	}
+}
+
+// logger writes warnings and worse to the cluster's log recorder.
+func (c *cluster) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// newToken stores a bootstrap token valid for ttl from now (negative: already
+// expired), as `berth token create` does, and returns it as a join token
+// pinned to the cluster's CA.
+func (c *cluster) newToken(t *testing.T, admin kubernetes.Interface, ttl time.Duration) *bootstraptoken.JoinToken {
+	t.Helper()
+	now := time.Now()
+	if ttl < 0 {
+		now, ttl = now.Add(2*ttl), -ttl
+	}
+	tok, err := bootstraptoken.Create(context.Background(), admin, ttl, "e2e", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bootstraptoken.JoinToken{CAHash: pki.PublicKeyHash(c.pki.ServerCA.Cert), Token: tok.String()}
+}
+
+// kubeconfigClient is a client from a kubeconfig file.
+func (c *cluster) kubeconfigClient(t *testing.T, path string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 30 * time.Second
+	return kubernetes.NewForConfigOrDie(cfg)
 }
 
 // client talks to the cluster with a client certificate for id.

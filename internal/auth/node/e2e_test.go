@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,11 +41,15 @@ func TestNodeAccess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	admin := c.client(t, pki.AdminIdentity)
-	nodeA := c.client(t, pki.NodeIdentity("node-a"))
-	nodeB := c.client(t, pki.NodeIdentity("node-b"))
+	// Both nodes join with bootstrap tokens, as agents do; from then on
+	// each holds only its own certificate.
+	joined := c.joinNodes(t, "node-a", "node-b")
+	nodeA, nodeB := joined["node-a"], joined["node-b"]
 	nobody := c.client(t, pki.Identity{CommonName: "nobody", Client: true})
+	viewer := c.client(t, pki.Identity{CommonName: "viewer", Client: true})
 	anonymous := c.anonymous(t)
 	seed(ctx, t, c, admin, nodeA, nodeB)
+	bindView(ctx, t, admin, "viewer")
 
 	pods := func(cl kubernetes.Interface) podsAPI { return podsAPI{cl.CoreV1().Pods("default")} }
 	onNode := func(n string) metav1.ListOptions { return metav1.ListOptions{FieldSelector: "spec.nodeName=" + n} }
@@ -93,6 +99,26 @@ func TestNodeAccess(t *testing.T) {
 		{"node-a reads a secret no pod of its uses", nodeA, getSecret(nodeA, "secret-unused"), 403},
 		{"node-a reads node-b's pod's secret", nodeA, getSecret(nodeA, "secret-b"), 403},
 		{"node-a reads node-b's pod's configmap", nodeA, getConfigMap(nodeA, "cm-b"), 403},
+		{"node-a reads a configmap no pod of its uses", nodeA, getConfigMap(nodeA, "cm-unused"), 403},
+		{"node-a reads a service account no pod of its uses", nodeA, func(ctx context.Context) error {
+			_, err := nodeA.CoreV1().ServiceAccounts("default").Get(ctx, "unused", metav1.GetOptions{})
+			return err
+		}, 403},
+		{"node-a reads a bootstrap token", nodeA, func(ctx context.Context) error {
+			_, err := nodeA.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+			return err
+		}, 403},
+		{"node-a creates a bootstrap token", nodeA, func(ctx context.Context) error {
+			_, err := nodeA.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef"}, Type: "bootstrap.kubernetes.io/token",
+				StringData: map[string]string{"token-id": "abcdef", "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true"}}, metav1.CreateOptions{})
+			return err
+		}, 403},
+		{"node-a binds itself to cluster-admin", nodeA, func(ctx context.Context) error {
+			_, err := nodeA.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mine"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:node:node-a"}}}, metav1.CreateOptions{})
+			return err
+		}, 403},
 		{"node-a lists secrets", nodeA, func(ctx context.Context) error {
 			_, err := nodeA.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 			return err
@@ -191,6 +217,24 @@ func TestNodeAccess(t *testing.T) {
 		{"a user with no rights lists pods on node-a", nobody, pods(nobody).list(onNode("node-a")), 403},
 		{"a user with no rights reads a pod's secret", nobody, getSecret(nobody, "secret-a"), 403},
 		{"a user named like a node but outside system:nodes", c.client(t, pki.Identity{CommonName: "system:node:node-a", Client: true}), pods(nobody).list(onNode("node-a")), 403},
+		{"a view-only user reads a secret", viewer, getSecret(viewer, "secret-a"), 403},
+		{"a view-only user patches a pod", viewer, pods(viewer).patch("pod-a", `{"metadata":{"labels":{"x":"y"}}}`), 403},
+		{"a view-only user deletes a pod", viewer, pods(viewer).delete("pod-b"), 403},
+		{"a view-only user creates a pod", viewer, pods(viewer).create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}), 403},
+		{"a view-only user execs into a pod", viewer, func(ctx context.Context) error {
+			return viewer.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("pod-a").SubResource("exec").Param("command", "id").Do(ctx).Error()
+		}, 403},
+		{"a view-only user grants itself edit", viewer, func(ctx context.Context) error {
+			_, err := viewer.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mine"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}}}, metav1.CreateOptions{})
+			return err
+		}, 403},
+		{"a view-only user lists nodes (view covers namespaced objects only, as upstream)", viewer, func(ctx context.Context) error {
+			_, err := viewer.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			return err
+		}, 403},
+		{"a view-only user updates a node's status", viewer, patchNode(viewer, "node-a", `{"status":{"phase":"Running"}}`, "status"), 403},
 		{"an anonymous client lists pods", anonymous, pods(anonymous).list(metav1.ListOptions{}), 401},
 		{"an anonymous client reads a secret", anonymous, getSecret(anonymous, "secret-a"), 401},
 
@@ -221,6 +265,8 @@ func TestNodeAccess(t *testing.T) {
 		{"node-a deletes its terminating pod", nodeA, pods(nodeA).delete("pod-a-done"), 0},
 		{"node-b reads its pod's secret", nodeB, getSecret(nodeB, "secret-b"), 0},
 		{"the admin lists all pods", admin, pods(admin).list(metav1.ListOptions{}), 0},
+		{"a view-only user lists node-b's pods", viewer, pods(viewer).listExactly(onNode("node-b"), "pod-b"), 0},
+		{"a view-only user watches pods across nodes", viewer, podsAPI{viewer.CoreV1().Pods("")}.watch(metav1.ListOptions{}), 0},
 
 		// What a node sees of its pods: no managedFields, no private annotations.
 		{"node-a gets its pod in the node's view", nodeA, pods(nodeA).getView("pod-a", false), 0},
@@ -282,6 +328,9 @@ func seed(ctx context.Context, t *testing.T, c *cluster, admin, nodeA, nodeB kub
 			t.Fatal(err)
 		}
 	}
+	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "unused"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pending := podUsing("pending", "", "secret-unused", "cm-unused")
 	pending.Labels = map[string]string{"app": "web"}
 	for _, p := range []*corev1.Pod{podUsing("pod-a", "node-a", "secret-a", "cm-a"), podUsing("pod-a-done", "node-a", "secret-a", "cm-a"), podUsing("pod-b", "node-b", "secret-b", "cm-b"), pending} {
@@ -316,6 +365,22 @@ func seed(ctx context.Context, t *testing.T, c *cluster, admin, nodeA, nodeB kub
 	if p, err := admin.CoreV1().Pods("default").Get(ctx, "pod-a-done", metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil {
 		t.Fatalf("pod-a-done should be terminating: %v, %v", p, err)
 	}
+}
+
+// bindView gives user the default view ClusterRole across the cluster and
+// waits until the authorizer knows it.
+func bindView(ctx context.Context, t *testing.T, admin kubernetes.Interface, user string) {
+	t.Helper()
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, user+"'s view binding to take effect", func() bool {
+		review, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods"}}}, metav1.CreateOptions{})
+		return err == nil && review.Status.Allowed
+	})
 }
 
 // podsAPI builds pod requests as functions of a context.
