@@ -26,7 +26,10 @@ tokens): it checks that the server's CA matches the hash in the token, asks for
 a certificate for system:node:NAME with a key it generates and keeps in
 --data-dir (0600), and from then on authenticates only with that certificate,
 renewing it before it expires. A restart with a valid certificate does not use
-the token again. Alternatively --kubeconfig names an admin-issued kubeconfig
+the token again. Without --tls-cert-file, a joined agent obtains its node
+server's certificate the same way (a kubelet-serving CSR for its name and the
+addresses its Node reports, renewed before it expires) and admits only callers
+with the API server's client certificate, whose CA the server publishes. Alternatively --kubeconfig names an admin-issued kubeconfig
 for system:node:NAME. Starting berth runtime as a child is not available yet:
 pass --runtime-endpoint (berth runtime's socket or containerd's, e.g.
 unix:///run/containerd/containerd.sock).`,
@@ -62,7 +65,7 @@ unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
 	f.StringVar(&cfg.Address, "address", "", "node server listen address (default all interfaces)")
 	f.IntVar(&cfg.Port, "port", cfg.Port, "node server port (logs, exec, attach, port-forward); 0 picks a free one, reported in the Node")
-	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "node server certificate (PEM); without it the node server is off")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "node server certificate (PEM); without it a token-joined agent requests its own (kubelet-serving CSR), and with --kubeconfig the node server is off")
 	f.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "node server private key (PEM)")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA whose client certificates may call the node server (the cluster's client CA)")
 	f.StringVar(&reservedCPU, "reserved-cpu", "0", "CPU kept back from pods (allocatable = capacity - reserved)")
