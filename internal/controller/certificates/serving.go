@@ -110,6 +110,10 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, nodes NodeGett
 	if err != nil {
 		return undecided, "", fmt.Errorf("read node %s: %w", name, err)
 	}
+	if len(node.Status.Addresses) == 0 {
+		// Registered, its status not yet written: judge the SANs once it is.
+		return undecided, "", fmt.Errorf("node %s reports no addresses (yet)", name)
+	}
 	if why, err := foreignSAN(req, node, nodes); err != nil || why != "" {
 		return deny, why, err
 	}

@@ -121,8 +121,9 @@ func TestDecideServing(t *testing.T) {
 	}
 }
 
-// A node whose Node the controller has not seen yet is retried, not denied:
-// the agent registers before it asks, but the informer may lag.
+// A node whose Node the controller has not seen yet, or whose Node reports
+// no addresses yet, is retried, not denied: the agent asks while it
+// registers.
 func TestDecideServingRetriesUnknownNode(t *testing.T) {
 	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
 		SignerName: certificatesv1.KubeletServingSignerName,
@@ -132,6 +133,11 @@ func TestDecideServingRetriesUnknownNode(t *testing.T) {
 	}}
 	got, _, err := decide(csr, nodeMap{})
 	if got != undecided || err == nil || !strings.Contains(err.Error(), "not registered") {
+		t.Errorf("decide = %v, %v; want undecided with a retryable error", got, err)
+	}
+	// Registered, but its status (the addresses) not yet written.
+	got, _, err = decide(csr, nodeMap{"node-new": nodeWithAddresses("node-new")})
+	if got != undecided || err == nil || !strings.Contains(err.Error(), "no addresses") {
 		t.Errorf("decide = %v, %v; want undecided with a retryable error", got, err)
 	}
 }
