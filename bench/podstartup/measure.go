@@ -32,11 +32,13 @@ type measurement struct {
 	span           time.Duration   // first creation to last start
 	deleteAll      time.Duration   // delete request to the last pod object gone
 	restarts       int
+	cpu            cpuSample // CPU used from the first creation until all pods started
 }
 
 // measurePods creates n pods at once, watches them until all have started
-// and are Ready, then deletes them and waits until they are gone.
-func measurePods(ctx context.Context, client kubernetes.Interface, n int) (measurement, error) {
+// and are Ready (then calls allStarted), then deletes them and waits until
+// they are gone.
+func measurePods(ctx context.Context, client kubernetes.Interface, n int, allStarted func()) (measurement, error) {
 	pods := client.CoreV1().Pods(metav1.NamespaceDefault)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
 	if err != nil {
@@ -64,6 +66,7 @@ func measurePods(ctx context.Context, client kubernetes.Interface, n int) (measu
 	case <-ctx.Done():
 		return measurement{}, ctx.Err()
 	}
+	allStarted()
 	var m measurement
 	m.started, m.ready, m.reportDelay, m.span = tr.latencies()
 	m.restarts = tr.restarts()

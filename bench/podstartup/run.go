@@ -94,7 +94,7 @@ func measureOnce(ctx context.Context, logger *slog.Logger, o options, berth, kin
 		return result{}, err
 	}
 	defer srv.stop()
-	rt, err := startRuntime(ctx, logger, kind, berth, dir, registryHost)
+	rt, err := startRuntime(ctx, logger, kind, berth, filepath.Join(dir, "runtime"), registryHost)
 	defer rt.close()
 	if err != nil {
 		return result{}, fmt.Errorf("start %s: %w", kind, err)
@@ -104,10 +104,24 @@ func measureOnce(ctx context.Context, logger *slog.Logger, o options, berth, kin
 		return result{}, err
 	}
 	defer agent.stop(30 * time.Second)
-	m, err := measurePods(ctx, srv.client, o.pods)
+	before, err := sampleCPU(srv.proc, agent, rt)
+	if err != nil {
+		return result{}, err
+	}
+	var cpu cpuSample
+	var cpuErr error
+	m, err := measurePods(ctx, srv.client, o.pods, func() {
+		var after cpuSample
+		after, cpuErr = sampleCPU(srv.proc, agent, rt)
+		cpu = after.sub(before)
+	})
 	if err != nil {
 		return result{}, fmt.Errorf("%w\nagent log ends:\n%s", err, tailOf(agent.log, 20))
 	}
+	if cpuErr != nil {
+		return result{}, cpuErr
+	}
+	m.cpu = cpu
 	return result{version: rt.version, measurement: m}, nil
 }
 

@@ -42,11 +42,14 @@ type criRuntime struct {
 	logger    *slog.Logger
 }
 
-// startRuntime starts kind ("berth" or "containerd") in dir, resolving the
-// mirrored registries to registryHost, and pulls the pod and pause images
-// so that no measured pod waits for a pull.
+// startRuntime starts kind ("berth" or "containerd") in dir (its log beside
+// it, dir.log), resolving the mirrored registries to registryHost, and
+// pulls the pod and pause images so that no measured pod waits for a pull.
 func startRuntime(ctx context.Context, logger *slog.Logger, kind, berth, dir, registryHost string) (*criRuntime, error) {
 	r := &criRuntime{kind: kind, dir: dir, logger: logger}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return r, err
+	}
 	confDir, err := writeCNIConfig(dir, kind)
 	if err != nil {
 		return r, err
@@ -69,7 +72,7 @@ func startRuntime(ctx context.Context, logger *slog.Logger, kind, berth, dir, re
 	default:
 		return r, fmt.Errorf("unknown runtime %q", kind)
 	}
-	if r.proc, err = startProcess(kind, filepath.Join(dir, "runtime.log"), bin, args...); err != nil {
+	if r.proc, err = startProcess(kind, dir+".log", bin, args...); err != nil {
 		return r, err
 	}
 	err = r.proc.waitFor(ctx, 2*time.Minute, func(ctx context.Context) error {
