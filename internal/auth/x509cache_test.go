@@ -148,7 +148,11 @@ func TestCachedX509RefusesAnotherCA(t *testing.T) {
 func TestChainKeyDistinguishesChains(t *testing.T) {
 	ca := foreignCA(t)
 	leaf := requestWithCert(t, ca, pki.AdminIdentity).TLS.PeerCertificates[0]
-	if chainKey([]*x509.Certificate{leaf}) != chainKey([]*x509.Certificate{leaf}) {
+	again, err := x509.ParseCertificate(leaf.Raw) // the same chain, presented on another connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chainKey([]*x509.Certificate{leaf}) != chainKey([]*x509.Certificate{again}) {
 		t.Error("one chain hashed to two keys")
 	}
 	if chainKey([]*x509.Certificate{leaf}) == chainKey([]*x509.Certificate{leaf, ca.Cert}) {
