@@ -53,6 +53,9 @@ func BootstrapPolicy() []Binding {
 			rule(readWrite, "coordination.k8s.io", "leases"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
+			// The ClusterRole aggregation controller writes rules it does not
+			// hold itself, as upstream's clusterrole-aggregation-controller.
+			rule([]string{"escalate"}, "rbac.authorization.k8s.io", "clusterroles"),
 			// The garbage collector's rule, as upstream's generic-garbage-collector:
 			// it watches, patches and deletes any served resource by metadata.
 			rule([]string{"get", "list", "watch", "patch", "update", "delete"}, "*", "*"),
