@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 )
@@ -31,7 +32,7 @@ func (p policyAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) 
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	for _, b := range p.bindings {
-		if b.appliesTo(a) && RulesAllow(b.Role.Rules, a) {
+		if b.appliesTo(a.GetUser()) && RulesAllow(b.Role.Rules, a) {
 			return authorizer.DecisionAllow, "allowed by ClusterRole " + b.Role.Name, nil
 		}
 	}
@@ -45,8 +46,7 @@ func RulesAllow(rules []rbacv1.PolicyRule, a authorizer.Attributes) bool {
 	return ok
 }
 
-func (b Binding) appliesTo(a authorizer.Attributes) bool {
-	u := a.GetUser()
+func (b Binding) appliesTo(u user.Info) bool {
 	if slices.Contains(b.Users, u.GetName()) {
 		return true
 	}
