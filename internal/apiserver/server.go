@@ -40,6 +40,10 @@ type Config struct {
 	Store         store.Interface
 	Authenticator authenticator.Request
 	Authorizer    authorizer.Authorizer
+	// RuleResolver lists what a user may do (SelfSubjectRulesReview,
+	// `kubectl auth can-i --list`); nil answers every such review as
+	// incomplete.
+	RuleResolver authorizer.RuleResolver
 	// Admission runs on every write after validation (NodeRestriction, later);
 	// nil admits everything.
 	Admission admission.Interface
@@ -245,6 +249,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 	}
 	api.nsController.namespaces = api.namespaces
 	if err := api.addAccessReviews(factory, tableConvertor, cfg.Authorizer); err != nil {
+		return nil, err
+	}
+	if err := api.addRulesReview(factory, tableConvertor, cfg.RuleResolver); err != nil {
 		return nil, err
 	}
 	for _, r := range stores {

@@ -92,9 +92,8 @@ func RBAC() []Resource {
 	}
 }
 
-// Authorization is authorization.k8s.io/v1's access reviews, which are
-// create-only and never stored. selfsubjectrulesreviews (`kubectl auth
-// can-i --list`) is not served: the authorizer union cannot list rules yet.
+// Authorization is authorization.k8s.io/v1's access and rules reviews,
+// which are create-only and never stored.
 func Authorization() []Resource {
 	review := func(resource, kind string, namespaced bool) Resource {
 		return Resource{Group: "authorization.k8s.io", Version: "v1", Resource: resource, Kind: kind,
@@ -103,6 +102,7 @@ func Authorization() []Resource {
 	return []Resource{
 		review("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
 		review("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+		review("selfsubjectrulesreviews", "SelfSubjectRulesReview", false),
 		review("subjectaccessreviews", "SubjectAccessReview", false),
 	}
 }
