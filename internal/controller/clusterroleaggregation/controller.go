@@ -102,7 +102,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 	if err := c.sync(ctx, name); err != nil {
-		c.log.Warn("cluster role aggregation failed; retrying", "clusterrole", name, "err", err)
+		level := slog.LevelWarn
+		if apierrors.IsConflict(err) {
+			level = slog.LevelDebug // the role changed meanwhile; its new version is aggregated next
+		}
+		c.log.Log(ctx, level, "cluster role aggregation failed; retrying", "clusterrole", name, "err", err)
 		c.queue.AddRateLimited(name)
 		return true
 	}
