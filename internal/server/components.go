@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/controller/certificates"
+	"github.com/berth/berth/internal/controller/clusterroleaggregation"
 	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
@@ -39,11 +40,14 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 			Client: client, CA: cluster.ClientCA, Lifetime: c.NodeCertificateLifetime,
 			// Node servers are verified against it (nodeTransport).
 			ServingCA: cluster.NodeServingCA,
-			Logger: c.Logger.With("component", "certificates"),
+			Logger:    c.Logger.With("component", "certificates"),
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return nodelifecycle.New(nodelifecycle.Config{Client: client, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
+	}})
+	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return clusterroleaggregation.New(clusterroleaggregation.Config{Client: client, Logger: c.Logger.With("component", "clusterrole-aggregation")}).Run(ctx)
 	}})
 	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)

@@ -106,6 +106,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store:         st,
 		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn, saTokens.authn),
 		Authorizer:    authz,
+		RuleResolver:  auth.NewRuleResolver(access.informers.Listers.RulesFor),
 		ReadView:      node.PodView,
 		Admission:     admission.NewChainHandler(noderestriction.New(nodeGraph), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
