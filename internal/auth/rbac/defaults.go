@@ -5,6 +5,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/berth/berth/internal/auth"
@@ -28,7 +29,7 @@ func DefaultPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 	var bindings []*rbacv1.ClusterRoleBinding
 	for _, b := range append(auth.BootstrapPolicy(), userFacingPolicy()...) {
 		role := b.Role.DeepCopy()
-		role.Labels = defaultsLabels()
+		role.Labels = labels.Merge(role.Labels, defaultsLabels())
 		roles = append(roles, role)
 		if len(b.Users)+len(b.Groups) == 0 || slices.Contains(b.Groups, auth.NodesGroup) {
 			continue
@@ -83,6 +84,21 @@ func role(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
 	return rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 }
 
+// aggregatedRole gathers the rules of the roles labelled selectLabel.
+func aggregatedRole(name, selectLabel string, labels map[string]string, rules []rbacv1.PolicyRule) rbacv1.ClusterRole {
+	r := role(name, rules...)
+	r.Labels = labels
+	r.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{selectLabel: "true"}}}}
+	return r
+}
+
+// labelledRole adds its rules to the aggregated role selecting label.
+func labelledRole(name, label string, rules []rbacv1.PolicyRule) rbacv1.ClusterRole {
+	r := role(name, rules...)
+	r.Labels = map[string]string{label: "true"}
+	return r
+}
+
 var (
 	readVerbs  = []string{"get", "list", "watch"}
 	writeVerbs = []string{"create", "delete", "deletecollection", "patch", "update"}
@@ -93,10 +109,22 @@ var (
 	workloadGroups = []string{"apps", "batch", "autoscaling", "policy", "networking.k8s.io", "discovery.k8s.io"}
 )
 
-// userFacingPolicy is upstream's cluster-admin, admin, edit and view (flat:
-// berth does not aggregate ClusterRoles yet), system:public-info-viewer and
-// system:node-bootstrapper. As upstream, view reads no Secrets, edit adds
-// writes and Secrets, admin adds namespace RBAC.
+// Labels of upstream's aggregated user roles: a ClusterRole carrying one
+// adds its rules to admin, edit or view (internal/controller/clusterroleaggregation).
+const (
+	AggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	AggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
+	AggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
+)
+
+// userFacingPolicy is upstream's cluster-admin, admin, edit and view,
+// system:public-info-viewer and system:node-bootstrapper. As upstream,
+// view reads no Secrets, edit adds writes and Secrets, admin adds namespace
+// RBAC; and as upstream, admin, edit and view are aggregated: their rules
+// come from the system:aggregate-to-* roles (view is itself aggregated into
+// edit, edit into admin), so a role labelled aggregate-to-view extends all
+// three. Their rules are written already aggregated, in the controller's
+// order, so they grant from the first moment, before the controller runs.
 func userFacingPolicy() []auth.Binding {
 	view := []rbacv1.PolicyRule{
 		rule(readVerbs, core, "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "pods",
@@ -105,26 +133,36 @@ func userFacingPolicy() []auth.Binding {
 			"replicationcontrollers/status", "resourcequotas", "resourcequotas/status", "namespaces"),
 		rule(readVerbs, workloadGroups, "*"),
 	}
-	edit := append(slices.Clone(view),
+	toEdit := []rbacv1.PolicyRule{
 		rule(append(slices.Clone(readVerbs), writeVerbs...), core, "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy",
 			"configmaps", "endpoints", "persistentvolumeclaims", "replicationcontrollers", "replicationcontrollers/scale",
 			"secrets", "serviceaccounts", "services", "services/proxy"),
 		rule([]string{"create"}, core, "pods/eviction", "serviceaccounts/token"),
 		rule([]string{"impersonate"}, core, "serviceaccounts"),
 		rule(writeVerbs, workloadGroups, "*"),
-	)
-	admin := append(slices.Clone(edit),
+	}
+	toAdmin := []rbacv1.PolicyRule{
 		rule(append(slices.Clone(readVerbs), writeVerbs...), []string{rbacv1.GroupName}, "roles", "rolebindings"),
 		rule([]string{"create"}, []string{"authorization.k8s.io"}, "localsubjectaccessreviews"),
-	)
+	}
+	// The aggregated roles' rules in the controller's order: the selected
+	// roles' rules by role name ("edit" < "system:aggregate-to-admin";
+	// "system:aggregate-to-edit" < "view").
+	edit := append(slices.Clone(toEdit), view...)
+	admin := append(slices.Clone(edit), toAdmin...)
 	return []auth.Binding{
 		{Role: role("cluster-admin",
 			rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
 			rbacv1.PolicyRule{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
 		), Groups: []string{auth.MastersGroup}},
-		{Role: role("admin", admin...)},
-		{Role: role("edit", edit...)},
-		{Role: role("view", view...)},
+		// Sources before the roles that aggregate them, so that each is
+		// created already equal to what the controller computes.
+		{Role: labelledRole("system:aggregate-to-admin", AggregateToAdmin, toAdmin)},
+		{Role: labelledRole("system:aggregate-to-edit", AggregateToEdit, toEdit)},
+		{Role: labelledRole("system:aggregate-to-view", AggregateToView, view)},
+		{Role: aggregatedRole("view", AggregateToView, map[string]string{AggregateToEdit: "true"}, view)},
+		{Role: aggregatedRole("edit", AggregateToEdit, map[string]string{AggregateToAdmin: "true"}, edit)},
+		{Role: aggregatedRole("admin", AggregateToAdmin, nil, admin)},
 		{Role: role("system:public-info-viewer", rbacv1.PolicyRule{Verbs: []string{"get"},
 			NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}}),
 			Groups: []string{user.AllAuthenticated, user.AllUnauthenticated}},
