@@ -91,8 +91,11 @@ func (c *Collector) detectImages(ctx context.Context, now time.Time) ([]candidat
 	}
 	inUse := map[string]bool{} // every way a container names its image
 	for _, ctr := range containers {
-		inUse[ctr.GetImage().GetImage()] = true
-		inUse[ctr.ImageRef] = true
+		for _, name := range []string{ctr.GetImage().GetImage(), ctr.ImageRef, ctr.ImageId} {
+			if name != "" {
+				inUse[name] = true
+			}
+		}
 	}
 	pinned := map[string]bool{}
 	for _, p := range c.cfg.Policy.PinnedImages {
