@@ -31,11 +31,12 @@ var nodeNames = []string{"node-a", "node-b", "node-c"}
 
 // cluster is what the test started.
 type cluster struct {
-	t        *testing.T
-	lan      *lan
-	client   kubernetes.Interface
-	procs    []*process
-	agentDir map[string]string // node → the agent's data directory
+	t         *testing.T
+	lan       *lan
+	client    kubernetes.Interface
+	procs     []*process
+	serverDir string
+	agentDir  map[string]string // node → the agent's data directory
 }
 
 // TestPodsReachEachOtherAcrossNodes: one server and three nodes joined with
@@ -43,7 +44,10 @@ type cluster struct {
 // shared bridge.
 // The nodes get distinct podCIDRs, each agent routes to the other two, and
 // a busybox client on node-b and one on node-c fetch the index of an httpd pod on
-// node-a by its pod IP.
+// node-a by its pod IP. Each joined node serves logs and exec with a serving
+// certificate it obtained itself (kubelet-serving CSR): `berth kubectl logs`
+// shows the clients' output and `berth kubectl exec` runs in the httpd pod,
+// and the node servers admit only the API server.
 func TestPodsReachEachOtherAcrossNodes(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic,
 		hostcheck.Overlayfs, hostcheck.Gcc, hostcheck.IPRoute2, hostcheck.Nsenter)
@@ -54,6 +58,8 @@ func TestPodsReachEachOtherAcrossNodes(t *testing.T) {
 	for _, node := range nodeNames {
 		c.waitRoutes(node, cidrs)
 	}
+	c.checkServingCertificates(ctx)
+	c.checkNodeServerAdmitsOnlyTheAPIServer(ctx, "node-b")
 
 	httpd := c.runPod(ctx, "httpd", "node-a", corev1.RestartPolicyAlways, images.Httpd, nil)
 	c.waitPod(ctx, httpd, func(p *corev1.Pod) bool {
@@ -69,13 +75,16 @@ func TestPodsReachEachOtherAcrossNodes(t *testing.T) {
 		name := c.runPod(ctx, "client-"+strings.TrimPrefix(node, "node-"), node, corev1.RestartPolicyNever, images.Busybox,
 			[]string{"sh", "-c", `printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 20 "$0" 80`, server.Status.PodIP})
 		c.waitPod(ctx, name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
-		if got := c.containerLog(node, name); !strings.Contains(got, strings.TrimSpace(images.HttpdIndex)) {
-			t.Fatalf("%s on %s: log %q lacks the httpd index %q\n%s", name, node, got, images.HttpdIndex, c.tails())
+		if got := c.kubectl("logs", name); !strings.Contains(got, strings.TrimSpace(images.HttpdIndex)) {
+			t.Fatalf("%s on %s: kubectl logs %q lacks the httpd index %q\n%s", name, node, got, images.HttpdIndex, c.tails())
 		}
 		p, _ := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if ip := p.Status.PodIP; ip != "" && !cidrs[node].Contains(netip.MustParseAddr(ip)) {
 			t.Errorf("%s's pod IP %s is not in %s's podCIDR %s", name, ip, node, cidrs[node])
 		}
+	}
+	if got := c.kubectl("exec", httpd, "--", "cat", "/www/index.html"); got != images.HttpdIndex {
+		t.Errorf("kubectl exec in %s on node-a: %q, want %q", httpd, got, images.HttpdIndex)
 	}
 }
 
@@ -115,8 +124,8 @@ func startCluster(t *testing.T) *cluster {
 	})
 	mirror := forward(t, l.bridgeNS, lanGateway+":0", host)
 
-	c := &cluster{t: t, lan: l, agentDir: map[string]string{}}
 	serverDir := filepath.Join(work, "server")
+	c := &cluster{t: t, lan: l, serverDir: serverDir, agentDir: map[string]string{}}
 	apiURL := "https://" + lanGateway + ":6443"
 	c.procs = append(c.procs, start(t, "server", l.bridgeNS, logDir, "server", "--data-dir", serverDir,
 		"--bind-address", lanGateway, "--port", "6443", "--tls-san", lanGateway, "--disable-agent"))
@@ -278,18 +287,6 @@ func (c *cluster) waitPod(ctx context.Context, name string, cond func(*corev1.Po
 		}
 		c.t.Fatalf("pod %s: %v; last status %s\n%s", name, err, status, c.tails())
 	}
-}
-
-// containerLog reads the main container's CRI log file, which the agent
-// keeps under its data directory.
-func (c *cluster) containerLog(node, pod string) string {
-	files, _ := filepath.Glob(filepath.Join(c.agentDir[node], "pod-logs", "default_"+pod+"_*", "main", "*.log"))
-	var out strings.Builder
-	for _, f := range files {
-		data, _ := os.ReadFile(f)
-		out.Write(data)
-	}
-	return out.String()
 }
 
 func (c *cluster) deleteAllPods() {
