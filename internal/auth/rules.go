@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -62,8 +63,20 @@ func (r ruleResolver) RulesFor(_ context.Context, u user.Info, namespace string)
 		}
 		rules = append(rules, held...)
 	}
-	resource, nonResource := ruleInfos(rules)
+	resource, nonResource := ruleInfos(unique(rules))
 	return resource, nonResource, incomplete, errors.Join(errs...)
+}
+
+// unique drops repeated rules (the admin's everything comes from masters
+// and again from RBAC's cluster-admin binding), keeping the first of each.
+func unique(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, r := range rules {
+		if !slices.ContainsFunc(out, func(o rbacv1.PolicyRule) bool { return reflect.DeepEqual(o, r) }) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // ruleInfos splits RBAC rules into the authorizer's two kinds of rule.

@@ -47,8 +47,20 @@ func TestRuleResolver(t *testing.T) {
 			}
 		})
 	}
+	// The admin's everything, from masters and from RBAC's cluster-admin, is listed once.
+	clusterAdmin := func(user.Info, string) ([]rbacv1.PolicyRule, error) { return everything, nil }
+	resource, nonResource, _, _ := NewRuleResolver(clusterAdmin).RulesFor(context.Background(), &user.DefaultInfo{Name: "admin", Groups: []string{MastersGroup}}, "default")
+	wildcards := 0
+	for _, r := range resource {
+		if slices.Contains(r.GetResources(), "*") {
+			wildcards++
+		}
+	}
+	if wildcards != 1 || len(nonResource) == 0 || !slices.Contains(nonResource[0].GetNonResourceURLs(), "*") {
+		t.Errorf("admin's rules: %d wildcard resource rules (want 1), non-resource %v", wildcards, nonResource)
+	}
 	// Nobody but masters gets wildcards.
-	resource, _, _, _ := NewRuleResolver(podReader).RulesFor(context.Background(), &user.DefaultInfo{Name: "alice", Groups: authenticated}, "default")
+	resource, _, _, _ = NewRuleResolver(podReader).RulesFor(context.Background(), &user.DefaultInfo{Name: "alice", Groups: authenticated}, "default")
 	for _, r := range resource {
 		if slices.Contains(r.GetResources(), "*") {
 			t.Errorf("alice holds a wildcard rule %+v", r)
