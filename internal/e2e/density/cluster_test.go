@@ -3,8 +3,10 @@ package density
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +33,7 @@ const nodeName = "density-node"
 // images served by an in-process registry on loopback.
 type cluster struct {
 	client          *kubernetes.Clientset
+	kubeconfig      string // the admin kubeconfig
 	runtimeEndpoint string
 	logPath         string
 }
@@ -66,7 +69,11 @@ func startCluster(t *testing.T) *cluster {
 		}
 	})
 	dataDir, socketDir := filepath.Join(dir, "data"), filepath.Join(dir, "run")
-	c := &cluster{runtimeEndpoint: "unix://" + filepath.Join(socketDir, "runtime.sock"), logPath: filepath.Join(dir, "server.log")}
+	c := &cluster{
+		kubeconfig:      filepath.Join(dataDir, "admin.kubeconfig"),
+		runtimeEndpoint: "unix://" + filepath.Join(socketDir, "runtime.sock"),
+		logPath:         filepath.Join(dir, "server.log"),
+	}
 	srv := proc.Start(t, berthBin, c.logPath, "server",
 		"--data-dir", dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports.Free(t)),
 		"--node-name", nodeName, "--socket-dir", socketDir,
@@ -83,7 +90,7 @@ func startCluster(t *testing.T) *cluster {
 			t.Logf("server log (tail):\n%s", c.logTail())
 		}
 	})
-	c.client = waitForClient(t, filepath.Join(dataDir, "admin.kubeconfig"))
+	c.client = waitForClient(t, c.kubeconfig)
 	c.waitForNodeReady(t)
 	return c
 }
@@ -130,6 +137,21 @@ func (c *cluster) waitForNodeReady(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node %s never Ready: %v\n%s", nodeName, err, c.logTail())
 	}
+}
+
+// kubectl runs `berth kubectl ARGS` with default flags (the admin
+// kubeconfig through KUBECONFIG) and returns its output; it fails the test
+// if kubectl fails.
+func (c *cluster) kubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), berthBin, append([]string{"kubectl"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "HOME="+t.TempDir())
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("berth kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // runtimeClient connects to the local runtime's CRI socket, closed at clean-up.

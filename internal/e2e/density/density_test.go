@@ -1,17 +1,15 @@
 package density
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
@@ -25,56 +23,63 @@ const podCount = 100
 // selector picks the test's pods only.
 const selector = "app=density"
 
-// waitLimit only bounds a hung run; nothing is asserted about time.
-const waitLimit = 15 * time.Minute
+// waitLimit only bounds a hung run (kubectl's --timeout); nothing is
+// asserted about time.
+const waitLimit = "15m"
 
-// 100 pods on one node all reach Running and Ready, each with its own pod
-// IP from the node's podCIDR; deleted, they all disappear, and the runtime
-// is left with no container and no sandbox.
+// 100 pods on one node, applied with `berth kubectl`, all reach Running and
+// Ready, each with its own pod IP from the node's podCIDR; deleted with
+// `berth kubectl`, they all disappear, and the runtime is left with no
+// container and no sandbox.
 func TestHundredPodsOnOneNodeRunAndGo(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
 	c := startCluster(t)
 	ctx := t.Context()
-	pods := c.client.CoreV1().Pods(metav1.NamespaceDefault)
 
-	for i := range podCount {
-		if _, err := pods.Create(ctx, densityPod(i), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create pod %d: %v", i, err)
-		}
+	out := c.kubectl(t, podList(t, podCount), "apply", "-f", "-")
+	if created := strings.Count(out, " created"); created != podCount {
+		t.Fatalf("kubectl apply created %d pods, want %d:\n%s", created, podCount, out)
 	}
-	var last []corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, time.Second, waitLimit, true, func(ctx context.Context) (bool, error) {
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false, nil
-		}
-		last = list.Items
-		return countRunningReady(last) == podCount, nil
-	})
+	c.kubectl(t, "", "wait", "--for=condition=Ready", "pod", "-l", selector, "--timeout="+waitLimit)
+	list, err := c.client.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		t.Fatalf("not all %d pods Running and Ready: %v; %s", podCount, err, summarize(last))
+		t.Fatal(err)
+	}
+	if n := countRunningReady(list.Items); len(list.Items) != podCount || n != podCount {
+		t.Fatalf("%d of %d pods Running and Ready with their container running, never restarted; %s", n, podCount, summarize(list.Items))
 	}
 	node, err := c.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkPlacementAndAddresses(t, last, node.Spec.PodCIDR)
+	checkPlacementAndAddresses(t, list.Items, node.Spec.PodCIDR)
 
-	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector}); err != nil {
+	// kubectl delete waits until the objects are gone, which the agent
+	// brings about only after stopping the containers and removing the
+	// sandboxes.
+	c.kubectl(t, "", "delete", "pod", "-l", selector, "--timeout="+waitLimit)
+	list, err = c.client.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, waitLimit, true, func(ctx context.Context) (bool, error) {
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false, nil
-		}
-		last = list.Items
-		return len(last) == 0, nil
-	})
-	if err != nil {
-		t.Fatalf("%d of %d deleted pods still there: %v; %s", len(last), podCount, err, summarize(last))
+	if len(list.Items) != 0 {
+		t.Fatalf("after kubectl delete: %s", summarize(list.Items))
 	}
 	checkRuntimeEmpty(t, c)
+}
+
+// podList is a v1 List of n density pods, as kubectl apply -f reads it.
+func podList(t *testing.T, n int) string {
+	t.Helper()
+	items := make([]*corev1.Pod, n)
+	for i := range items {
+		items[i] = densityPod(i)
+	}
+	data, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // densityPod is a busybox that sleeps and exits at once on SIGTERM (a
@@ -83,6 +88,7 @@ func TestHundredPodsOnOneNodeRunAndGo(t *testing.T) {
 func densityPod(i int) *corev1.Pod {
 	grace := int64(10)
 	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("density-%03d", i), Labels: map[string]string{"app": "density"}},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
@@ -165,7 +171,7 @@ func checkRuntimeEmpty(t *testing.T, c *cluster) {
 	}
 }
 
-// summarize counts pods by what they are waiting for, for failure messages.
+// summarize counts pods by state, for failure messages.
 func summarize(pods []corev1.Pod) string {
 	counts := map[string]int{}
 	for i := range pods {
