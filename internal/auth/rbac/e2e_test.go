@@ -314,17 +314,24 @@ func TestDefaultRolesKeepOperatorChanges(t *testing.T) {
 	dataDir := t.TempDir()
 	b := startBerthIn(t, dataDir)
 	ctx := context.Background()
-	view, err := b.admin.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{})
+	// view is aggregated, as upstream's: the operator changes its source,
+	// system:aggregate-to-view, and view follows.
+	source, err := b.admin.RbacV1().ClusterRoles().Get(ctx, "system:aggregate-to-view", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	view.Rules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
-	if _, err := b.admin.RbacV1().ClusterRoles().Update(ctx, view, metav1.UpdateOptions{}); err != nil {
+	source.Rules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	if _, err := b.admin.RbacV1().ClusterRoles().Update(ctx, source, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.admin.RbacV1().ClusterRoleBindings().Delete(ctx, "system:public-info-viewer", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	onlyGetPods := func(role string) bool {
+		r, err := b.admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+		return err == nil && len(r.Rules) == 1 && r.Rules[0].Resources[0] == "pods" && r.Rules[0].Verbs[0] == "get" && len(r.Rules[0].Verbs) == 1
+	}
+	waitFor(t, "view to follow its changed source", func() bool { return onlyGetPods("view") })
 	b.stop()
 
 	b = startBerthIn(t, dataDir)
@@ -332,12 +339,11 @@ func TestDefaultRolesKeepOperatorChanges(t *testing.T) {
 		_, err := b.admin.RbacV1().ClusterRoleBindings().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
 		return err == nil
 	})
-	after, err := b.admin.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(after.Rules) != 1 || after.Rules[0].Resources[0] != "pods" || after.Rules[0].Verbs[0] != "get" {
-		t.Errorf("the operator's view role was overwritten: %+v", after.Rules)
+	for _, role := range []string{"system:aggregate-to-view", "view"} {
+		if !onlyGetPods(role) {
+			r, _ := b.admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+			t.Errorf("the operator's change to %s was overwritten: %+v", role, r.Rules)
+		}
 	}
 }
 
