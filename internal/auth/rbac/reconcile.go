@@ -11,9 +11,9 @@ import (
 )
 
 // EnsureDefaults creates each default ClusterRole and ClusterRoleBinding,
-// and each default Role and RoleBinding, that does not exist. Existing ones are left exactly as they are: an
-// operator's change to a default role (or its deletion and re-creation
-// with other rules) is theirs to keep.
+// and each default Role and RoleBinding, that does not exist. Existing ones
+// are left exactly as they are: an operator's change to a default role (or
+// its deletion and re-creation with other rules) is theirs to keep.
 func EnsureDefaults(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
 	roles, bindings := DefaultPolicy()
 	created := 0
