@@ -19,6 +19,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"rbac.authorization.k8s.io/roles": true, "rbac.authorization.k8s.io/rolebindings": true,
 		"rbac.authorization.k8s.io/clusterroles": false, "rbac.authorization.k8s.io/clusterrolebindings": false,
 		"authorization.k8s.io/selfsubjectaccessreviews": false, "authorization.k8s.io/subjectaccessreviews": false,
+		"authorization.k8s.io/selfsubjectrulesreviews":   false,
 		"authorization.k8s.io/localsubjectaccessreviews": true,
 	}
 	got := map[string]Resource{}
