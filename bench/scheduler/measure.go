@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -194,8 +195,7 @@ func schedulePods(ctx context.Context, cs kubernetes.Interface, namespace string
 		mu.Lock()
 		created[name] = time.Now()
 		mu.Unlock()
-		_, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
-		return err
+		return createPod(ctx, cs, pod)
 	})
 	if err != nil {
 		return measurement{}, err
@@ -224,4 +224,22 @@ func schedulePods(ctx context.Context, cs kubernetes.Interface, namespace string
 	m.elapsed = last.Sub(begin)
 	slices.Sort(m.latencies)
 	return m, nil
+}
+
+// createPod creates pod, retrying what a loaded machine makes the store
+// answer (an etcd request timeout surfaces as 500, or 504): the load
+// generator must not end a run the server survives. A retry that finds the
+// pod already there means the timed-out attempt was committed after all.
+func createPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		_, err = cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		switch {
+		case err == nil, attempt > 0 && apierrors.IsAlreadyExists(err):
+			return nil
+		case !apierrors.IsInternalError(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err):
+			return err
+		}
+	}
+	return err
 }
