@@ -118,8 +118,8 @@ func newCluster(t *testing.T) *cluster {
 	// Cleanups run last-first: these stop the watchers before the listener closes.
 	secrets.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); secrets.Shutdown() })
-	background(t, ctx, "RBAC informers", func(ctx context.Context) error { roles.Run(ctx); return nil })
-	background(t, ctx, "graph", func(ctx context.Context) error { return c.graph.Run(ctx, self, slog.New(slog.DiscardHandler)) })
+	background(ctx, t, "RBAC informers", func(ctx context.Context) error { roles.Run(ctx); return nil })
+	background(ctx, t, "graph", func(ctx context.Context) error { return c.graph.Run(ctx, self, slog.New(slog.DiscardHandler)) })
 	t.Cleanup(cancel) // runs before the waits above
 	if err := rbac.EnsureDefaults(ctx, c.client(t, pki.AdminIdentity), log); err != nil {
 		t.Fatalf("default RBAC roles: %v", err)
@@ -129,7 +129,7 @@ func newCluster(t *testing.T) *cluster {
 }
 
 // background runs fn until ctx ends; the test's cleanup waits for it.
-func background(t *testing.T, ctx context.Context, what string, fn func(context.Context) error) {
+func background(ctx context.Context, t *testing.T, what string, fn func(context.Context) error) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
