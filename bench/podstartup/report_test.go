@@ -29,7 +29,8 @@ func TestReportShowsMediansOverRoundsAndTheTarget(t *testing.T) {
 			// 2 s, 3 s, 4 s → median 3 s.
 			"containerd": {round("containerd 1.6", 200, 2000), round("containerd 1.6", 200, 3000), round("containerd 1.6", 200, 4000)},
 		},
-		at: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC),
+		cores: 2,
+		at:    time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC),
 	}
 	body := renderReport(in)
 	for _, want := range []string{
@@ -38,6 +39,7 @@ func TestReportShowsMediansOverRoundsAndTheTarget(t *testing.T) {
 		"| pods started per second (first creation → last start) | 1.0 | 1.0 | 1.00 |",
 		"p99 startup per round: berth runtime 800 ms, 1.20 s, 900 ms; containerd 2.00 s, 3.00 s, 4.00 s.",
 		"runtimes berth 1 and containerd 1.6",
+		"(2 cores, shared with other work)",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("report lacks %q:\n%s", want, body)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 	}
 	body := renderReport(reportInput{
 		options: o, berthVersion: berthVersion, results: results,
-		loadBefore: loadBefore, loadAfter: loadAverage(), at: time.Now().UTC(),
+		loadBefore: loadBefore, loadAfter: loadAverage(), cores: runtime.NumCPU(), at: time.Now().UTC(),
 	})
 	fmt.Print(body)
 	if !o.writeDocs {
