@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n", err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
