@@ -85,6 +85,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	checkPodStreams(t, dataDir, "hello")
 	checkPreviousLogs(t, cs, dataDir)
 	checkServiceAccountToken(t, dataDir, "hello")
+	checkAcceptanceWorkload(t, cs, dataDir)
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
