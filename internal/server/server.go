@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -153,6 +154,9 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 			NextProtos: []string{"h2", "http/1.1"},
 		},
 		ReadHeaderTimeout: 30 * time.Second,
+		// net/http's own errors (TLS handshakes refused: a client
+		// certificate from another CA, or expired) as structured warnings.
+		ErrorLog: slog.NewLogLogger(log.With("component", "https").Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(stopAPI)
 	errc := make(chan error, 1)
