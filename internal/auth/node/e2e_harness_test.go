@@ -8,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -109,8 +108,8 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	// Handshake failures (a client certificate the client CA did not sign,
-	// or expired) are logged by net/http's error log, as in internal/server.
-	srv := &httptest.Server{Listener: listener, Config: &http.Server{Handler: handler, ErrorLog: stdlog.New(c.logs, "", 0)}}
+	// or expired) are logged through net/http's error log, as in internal/server.
+	srv := &httptest.Server{Listener: listener, Config: &http.Server{Handler: handler, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{serving}, ClientCAs: clientCAs, ClientAuth: tls.VerifyClientCertIfGiven}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
