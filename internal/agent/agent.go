@@ -26,6 +26,12 @@ import (
 	"github.com/berth/berth/internal/version"
 )
 
+// The agent's API request rate limit, as the kubelet's defaults.
+const (
+	agentQPS   = 50
+	agentBurst = 100
+)
+
 // Run starts the agent from cfg and runs it until ctx ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
@@ -49,6 +55,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}
 	restCfg.UserAgent = "berth-agent/" + version.Get().Version
+	// The kubelet's defaults: client-go's own (5/s, burst 10) made a burst
+	// of pod starts wait seconds in the client for their status patches.
+	restCfg.QPS, restCfg.Burst = agentQPS, agentBurst
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
