@@ -104,6 +104,10 @@ func (s *objectStore) storeError(err error, name string) error {
 			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	case errors.Is(err, store.ErrCompacted):
 		return apierrors.NewResourceExpired("The resourceVersion for the provided request is too old.")
+	case errors.Is(err, store.ErrTooLarge):
+		return apierrors.NewRequestEntityTooLargeError(err.Error())
+	case errors.Is(err, store.ErrTooManyRequests):
+		return apierrors.NewTooManyRequests("the store is overloaded; retry", 1)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError(err.Error(), 1)
 	}

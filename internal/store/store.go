@@ -126,4 +126,7 @@ var (
 	// ErrTooLarge: the value or transaction exceeds the store's request size
 	// limit (the API serves it as 413).
 	ErrTooLarge = errors.New("store: request too large")
+	// ErrTooManyRequests: the store sheds load (etcd's applied index has
+	// fallen far behind); the API serves it as 429 with Retry-After.
+	ErrTooManyRequests = errors.New("store: too many requests")
 )

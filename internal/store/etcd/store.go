@@ -125,6 +125,8 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %w", store.ErrCompacted, err)
 	case errors.Is(err, rpctypes.ErrRequestTooLarge):
 		return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+	case errors.Is(err, rpctypes.ErrTooManyRequests):
+		return fmt.Errorf("%w: %w", store.ErrTooManyRequests, err)
 	}
 	return err
 }
