@@ -49,21 +49,6 @@ func TestReadLifecycleRefusesMalformedResults(t *testing.T) {
 	}
 }
 
-func TestQuantileIsNearestRank(t *testing.T) {
-	xs := []int{50, 10, 40, 20, 30, 60, 70, 80, 90, 100}
-	for q, want := range map[float64]int{0.5: 50, 0.9: 90, 1: 100, 0.01: 10} {
-		if got := quantile(xs, q); got != want {
-			t.Errorf("quantile(%v) = %d, want %d", q, got, want)
-		}
-	}
-	if got := median([]int{3, 1, 2}); got != 2 {
-		t.Errorf("median = %d, want 2", got)
-	}
-	if got := quantile([]int(nil), 0.5); got != 0 {
-		t.Errorf("quantile of nothing = %d, want 0", got)
-	}
-}
-
 func TestReadMemoryOfThisProcess(t *testing.T) {
 	m, err := readMemory(os.Getpid())
 	if err != nil {

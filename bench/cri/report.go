@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/berth/berth/bench/internal/report"
 )
 
 // renderReport formats the side-by-side table: each figure is the median
@@ -62,9 +64,9 @@ func renderReport(o options, results map[string][]round, pullBytes int64, loadBe
 func latency(rs []round, op string, q float64) time.Duration {
 	per := make([]time.Duration, len(rs))
 	for i, r := range rs {
-		per[i] = quantile(r.samples[op], q)
+		per[i] = report.Quantile(r.samples[op], q)
 	}
-	return median(per)
+	return report.Median(per)
 }
 
 func medianMemory(rs []round, pick func(round) memory) memory {
@@ -73,7 +75,7 @@ func medianMemory(rs []round, pick func(round) memory) memory {
 		m := pick(r)
 		rss[i], anon[i] = m.rss, m.anon
 	}
-	return memory{median(rss), median(anon)}
+	return memory{report.Median(rss), report.Median(anon)}
 }
 
 func divide(m memory, n int) memory {

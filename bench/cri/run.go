@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -47,7 +46,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	loadBefore := loadAverage()
+	loadBefore := report.LoadAverage()
 	logger.Info("starting the test registry (builds the critest images)")
 	reg, addr, err := startRegistry(ctx, work)
 	if err != nil {
@@ -85,7 +84,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 }
 
 func writeReport(o options, results map[string][]round, pullBytes int64, loadBefore string) error {
-	body := renderReport(o, results, pullBytes, loadBefore, loadAverage(), time.Now().UTC())
+	body := renderReport(o, results, pullBytes, loadBefore, report.LoadAverage(), time.Now().UTC())
 	fmt.Print(body)
 	if o.out == "" {
 		return nil
@@ -162,13 +161,4 @@ func imageBytes(ctx context.Context, registryHost, ref string) (int64, error) {
 		total += l.Size
 	}
 	return total, nil
-}
-
-// loadAverage is the machine's 1-minute load average, for the report.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(data))[0]
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/berth/berth/bench/internal/report"
 )
 
 // reportInput is everything the report shows.
@@ -27,13 +29,13 @@ type figure struct {
 }
 
 var figures = []figure{
-	{"pod startup (creation → all containers running), p50", func(r result) float64 { return seconds(quantile(r.started, 0.5)) }, formatSeconds},
-	{"pod startup, p99", func(r result) float64 { return seconds(quantile(r.started, 0.99)) }, formatSeconds},
-	{"pod startup, max", func(r result) float64 { return seconds(quantile(r.started, 1)) }, formatSeconds},
-	{"creation → Ready, p50", func(r result) float64 { return seconds(quantile(r.ready, 0.5)) }, formatSeconds},
-	{"creation → Ready, p99", func(r result) float64 { return seconds(quantile(r.ready, 0.99)) }, formatSeconds},
-	{"containers' startedAt → seen running in the watch, p50 (startedAt has 1 s resolution)", func(r result) float64 { return seconds(quantile(r.reportDelay, 0.5)) }, formatSeconds},
-	{"containers' startedAt → seen running in the watch, p99", func(r result) float64 { return seconds(quantile(r.reportDelay, 0.99)) }, formatSeconds},
+	{"pod startup (creation → all containers running), p50", func(r result) float64 { return seconds(report.Quantile(r.started, 0.5)) }, formatSeconds},
+	{"pod startup, p99", func(r result) float64 { return seconds(report.Quantile(r.started, 0.99)) }, formatSeconds},
+	{"pod startup, max", func(r result) float64 { return seconds(report.Quantile(r.started, 1)) }, formatSeconds},
+	{"creation → Ready, p50", func(r result) float64 { return seconds(report.Quantile(r.ready, 0.5)) }, formatSeconds},
+	{"creation → Ready, p99", func(r result) float64 { return seconds(report.Quantile(r.ready, 0.99)) }, formatSeconds},
+	{"containers' startedAt → seen running in the watch, p50 (startedAt has 1 s resolution)", func(r result) float64 { return seconds(report.Quantile(r.reportDelay, 0.5)) }, formatSeconds},
+	{"containers' startedAt → seen running in the watch, p99", func(r result) float64 { return seconds(report.Quantile(r.reportDelay, 0.99)) }, formatSeconds},
 	{"pods started per second (first creation → last start)", func(r result) float64 { return float64(len(r.started)) / seconds(r.span) }, formatRate},
 	{"CPU per pod until all started: berth server", cpuPerPod(func(c cpuSample) float64 { return c.server }), formatSeconds},
 	{"… berth agent", cpuPerPod(func(c cpuSample) float64 { return c.agent }), formatSeconds},
@@ -98,7 +100,7 @@ func medianOf(rs []result, value func(result) float64) float64 {
 	for _, r := range rs {
 		vs = append(vs, value(r))
 	}
-	return median(vs)
+	return report.Median(vs)
 }
 
 func restarts(rs []result) int {
@@ -112,7 +114,7 @@ func restarts(rs []result) int {
 func perRound(rs []result) string {
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
-		parts = append(parts, formatSeconds(seconds(quantile(r.started, 0.99))))
+		parts = append(parts, formatSeconds(seconds(report.Quantile(r.started, 0.99))))
 	}
 	return strings.Join(parts, ", ")
 }

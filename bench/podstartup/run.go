@@ -42,7 +42,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	loadBefore := loadAverage()
+	loadBefore := report.LoadAverage()
 	registryHost, stopRegistry, err := startRegistry(ctx)
 	if err != nil {
 		return err
@@ -64,13 +64,13 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", kind, r+1, err)
 			}
-			logger.Info("measured", "runtime", kind, "round", r+1, "p50", quantile(res.started, 0.5), "p99", quantile(res.started, 0.99))
+			logger.Info("measured", "runtime", kind, "round", r+1, "p50", report.Quantile(res.started, 0.5), "p99", report.Quantile(res.started, 0.99))
 			results[kind] = append(results[kind], res)
 		}
 	}
 	body := renderReport(reportInput{
 		options: o, berthVersion: berthVersion, results: results,
-		loadBefore: loadBefore, loadAfter: loadAverage(), cores: runtime.NumCPU(), at: time.Now().UTC(),
+		loadBefore: loadBefore, loadAfter: report.LoadAverage(), cores: runtime.NumCPU(), at: time.Now().UTC(),
 	})
 	fmt.Print(body)
 	if !o.writeDocs {
@@ -163,13 +163,4 @@ func versionLine(berth string) (string, error) {
 		commit = commit[:12]
 	}
 	return fmt.Sprintf("%s (%s)", version, commit), nil
-}
-
-// loadAverage is the machine's 1-minute load average, for the report.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(data))[0]
 }

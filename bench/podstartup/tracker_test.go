@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth/berth/bench/internal/report"
 )
 
 // startedAt is the runtime's start time of every running container in pod().
@@ -70,34 +72,16 @@ func TestTrackerTakesTheFirstEventWhereAllContainersRunAndReady(t *testing.T) {
 			t.Errorf("started latency %s, want 300ms and 500ms", d)
 		}
 	}
-	if quantile(ready, 0) != 400*time.Millisecond || quantile(ready, 1) != 500*time.Millisecond {
+	if report.Quantile(ready, 0) != 400*time.Millisecond || report.Quantile(ready, 1) != 500*time.Millisecond {
 		t.Errorf("ready latencies %v, want 400ms and 500ms", ready)
 	}
 	if span != 510*time.Millisecond {
 		t.Errorf("span %s, want 510ms (first creation to last start)", span)
 	}
-	if len(delays) != 2 || quantile(delays, 0) != 300*time.Millisecond || quantile(delays, 1) != 510*time.Millisecond {
+	if len(delays) != 2 || report.Quantile(delays, 0) != 300*time.Millisecond || report.Quantile(delays, 1) != 510*time.Millisecond {
 		t.Errorf("report delays %v, want 300ms and 510ms (from startedAt %s)", delays, t0)
 	}
 	if tr.restarts() != 1 {
 		t.Errorf("restarts %d, want 1", tr.restarts())
-	}
-}
-
-func TestQuantileNearestRank(t *testing.T) {
-	xs := make([]int, 100)
-	for i := range xs {
-		xs[i] = 100 - i // 100..1, unsorted
-	}
-	for q, want := range map[float64]int{0.5: 50, 0.99: 99, 1: 100, 0: 1} {
-		if got := quantile(xs, q); got != want {
-			t.Errorf("quantile(1..100, %v) = %d, want %d", q, got, want)
-		}
-	}
-	if xs[0] != 100 {
-		t.Error("quantile sorted its input in place")
-	}
-	if got := quantile([]int(nil), 0.5); got != 0 {
-		t.Errorf("quantile of nothing = %d", got)
 	}
 }
