@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/berth/berth/internal/controller/keyloop"
 	"github.com/berth/berth/internal/pki"
 )
 
@@ -83,25 +84,11 @@ func New(cfg Config) *Controller {
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.run(ctx)
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
-	for c.processNext(ctx) {
-	}
-	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
+	keyloop.Run(ctx, c.queue, 1, c.sync, func(_ context.Context, key string, err error) bool {
 		c.log.Warn("CSR sync failed; retrying", "csr", key, "err", err)
-		c.queue.AddRateLimited(key)
 		return true
-	}
-	c.queue.Forget(key)
-	return true
+	})
+	return nil
 }
 
 // sync takes one CSR one step: decide it if pending, sign it if approved.

@@ -22,6 +22,8 @@ import (
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/berth/berth/internal/controller/keyloop"
 )
 
 // Config is what the controller needs.
@@ -89,28 +91,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !c.start(ctx) {
 		return nil
 	}
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
-	for c.processNext(ctx) {
-	}
+	keyloop.Run(ctx, c.queue, 1, c.sync, c.onError)
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
+func (c *Controller) onError(ctx context.Context, name string, err error) bool {
+	level := slog.LevelWarn
+	if apierrors.IsConflict(err) {
+		level = slog.LevelDebug // the role changed meanwhile; its new version is aggregated next
 	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		level := slog.LevelWarn
-		if apierrors.IsConflict(err) {
-			level = slog.LevelDebug // the role changed meanwhile; its new version is aggregated next
-		}
-		c.log.Log(ctx, level, "cluster role aggregation failed; retrying", "clusterrole", name, "err", err)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
+	c.log.Log(ctx, level, "cluster role aggregation failed; retrying", "clusterrole", name, "err", err)
 	return true
 }
 

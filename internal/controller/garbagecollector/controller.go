@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/berth/berth/internal/controller/keyloop"
 )
 
 // DefaultWorkers is how many objects are synced at once.
@@ -106,40 +107,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("garbage collector started", "resources", len(resources))
 
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	var workers sync.WaitGroup
-	for range c.cfg.Workers {
-		workers.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	workers.Wait()
+	keyloop.Run(ctx, c.queue, c.cfg.Workers, c.sync, c.onError)
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	uid, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(uid)
-	err := c.sync(ctx, uid)
-	if err == nil {
-		c.queue.Forget(uid)
-		return true
-	}
+// onError logs each failure and records the first as an event on the object.
+func (c *Controller) onError(ctx context.Context, uid types.UID, err error) bool {
 	if ctx.Err() != nil {
-		return true
+		return false // shutting down
 	}
 	c.log.Warn("garbage collection failed; retrying", "uid", uid, "attempts", c.queue.NumRequeues(uid)+1, "err", err)
 	if n, ok := c.graph.get(uid); ok && c.queue.NumRequeues(uid) == 0 {
 		c.event(n, corev1.EventTypeWarning, "GarbageCollectionFailed", err.Error())
 	}
-	c.queue.AddRateLimited(uid)
 	return true
 }
 

@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/berth/berth/internal/controller/keyloop"
 )
 
 // Defaults: berth's pod network range, one /24 per node (upstream's default mask).
@@ -137,12 +139,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.log.Info("node IPAM started", "clusterCIDR", c.set.cluster, "nodeMaskSize", c.set.maskSize, "inUse", c.set.inUse)
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for c.processNext(ctx) {
-	}
+	keyloop.Run(ctx, c.queue, 1, c.sync, c.onError)
 	return nil
 }
 
@@ -158,25 +155,14 @@ func (c *Controller) recover() error {
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	err := c.sync(ctx, name)
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrFull):
+func (c *Controller) onError(_ context.Context, name string, err error) bool {
+	if errors.Is(err, ErrFull) {
 		// Parked in c.waiting: only a release can help, and a release
 		// wakes every waiter, so retrying on a timer would only repeat
 		// the refusal.
-	default:
-		c.log.Warn("pod CIDR not assigned yet", "node", name, "err", err)
-		c.queue.AddRateLimited(name)
-		return true
+		return false
 	}
-	c.queue.Forget(name)
+	c.log.Warn("pod CIDR not assigned yet", "node", name, "err", err)
 	return true
 }
 

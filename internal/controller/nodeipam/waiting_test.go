@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/berth/berth/internal/controller/keyloop"
 )
 
 // stepper drives a controller's worker by hand over a fake clientset, its
@@ -70,7 +72,7 @@ func (s *stepper) remove(name string) {
 // not in it yet: they are counted by NumRequeues).
 func (s *stepper) drain() {
 	for s.c.queue.Len() > 0 {
-		s.c.processNext(context.Background())
+		keyloop.ProcessNext(context.Background(), s.c.queue, s.c.sync, s.c.onError)
 	}
 }
 

@@ -23,6 +23,8 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstrapsecretutil "k8s.io/cluster-bootstrap/util/secrets"
 	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/controller/keyloop"
 )
 
 // Config is what the cleaner needs.
@@ -93,25 +95,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !c.start(ctx) {
 		return nil
 	}
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
-	for c.processNext(ctx) {
-	}
-	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
+	keyloop.Run(ctx, c.queue, 1, c.sync, func(_ context.Context, name string, err error) bool {
 		c.log.Warn("bootstrap token cleanup failed; retrying", "secret", name, "err", err)
-		c.queue.AddRateLimited(name)
 		return true
-	}
-	c.queue.Forget(name)
-	return true
+	})
+	return nil
 }
 
 // sync deletes the token if it has expired, or looks at it again at its
