@@ -1,35 +1,19 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/berth/berth/internal/testkit/berthbin"
 )
 
-// berthBin is the real binary, built once by TestMain so that build
-// information (module versions, VCS revision) is what a user's build carries.
+// berthBin is the real binary, built once so that build information
+// (module versions, VCS revision) is what a user's build carries.
 var berthBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "berth-bin")
-	if err != nil {
-		panic(err)
-	}
-	berthBin = filepath.Join(dir, "berth")
-	// The same build as users get (version ldflags, berth-monitor beside berth).
-	cmd := exec.Command("../../hack/build.sh", dir)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { berthbin.Main(m, &berthBin) }
 
 func buildBerth(t *testing.T) string {
 	t.Helper()
