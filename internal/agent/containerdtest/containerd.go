@@ -247,38 +247,87 @@ func writeConfig(dir, regHost string) (string, error) {
 	// itself (an inline mirror would, and a missing image would then wait
 	// for DNS to time out).
 	hostsDir := filepath.Join(dir, "certs.d")
-	if err := os.MkdirAll(filepath.Join(hostsDir, RegistryHost), 0o755); err != nil {
+	if err := WriteRegistryHosts(hostsDir, regHost, RegistryHost); err != nil {
 		return "", err
 	}
-	hosts := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", regHost, regHost)
-	if err := os.WriteFile(filepath.Join(hostsDir, RegistryHost, "hosts.toml"), []byte(hosts), 0o644); err != nil {
-		return "", err
+	cfg := Config{Dir: dir, SandboxImage: Image(images.Pause), CNIBinDir: "/usr/lib/cni", CNIConfDir: confDir, RegistryHostsDir: hostsDir}.TOML()
+	path := filepath.Join(dir, "config.toml")
+	return path, os.WriteFile(path, []byte(cfg), 0o644)
+}
+
+// WriteRegistryHosts points each of hosts at the registry on registryHost
+// over plain HTTP, as containerd's hosts.toml files under hostsDir (the
+// registry config_path). The registry is each host's server, not a mirror,
+// so containerd never resolves the host itself. The CRI benchmarks use it
+// too, to configure their containerd like this one.
+func WriteRegistryHosts(hostsDir, registryHost string, hosts ...string) error {
+	for _, host := range hosts {
+		if err := os.MkdirAll(filepath.Join(hostsDir, host), 0o755); err != nil {
+			return err
+		}
+		toml := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", registryHost, registryHost)
+		if err := os.WriteFile(filepath.Join(hostsDir, host, "hosts.toml"), []byte(toml), 0o644); err != nil {
+			return err
+		}
 	}
-	cfg := fmt.Sprintf(`version = 2
+	return nil
+}
+
+// Config is a containerd 1.6 CRI configuration with its root, state and
+// socket under Dir, runc as the only runtime and overlayfs as the only
+// snapshotter. The CRI benchmarks render theirs with it too, so that the
+// containerd they measure is configured like the one the agent is tested on.
+type Config struct {
+	Dir              string
+	SandboxImage     string
+	CNIBinDir        string
+	CNIConfDir       string
+	RegistryHostsDir string // registry config_path (hosts.toml files)
+	// BesideOthers also puts the ttrpc socket, network namespaces and runc's
+	// root under Dir, for a containerd that must touch nothing another
+	// containerd on the host uses.
+	BesideOthers bool
+}
+
+// TOML renders c as config.toml. restrict_oom_score_adj: the test hosts
+// refuse negative oom_score_adj.
+func (c Config) TOML() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `version = 2
 root = %q
 state = %q
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper"]
 
 [grpc]
   address = %q
-
+`, filepath.Join(c.Dir, "root"), filepath.Join(c.Dir, "state"), filepath.Join(c.Dir, "containerd.sock"))
+	if c.BesideOthers {
+		fmt.Fprintf(&b, "[ttrpc]\n  address = %q\n", filepath.Join(c.Dir, "containerd.sock.ttrpc"))
+	}
+	fmt.Fprintf(&b, `
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
   restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
+`, c.SandboxImage)
+	if c.BesideOthers {
+		b.WriteString("  netns_mounts_under_state_dir = true\n")
+	}
+	b.WriteString(`  [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+`)
+	if c.BesideOthers {
+		fmt.Fprintf(&b, "        Root = %q\n", filepath.Join(c.Dir, "runc"))
+	}
+	fmt.Fprintf(&b, `  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %q
     conf_dir = %q
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
-		Image(images.Pause), confDir, hostsDir)
-	path := filepath.Join(dir, "config.toml")
-	return path, os.WriteFile(path, []byte(cfg), 0o644)
+`, c.CNIBinDir, c.CNIConfDir, c.RegistryHostsDir)
+	return b.String()
 }
