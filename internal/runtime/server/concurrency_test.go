@@ -38,3 +38,42 @@ func TestCreateRacingSandboxRemovalLeavesNothing(t *testing.T) {
 		t.Fatalf("left behind: %d containers, %d rootfses", len(list.Containers), h.images.inUse())
 	}
 }
+
+// TestConcurrentStopsAndRemovesOfOneSandboxAllSucceed: CRI makes
+// StopPodSandbox and RemovePodSandbox idempotent, and an agent's pod worker
+// and its garbage collector may well remove the same sandbox at once: every
+// call succeeds, whichever finishes the work.
+func TestConcurrentStopsAndRemovesOfOneSandboxAllSucceed(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, sbCfg := h.runSandbox("pod")
+	if _, err := h.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sb, Config: containerConfig("c"), SandboxConfig: sbCfg,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			var err error
+			if i%2 == 0 {
+				_, err = h.client.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb})
+			} else {
+				_, err = h.client.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb})
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent stop/remove: %v", err)
+		}
+	}
+	list, err := h.client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("sandboxes left: %v (err %v)", list.GetItems(), err)
+	}
+}

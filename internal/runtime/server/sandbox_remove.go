@@ -24,10 +24,16 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 		return nil, err
 	}
 	if err := s.stopSandbox(ctx, sb); err != nil {
+		if removedMeanwhile(err) {
+			return &runtimeapi.RemovePodSandboxResponse{}, nil
+		}
 		return nil, err
 	}
 	unlock := s.locks.lock(sb.ID)
 	defer unlock()
+	if _, err := s.sandboxes.get(sb.ID); removedMeanwhile(err) {
+		return &runtimeapi.RemovePodSandboxResponse{}, nil
+	}
 	for _, c := range s.containersOf(sb.ID) {
 		if err := s.removeContainer(ctx, c.ID); err != nil {
 			return nil, err

@@ -23,11 +23,17 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 	if err != nil {
 		return nil, err
 	}
-	if err := s.stopSandbox(ctx, sb); err != nil {
+	if err := s.stopSandbox(ctx, sb); err != nil && !removedMeanwhile(err) {
 		return nil, err
 	}
 	return &runtimeapi.StopPodSandboxResponse{}, nil
 }
+
+// removedMeanwhile reports an error that only says a concurrent call
+// (another remover: the agent's pod worker and its garbage collector may
+// race) finished the job first, which CRI's idempotent stop and remove
+// must not report.
+func removedMeanwhile(err error) bool { return status.Code(err) == codes.NotFound }
 
 func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 	unlock := s.locks.lock(sb.ID)
@@ -40,7 +46,7 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 		return err
 	}
 	for _, c := range s.containersOf(sb.ID) {
-		if err := s.stopContainer(ctx, c.ID, 0); err != nil {
+		if err := s.stopContainer(ctx, c.ID, 0); err != nil && !removedMeanwhile(err) {
 			return err
 		}
 	}
