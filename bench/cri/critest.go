@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/berth/berth/bench/internal/crirun"
 )
 
 // pullImage is the image critest's pull benchmark uses by default (the
@@ -33,7 +35,7 @@ type samples map[string][]time.Duration
 // runCritest runs `critest -benchmark` against t and returns its samples,
 // read from the JSON files it writes into its output directory.
 func runCritest(ctx context.Context, critest string, t *target, pods, pulls int) (samples, error) {
-	dir := filepath.Join(t.dir, "critest")
+	dir := filepath.Join(t.Dir, "critest")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -51,13 +53,13 @@ func runCritest(ctx context.Context, critest string, t *target, pods, pulls int)
 	}
 	defer logFile.Close()
 	cmd := exec.CommandContext(ctx, critest, "-benchmark",
-		"-runtime-endpoint", t.endpoint, "-image-endpoint", t.endpoint,
+		"-runtime-endpoint", t.Endpoint, "-image-endpoint", t.Endpoint,
 		"-benchmarking-params-file", paramsFile, "-benchmarking-output-dir", dir,
 		"-ginkgo.timeout", "60m")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Run(); err != nil {
 		// The log goes with the target's directory: its end goes into the error.
-		return nil, fmt.Errorf("critest -benchmark against %s: %w; log ends:\n%s", t.name, err, tailOf(logFile.Name(), 30))
+		return nil, fmt.Errorf("critest -benchmark against %s: %w; log ends:\n%s", t.Name, err, crirun.TailOf(logFile.Name(), 30))
 	}
 	all := samples{}
 	for _, file := range []string{"pod_benchmark_data.json", "container_benchmark_data.json", "image_lifecycle_benchmark_data.json"} {

@@ -16,11 +16,9 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/berth/berth/bench/internal/crirun"
 )
 
 // options are the command's flags.
@@ -47,12 +45,5 @@ func main() {
 	flag.StringVar(&o.workDir, "work-dir", "/tmp", "where the bench's temporary directory is made (short: unix socket paths)")
 	flag.Parse()
 
-	// Cancelled on ^C or SIGTERM, so every deferred clean-up still runs.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(ctx, logger, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/cri:", err)
-		os.Exit(1)
-	}
+	crirun.Main("bench/cri", func(ctx context.Context, logger *slog.Logger) error { return run(ctx, logger, o) })
 }

@@ -22,22 +22,22 @@ type loaded struct {
 // container, and measures the daemon and its helpers while they run. The
 // pods are left for the target's clean-up.
 func runPods(ctx context.Context, t *target, n int) (loaded, error) {
-	rt := t.client.Runtime
+	rt := t.Client.Runtime
 	img := &runtimeapi.ImageSpec{Image: images.CritestDefaultImage}
-	if _, err := t.client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img}); err != nil {
-		return loaded{}, fmt.Errorf("%s: pull %s: %w", t.name, img.Image, err)
+	if _, err := t.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img}); err != nil {
+		return loaded{}, fmt.Errorf("%s: pull %s: %w", t.Name, img.Image, err)
 	}
 	for i := range n {
 		name := fmt.Sprintf("bench-%d", i)
 		config := &runtimeapi.PodSandboxConfig{
 			Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench-cri", Uid: name + "-uid"},
 			Hostname:     name,
-			LogDirectory: filepath.Join(t.dir, "logs", name),
+			LogDirectory: filepath.Join(t.Dir, "logs", name),
 			Linux:        &runtimeapi.LinuxPodSandboxConfig{},
 		}
 		sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
 		if err != nil {
-			return loaded{}, fmt.Errorf("%s: RunPodSandbox %s: %w", t.name, name, err)
+			return loaded{}, fmt.Errorf("%s: RunPodSandbox %s: %w", t.Name, name, err)
 		}
 		c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 			PodSandboxId: sb.PodSandboxId, SandboxConfig: config,
@@ -47,20 +47,20 @@ func runPods(ctx context.Context, t *target, n int) (loaded, error) {
 			},
 		})
 		if err != nil {
-			return loaded{}, fmt.Errorf("%s: CreateContainer in %s: %w", t.name, name, err)
+			return loaded{}, fmt.Errorf("%s: CreateContainer in %s: %w", t.Name, name, err)
 		}
 		if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
-			return loaded{}, fmt.Errorf("%s: StartContainer in %s: %w", t.name, name, err)
+			return loaded{}, fmt.Errorf("%s: StartContainer in %s: %w", t.Name, name, err)
 		}
 	}
 	if err := checkRunning(ctx, rt, n); err != nil {
-		return loaded{}, fmt.Errorf("%s: %w", t.name, err)
+		return loaded{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	daemon, err := readMemory(t.proc.pid())
+	daemon, err := readMemory(t.Proc.Pid())
 	if err != nil {
 		return loaded{}, err
 	}
-	pids := helperProcesses(t.helper, t.dir)
+	pids := helperProcesses(t.helper, t.Dir)
 	helpers, err := sumMemory(pids)
 	if err != nil {
 		return loaded{}, err

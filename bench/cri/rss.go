@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/berth/berth/bench/internal/crirun"
 )
 
 // memory is one process's resident set from /proc/PID/status, in KiB:
@@ -51,7 +53,7 @@ func readMemory(pid int) (memory, error) {
 // line mentions dir: the daemon's own monitors or shims, not another's.
 func helperProcesses(comm, dir string) []int {
 	var pids []int
-	for _, pid := range processesMentioning(dir) {
+	for _, pid := range crirun.ProcessesMentioning(dir) {
 		name, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
 		if err == nil && strings.TrimSpace(string(name)) == comm {
 			pids = append(pids, pid)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,8 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/bench/internal/crirun"
 	"github.com/berth/berth/bench/internal/report"
 	"github.com/berth/berth/internal/testkit/registry"
 )
@@ -25,12 +24,9 @@ type round struct {
 	loaded     loaded
 }
 
-// runtimeKinds are the runtimes compared, in report order.
-var runtimeKinds = []string{"berth", "containerd"}
-
 func run(ctx context.Context, logger *slog.Logger, o options) error {
-	if os.Geteuid() != 0 {
-		return errors.New("must run as root (namespaces, mounts, runc)")
+	if err := crirun.RequireRoot(); err != nil {
+		return err
 	}
 	for _, bin := range []string{o.berth, filepath.Join(filepath.Dir(o.berth), "berth-monitor"), o.critest} {
 		if _, err := os.Stat(bin); err != nil {
@@ -52,7 +48,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 	if err != nil {
 		return err
 	}
-	defer reg.stop(10 * time.Second)
+	defer reg.Stop(10 * time.Second)
 	pullBytes, err := imageBytes(ctx, addr, pullImage)
 	if err != nil {
 		return err
@@ -60,13 +56,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 
 	results := map[string][]round{}
 	for r := range o.rounds {
-		// Alternate which runtime goes first, so neither always meets a
-		// machine warmed (or loaded) by the other.
-		order := runtimeKinds
-		if r%2 == 1 {
-			order = []string{runtimeKinds[1], runtimeKinds[0]}
-		}
-		for _, kind := range order {
+		for _, kind := range crirun.RoundOrder(r) {
 			logger.Info("measuring", "runtime", kind, "round", r+1, "of", o.rounds)
 			res, err := measure(ctx, logger, o, berth, kind, filepath.Join(work, fmt.Sprintf("%s%d", kind[:1], r)), addr)
 			if err != nil {
@@ -99,42 +89,25 @@ func measure(ctx context.Context, logger *slog.Logger, o options, berth, kind, d
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return round{}, err
 	}
-	var t *target
-	var err error
-	if kind == "berth" {
-		t, err = startBerth(ctx, logger, berth, dir, registry)
-	} else {
-		t, err = startContainerd(ctx, logger, dir, registry)
-	}
-	defer t.close()
+	t, err := startTarget(ctx, logger, kind, berth, dir, registry)
 	if err != nil {
 		return round{}, fmt.Errorf("start %s: %w", kind, err)
 	}
-	var res round
-	if res.version, err = versionOf(ctx, t); err != nil {
-		return round{}, err
-	}
-	if res.idle, err = readMemory(t.proc.pid()); err != nil {
+	defer t.close()
+	res := round{version: t.Version}
+	if res.idle, err = readMemory(t.Proc.Pid()); err != nil {
 		return round{}, err
 	}
 	if res.samples, err = runCritest(ctx, o.critest, t, o.pods, o.pulls); err != nil {
 		return round{}, err
 	}
-	if res.afterBench, err = readMemory(t.proc.pid()); err != nil {
+	if res.afterBench, err = readMemory(t.Proc.Pid()); err != nil {
 		return round{}, err
 	}
 	if res.loaded, err = runPods(ctx, t, o.runningPod); err != nil {
 		return round{}, err
 	}
 	return res, nil
-}
-
-func versionOf(ctx context.Context, t *target) (string, error) {
-	v, err := t.client.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
-	if err != nil {
-		return "", fmt.Errorf("%s: Version: %w", t.name, err)
-	}
-	return v.RuntimeName + " " + v.RuntimeVersion, nil
 }
 
 // imageBytes is the size of ref as the registry serves it: manifest,

@@ -2,141 +2,51 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/bench/internal/crirun"
+	"github.com/berth/berth/internal/testkit/images"
 )
 
 // target is one CRI runtime under measurement, started fresh for a round
-// with everything it writes under dir.
+// with everything it writes under its Dir.
 type target struct {
-	name      string   // as shown in the report
-	dir       string   // root, state, socket, CNI config of this runtime
-	endpoint  string   // unix:///...
-	bridge    string   // the CNI bridge of its private network
-	helper    string   // process name (comm) of its per-pod or per-container helper
-	runcRoots []string // runc --root directories its containers live in
-	proc      *process
-	client    *cri.Client
-	logger    *slog.Logger
+	*crirun.Runtime
+	helper string // process name (comm) of its per-pod or per-container helper
 }
 
-// launch starts the daemon and waits until it answers CRI Version.
-func (t *target) launch(ctx context.Context, bin string, args ...string) error {
-	p, err := startProcess(filepath.Join(t.dir, "daemon.log"), bin, args...)
-	if err != nil {
-		return err
-	}
-	t.proc = p
-	return p.waitFor(ctx, 2*time.Minute, func(ctx context.Context) error {
-		c, _, err := cri.Dial(ctx, t.endpoint)
-		if err == nil {
-			t.client = c
-		}
-		return err
+// Each runtime gets a bridge and subnet of its own, used by no other test
+// or program in the repository; helper names its monitor or shim.
+var targets = map[string]struct {
+	name, helper string
+	network      crirun.Network
+}{
+	"berth":      {"berth runtime", "berth-monitor", crirun.Network{Name: "berth-bench", Bridge: "bcribench0", Subnet: "10.236.0.0/24"}},
+	"containerd": {"containerd", "containerd-shim", crirun.Network{Name: "containerd-bench", Bridge: "bcribench1", Subnet: "10.237.0.0/24"}},
+}
+
+// startTarget runs kind ("berth": `berth runtime`, or Debian's containerd
+// 1.6) in dir with critest's registries served by the loopback registry,
+// both with the same runc and CNI plugins, and each daemon logging at its
+// default level (info) into dir/daemon.log.
+func startTarget(ctx context.Context, logger *slog.Logger, kind, berth, dir, registry string) (*target, error) {
+	k := targets[kind]
+	rt, err := crirun.Start(ctx, crirun.Options{
+		Kind: kind, Name: k.name, Berth: berth, Dir: dir, LogPath: filepath.Join(dir, "daemon.log"), Network: k.network,
+		RegistryHost: registry, MirroredHosts: images.CritestRegistryHosts, SandboxImage: "registry.k8s.io/pause:3.9", Logger: logger,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &target{Runtime: rt, helper: k.helper}, nil
 }
 
-// close removes every pod sandbox through CRI (so CNI releases its
-// addresses and the helpers exit), stops the daemon, and then removes
-// whatever is left even if the daemon failed: helper processes, runc
-// containers, mounts (overlays, network namespaces), the bridge and dir.
+// close tears the runtime down and removes its directory.
 func (t *target) close() {
-	if t.client != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		if err := removeAllSandboxes(ctx, t.client.Runtime); err != nil {
-			t.logger.Warn("clean-up: removing sandboxes", "runtime", t.name, "err", err)
-		}
-		cancel()
-		t.client.Close()
-	}
-	if t.proc != nil {
-		t.proc.stop(30 * time.Second)
-	}
-	for _, root := range t.runcRoots {
-		deleteRuncContainers(root)
-	}
-	for _, pid := range processesMentioning(t.dir) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	unmountUnder(t.dir)
-	_ = exec.Command("ip", "link", "del", t.bridge).Run()
-	if err := os.RemoveAll(t.dir); err != nil {
-		t.logger.Warn("clean-up", "runtime", t.name, "err", err)
-	}
-}
-
-func removeAllSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error {
-	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, sb := range list.Items {
-		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			errs = append(errs, err)
-		}
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// deleteRuncContainers force-deletes every container runc knows under root.
-func deleteRuncContainers(root string) {
-	out, err := exec.Command("runc", "--root", root, "list", "-q").Output()
-	if err != nil {
-		return
-	}
-	for _, id := range strings.Fields(string(out)) {
-		_ = exec.Command("runc", "--root", root, "delete", "--force", id).Run()
-	}
-}
-
-// processesMentioning lists the PIDs whose command line contains dir (the
-// daemon's helpers: berth-monitor's container directory,
-// containerd-shim's -address socket).
-func processesMentioning(dir string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// unmountUnder lazily unmounts every mount point below dir, deepest first.
-func unmountUnder(dir string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			points = append(points, fields[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	t.Close()
+	if err := os.RemoveAll(t.Dir); err != nil {
+		t.Logger.Warn("clean-up", "runtime", t.Name, "err", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/berth/berth/bench/internal/crirun"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times (100 on
@@ -60,20 +62,20 @@ type cpuSample struct {
 
 // sampleCPU reads every part's CPU time; helpers are the processes whose
 // command line names the runtime's directory (none before the first pod).
-func sampleCPU(srv, agent *process, rt *criRuntime) (cpuSample, error) {
+func sampleCPU(srv, agent *crirun.Process, rt *crirun.Runtime) (cpuSample, error) {
 	var s cpuSample
 	var err error
-	if s.server, err = cpuSeconds(srv.cmd.Process.Pid); err != nil {
+	if s.server, err = cpuSeconds(srv.Pid()); err != nil {
 		return s, err
 	}
-	if s.agent, err = cpuSeconds(agent.cmd.Process.Pid); err != nil {
+	if s.agent, err = cpuSeconds(agent.Pid()); err != nil {
 		return s, err
 	}
-	if s.runtime, err = cpuSeconds(rt.proc.cmd.Process.Pid); err != nil {
+	if s.runtime, err = cpuSeconds(rt.Proc.Pid()); err != nil {
 		return s, err
 	}
-	for _, pid := range processesMentioning(rt.dir) {
-		if pid == rt.proc.cmd.Process.Pid || pid == agent.cmd.Process.Pid || pid == srv.cmd.Process.Pid {
+	for _, pid := range crirun.ProcessesMentioning(rt.Dir) {
+		if pid == rt.Proc.Pid() || pid == agent.Pid() || pid == srv.Pid() {
 			continue
 		}
 		if cpu, err := cpuSeconds(pid); err == nil { // a helper may exit meanwhile

@@ -22,8 +22,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/berth/berth/bench/internal/crirun"
 )
 
 // options are the command's flags.
@@ -52,12 +52,5 @@ func main() {
 		os.Exit(2)
 	}
 
-	// Cancelled on ^C or SIGTERM, so every deferred clean-up still runs.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(ctx, logger, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/podstartup:", err)
-		os.Exit(1)
-	}
+	crirun.Main("bench/podstartup", func(ctx context.Context, logger *slog.Logger) error { return run(ctx, logger, o) })
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth/berth/bench/internal/crirun"
 	"github.com/berth/berth/bench/internal/report"
 )
 
@@ -23,8 +23,8 @@ type result struct {
 }
 
 func run(ctx context.Context, logger *slog.Logger, o options) error {
-	if os.Geteuid() != 0 {
-		return errors.New("must run as root (namespaces, mounts, runc)")
+	if err := crirun.RequireRoot(); err != nil {
+		return err
 	}
 	berth, err := filepath.Abs(o.berth)
 	if err != nil {
@@ -51,13 +51,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 
 	results := map[string][]result{}
 	for r := range o.rounds {
-		// Alternate which runtime goes first, so neither always meets a
-		// machine warmed (or loaded) by the other.
-		order := runtimeKinds
-		if r%2 == 1 {
-			order = []string{runtimeKinds[1], runtimeKinds[0]}
-		}
-		for _, kind := range order {
+		for _, kind := range crirun.RoundOrder(r) {
 			logger.Info("measuring", "runtime", kind, "round", r+1, "of", o.rounds, "pods", o.pods)
 			name := fmt.Sprintf("%s%d", kind, r+1)
 			res, err := measureOnce(ctx, logger, o, berth, kind, filepath.Join(work, name), registryHost)
@@ -96,15 +90,15 @@ func measureOnce(ctx context.Context, logger *slog.Logger, o options, berth, kin
 	}
 	defer srv.stop()
 	rt, err := startRuntime(ctx, logger, kind, berth, filepath.Join(dir, "runtime"), registryHost)
-	defer rt.close()
 	if err != nil {
 		return result{}, fmt.Errorf("start %s: %w", kind, err)
 	}
+	defer rt.Close()
 	agent, err := startAgent(ctx, berth, dir, "podstartup-"+kind, srv, rt)
 	if err != nil {
 		return result{}, err
 	}
-	defer agent.stop(30 * time.Second)
+	defer agent.Stop(30 * time.Second)
 	before, err := sampleCPU(srv.proc, agent, rt)
 	if err != nil {
 		return result{}, err
@@ -117,13 +111,13 @@ func measureOnce(ctx context.Context, logger *slog.Logger, o options, berth, kin
 		cpu = after.sub(before)
 	})
 	if err != nil {
-		return result{}, fmt.Errorf("%w\nagent log ends:\n%s", err, tailOf(agent.log, 20))
+		return result{}, fmt.Errorf("%w\nagent log ends:\n%s", err, crirun.TailOf(agent.LogPath(), 20))
 	}
 	if cpuErr != nil {
 		return result{}, cpuErr
 	}
 	m.cpu = cpu
-	return result{version: rt.version, measurement: m}, nil
+	return result{version: rt.Version, measurement: m}, nil
 }
 
 // keepLogs copies the *.log files of dir into dest.

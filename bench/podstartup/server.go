@@ -14,12 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth/berth/bench/internal/crirun"
 )
 
 // server is a control-plane-only `berth server` (no local node) on a
 // loopback port, with a fresh data directory.
 type server struct {
-	proc   *process
+	proc   *crirun.Process
 	url    string
 	token  string
 	client *kubernetes.Clientset
@@ -33,14 +35,14 @@ func startServer(ctx context.Context, berth, dir string) (*server, error) {
 		return nil, err
 	}
 	dataDir := filepath.Join(dir, "server")
-	p, err := startProcess("berth server", filepath.Join(dir, "server.log"), berth, "server",
+	p, err := crirun.StartProcess("berth server", filepath.Join(dir, "server.log"), berth, "server",
 		"--data-dir", dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--disable-agent", "--cluster-cidr", "")
 	if err != nil {
 		return nil, err
 	}
 	s := &server{proc: p, url: "https://127.0.0.1:" + strconv.Itoa(port)}
-	err = p.waitFor(ctx, 3*time.Minute, func(ctx context.Context) error {
+	err = p.WaitFor(ctx, 3*time.Minute, func(ctx context.Context) error {
 		token, err := os.ReadFile(filepath.Join(dataDir, "token"))
 		if err != nil {
 			return err
@@ -56,7 +58,7 @@ func startServer(ctx context.Context, berth, dir string) (*server, error) {
 		return nil
 	})
 	if err != nil {
-		p.stop(30 * time.Second)
+		p.Stop(30 * time.Second)
 		return nil, err
 	}
 	return s, nil
@@ -73,7 +75,7 @@ func adminClient(kubeconfig string) (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-func (s *server) stop() { s.proc.stop(30 * time.Second) }
+func (s *server) stop() { s.proc.Stop(30 * time.Second) }
 
 // freePort returns a loopback TCP port that was free a moment ago.
 func freePort() (int, error) {
