@@ -37,14 +37,25 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 
 	dataDir := filepath.Join(t.TempDir(), "data")
 	port := ports.Free(t)
+	socketDir := filepath.Join(t.TempDir(), "run")
 	srv := startServerArgs(t, berthBin, dataDir, port,
-		"--node-name", "e2e-node", "--socket-dir", filepath.Join(t.TempDir(), "run"),
+		"--node-name", "e2e-node", "--socket-dir", socketDir,
 		"--insecure-registry", host,
 		"--registry-mirror", "registry.k8s.io=http://"+host,
 		"--registry-mirror", "docker.io=http://"+host,
 		// The API server reaches the agent on loopback only.
 		"--agent-port", "0", "--node-ip", "127.0.0.1")
 	cs := srv.client(t)
+	// A failure leaves pods running (a passing run deletes them all through
+	// the API): remove them before the server is stopped.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		if err := removeRuntimePods(context.Background(), filepath.Join(socketDir, "runtime.sock")); err != nil {
+			t.Logf("cleaning up after the failure: %v", err)
+		}
+	})
 
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, "e2e-node", metav1.GetOptions{})

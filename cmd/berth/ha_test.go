@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/agent/failover"
@@ -207,21 +206,8 @@ func (n *joinedNode) startAgent(t *testing.T) {
 
 // stop removes every pod the runtime runs, then stops the agent and the runtime.
 func (n *joinedNode) stop(t *testing.T) {
-	ctx := context.Background()
-	if rt, _, err := cri.Dial(ctx, n.endpoint); err != nil {
-		t.Errorf("runtime gone before its pods were removed: %v", err)
-	} else {
-		list, err := rt.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-		if err != nil {
-			t.Errorf("list sandboxes: %v", err)
-		}
-		for _, sb := range list.GetItems() {
-			_, _ = rt.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
-			if _, err := rt.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-				t.Errorf("remove sandbox %s: %v", sb.Id, err)
-			}
-		}
-		rt.Close()
+	if err := removeRuntimePods(context.Background(), n.endpoint); err != nil {
+		t.Error(err)
 	}
 	n.agent.Stop(syscall.SIGTERM)
 	n.runtime.Stop(syscall.SIGTERM)
