@@ -38,7 +38,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	port := ports.Free(t)
 	socketDir := filepath.Join(t.TempDir(), "run")
-	srv := startServerArgs(t, berthBin, dataDir, port,
+	srv := startServerArgs(t, berthBin, dataDir, port, "--token-auth-file", staticTokenFile(t),
 		"--node-name", "e2e-node", "--socket-dir", socketDir,
 		"--insecure-registry", host,
 		"--registry-mirror", "registry.k8s.io=http://"+host,
@@ -96,6 +96,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	checkPodStreams(t, dataDir, "hello")
 	checkPreviousLogs(t, cs, dataDir)
 	checkServiceAccountToken(t, dataDir, "hello")
+	checkStaticToken(t, dataDir)
 	checkAcceptanceWorkload(t, cs, dataDir)
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {

@@ -170,6 +170,7 @@ func TestServerStartupErrorsAreOneLine(t *testing.T) {
 		"data dir is file":  {"--data-dir", notADir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports.Free(t))},
 		"bad bind address":  {"--bind-address", "not-an-ip"},
 		"port out of range": {"--port", "70000"},
+		"no token file":     {"--token-auth-file", filepath.Join(t.TempDir(), "missing.csv")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"server", "--disable-agent"}, args...)...)

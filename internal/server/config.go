@@ -65,6 +65,10 @@ type Config struct {
 	// are kept (--audit-log-maxsize, --audit-log-maxbackup, --audit-log-maxage).
 	AuditLogRotation audit.Rotation
 
+	// TokenAuthFile, when set, is a CSV of static bearer tokens
+	// (kube-apiserver's --token-auth-file format).
+	TokenAuthFile string
+
 	// Profiling serves Go's pprof endpoints at /debug/pprof/ to admins
 	// (system:masters, or whoever RBAC grants the path); off by default.
 	Profiling bool
@@ -94,6 +98,10 @@ func (c *Config) Validate() error {
 		if st, err := os.Stat(filepath.Dir(c.AuditLogPath)); err != nil || !st.IsDir() {
 			return fmt.Errorf("--audit-log-path %s: its directory does not exist", c.AuditLogPath)
 		}
+	}
+	// Read before anything is created: a bad file changes nothing.
+	if _, err := staticTokens(c.TokenAuthFile); err != nil {
+		return err
 	}
 	if err := c.AuditLogRotation.Validate(); err != nil {
 		return fmt.Errorf("--audit-log-maxsize/--audit-log-maxbackup/--audit-log-maxage: %w", err)

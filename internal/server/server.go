@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/berth/berth/internal/admission/noderestriction"
 	"github.com/berth/berth/internal/apiserver"
@@ -91,6 +92,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	static, err := staticTokens(cfg.TokenAuthFile)
+	if err != nil {
+		return err
+	}
 	auditLog, err := openAuditing(cfg)
 	if err != nil {
 		return err
@@ -105,7 +110,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
-		Authenticator: auth.NewAuthenticator(clientCAs, tokens.authn, saTokens.authn),
+		Authenticator: auth.NewAuthenticator(clientCAs, append([]authenticator.Token{tokens.authn, saTokens.authn}, static...)...),
 		Authorizer:    authz,
 		RuleResolver:  auth.NewRuleResolver(access.informers.Listers.RulesFor),
 		ReadView:      node.PodView,
