@@ -27,15 +27,7 @@ func TestAgentAgainstContainerd(t *testing.T) {
 	client := fake.NewClientset()
 	cfg := Config{NodeName: "node-a", DataDir: t.TempDir(), RuntimeEndpoint: ctd.Endpoint}
 	a := New(cfg, client, ctd.Client, ctd.Version, clock.RealClock{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent Run: %v", err)
-		}
-	}()
+	runAgent(t, a)
 
 	poll := func(what string, cond func(context.Context) bool) {
 		t.Helper()

@@ -16,7 +16,6 @@ import (
 
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/gc"
-	"github.com/berth/berth/internal/testkit/images"
 )
 
 // TestAgentCollectsDeletedPodsLogDirectory runs the whole agent against
@@ -34,26 +33,9 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.metrics = m // before Run, so reading it below races with nothing
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent Run: %v", err)
-		}
-	}()
+	runAgent(t, a)
 
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "short", Namespace: "default", UID: "uid-short"},
-		Spec: corev1.PodSpec{NodeName: "node-a", RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{
-			Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"},
-			TerminationMessagePath: corev1.TerminationMessagePathDefault,
-		}}},
-	}
-	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSleepPod(t, client, "short")
 	logDir := cfg.podLogDir() + "/default_short_uid-short"
 	poll(t, "the pod running", func(ctx context.Context) bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})

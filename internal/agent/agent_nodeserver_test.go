@@ -24,7 +24,6 @@ import (
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/pki"
-	"github.com/berth/berth/internal/testkit/images"
 )
 
 // TestNodeServerServesPodsAndMetrics runs the whole agent against
@@ -68,26 +67,9 @@ func TestNodeServerServesPodsAndMetrics(t *testing.T) {
 	client := fake.NewClientset()
 	a := New(cfg, client, rt, v, clock.RealClock{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	a.metrics = m
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent Run: %v", err)
-		}
-	}()
+	runAgent(t, a)
 
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
-		Spec: corev1.PodSpec{NodeName: "node-a", RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{
-			Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"},
-			TerminationMessagePath: corev1.TerminationMessagePathDefault,
-		}}},
-	}
-	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	pod := createSleepPod(t, client, "web")
 	var port int32
 	poll(t, "the pod running and the node server's port reported", func(ctx context.Context) bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
