@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/berth/berth/internal/fit"
@@ -53,11 +54,21 @@ func counts(p *corev1.Pod) bool {
 // Create admits a pod created already bound (spec.nodeName set) against its node.
 func (a *podAccounting) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	pod, err := a.decode(store.KV{Key: key, Value: value})
-	if err != nil || !counts(pod) {
+	if err != nil {
 		return a.Interface.Create(ctx, key, value)
 	}
-	return a.retry(ctx, func() ([]store.Op, error) {
-		ops, err := a.bindOps(ctx, pod)
+	return a.createObject(ctx, key, value, pod)
+}
+
+// createObject is Create for a caller that holds the pod value encodes,
+// which spares decoding it again.
+func (a *podAccounting) createObject(ctx context.Context, key string, value []byte, obj runtime.Object) (int64, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !counts(pod) {
+		return a.Interface.Create(ctx, key, value)
+	}
+	return a.retry(ctx, func(attempt int) ([]store.Op, error) {
+		ops, err := a.bindOps(ctx, pod, attempt > 0)
 		return append(ops, store.Op{Key: key, Value: value}), err
 	}, func() error {
 		if _, err := a.Get(ctx, key); err == nil {
@@ -74,7 +85,26 @@ func (a *podAccounting) Update(ctx context.Context, key string, expected int64, 
 		return 0, err
 	}
 	pod, err := a.decode(store.KV{Key: key, Value: value})
-	if err != nil || !counts(old) || counts(pod) {
+	if err != nil {
+		return a.Interface.Update(ctx, key, expected, value)
+	}
+	return a.update(ctx, key, expected, value, old, pod)
+}
+
+// updateObject is Update for a caller that read old at expected and holds
+// the pod value encodes: it spares a second read of old and two decodes.
+// Should the pod have moved since, the guarded write fails as Update would.
+func (a *podAccounting) updateObject(ctx context.Context, key string, expected int64, value []byte, oldObj, obj runtime.Object) (int64, error) {
+	old, oldOK := oldObj.(*corev1.Pod)
+	pod, ok := obj.(*corev1.Pod)
+	if !oldOK || !ok {
+		return a.Update(ctx, key, expected, value)
+	}
+	return a.update(ctx, key, expected, value, old, pod)
+}
+
+func (a *podAccounting) update(ctx context.Context, key string, expected int64, value []byte, old, pod *corev1.Pod) (int64, error) {
+	if !counts(old) || counts(pod) {
 		return a.Interface.Update(ctx, key, expected, value)
 	}
 	return a.releasing(ctx, key, expected, old, value)
@@ -96,7 +126,7 @@ func (a *podAccounting) Delete(ctx context.Context, key string, expected int64) 
 }
 
 func (a *podAccounting) releasing(ctx context.Context, key string, expected int64, old *corev1.Pod, value []byte) (int64, error) {
-	return a.retry(ctx, func() ([]store.Op, error) {
+	return a.retry(ctx, func(int) ([]store.Op, error) {
 		usage, rev, err := a.usage(ctx, old.Spec.NodeName)
 		if err != nil {
 			return nil, err
@@ -124,11 +154,12 @@ func (a *podAccounting) current(ctx context.Context, key string, expected int64)
 }
 
 // retry runs one accounting transaction, rebuilding it when it conflicts
-// only because a usage record moved; stillValid reports (as an error) when
-// the conflict was the caller's own guard instead.
-func (a *podAccounting) retry(ctx context.Context, build func() ([]store.Op, error), stillValid func() error) (int64, error) {
-	for range accountingRetries {
-		ops, err := build()
+// only because a usage record or node moved; stillValid reports (as an
+// error) when the conflict was the caller's own guard instead. build learns
+// which attempt it makes (0 first).
+func (a *podAccounting) retry(ctx context.Context, build func(attempt int) ([]store.Op, error), stillValid func() error) (int64, error) {
+	for attempt := range accountingRetries {
+		ops, err := build(attempt)
 		if err != nil {
 			return 0, err
 		}
@@ -145,17 +176,19 @@ func (a *podAccounting) retry(ctx context.Context, build func() ([]store.Op, err
 
 // bindOps checks that pod (carrying its target spec.nodeName) fits its node
 // at the node's and usage record's current revisions and returns the guards
-// and the usage update that make the bind atomic with that check.
-func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod) ([]store.Op, error) {
+// and the usage update that make the bind atomic with that check. The node
+// comes from the watch cache unless fromStore (a retry after a conflict):
+// the guard on its revision makes a stale copy fail the transaction, never
+// pass a check the stored node would fail.
+func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore bool) ([]store.Op, error) {
 	nodeName := pod.Spec.NodeName
-	nodeObj, nodeRev, err := a.nodes.get(withObjectNamespace(ctx, ""), nodeName)
+	node, nodeRev, err := a.node(ctx, nodeName, fromStore)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, apierrors.NewConflict(corev1.Resource("pods"), pod.Name, fmt.Errorf("node %q not found", nodeName))
 		}
 		return nil, err
 	}
-	node := nodeObj.(*corev1.Node)
 	usage, usageRev, err := a.usage(ctx, nodeName)
 	if err != nil {
 		return nil, err
@@ -169,6 +202,21 @@ func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod) ([]store.O
 	}
 	nodeGuard := store.Op{Key: a.nodes.res.key("", nodeName), ExpectModRevision: nodeRev, CheckOnly: true}
 	return []store.Op{nodeGuard, usageOp}, nil
+}
+
+// node reads a node (shared when cached: not to be modified) and its mod
+// revision, from the store when fromStore or when the cache does not have
+// it yet (a node created a moment ago).
+func (a *podAccounting) node(ctx context.Context, name string, fromStore bool) (*corev1.Node, int64, error) {
+	obj, rev, err := a.nodes.getCachedOrStored(withObjectNamespace(ctx, ""), name, fromStore)
+	if err != nil {
+		return nil, 0, err
+	}
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return nil, 0, apierrors.NewInternalError(fmt.Errorf("node %s decoded as %T", name, obj))
+	}
+	return node, rev, nil
 }
 
 // fitError is 409 Conflict when waiting could let the pod fit (resources or
@@ -211,3 +259,5 @@ func usageWrite(node string, u fit.Usage, rev int64) (store.Op, error) {
 	}
 	return store.Op{Key: nodeUsagePrefix + node, ExpectModRevision: rev, Value: data}, nil
 }
+
+var _ objectWriter = (*podAccounting)(nil)

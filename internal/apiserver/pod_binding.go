@@ -52,7 +52,7 @@ func (b *bindingREST) Create(ctx context.Context, name string, obj runtime.Objec
 		return bindingSucceeded(), nil
 	}
 	for attempt := 0; attempt < maxConflictRetries; attempt++ {
-		err := b.tryBind(ctx, binding)
+		err := b.tryBind(ctx, binding, attempt > 0)
 		if !errors.Is(err, errRetryUpdate) {
 			if err != nil {
 				return nil, err
@@ -67,16 +67,22 @@ func bindingSucceeded() *metav1.Status {
 	return &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated}
 }
 
-func (b *bindingREST) tryBind(ctx context.Context, binding *corev1.Binding) error {
-	podObj, podRev, err := b.pods.get(ctx, binding.Name)
+// tryBind makes one attempt. The first reads the pod and its node from the
+// watch cache (the scheduler binds pods it has just seen there), a retry
+// from the store: the transaction's guards on both revisions turn a stale
+// copy into a conflict, and so does a check that failed on one.
+func (b *bindingREST) tryBind(ctx context.Context, binding *corev1.Binding, retry bool) error {
+	pod, podRev, err := b.pod(ctx, binding.Name, retry)
 	if err != nil {
 		return err
 	}
-	pod := podObj.(*corev1.Pod)
 	if err := checkBindable(pod, binding); err != nil {
+		if !retry {
+			return errRetryUpdate
+		}
 		return err
 	}
-	ops, err := b.bindOps(ctx, pod, podRev, binding)
+	ops, err := b.bindOps(ctx, pod, podRev, binding, retry)
 	if err != nil {
 		return err
 	}
@@ -87,6 +93,20 @@ func (b *bindingREST) tryBind(ctx context.Context, binding *corev1.Binding) erro
 		return b.pods.storeError(err, binding.Name)
 	}
 	return nil
+}
+
+// pod reads the pod to bind (shared when cached: not to be modified), from
+// the store when fromStore or when the cache does not have it yet.
+func (b *bindingREST) pod(ctx context.Context, name string, fromStore bool) (*corev1.Pod, int64, error) {
+	obj, rev, err := b.pods.getCachedOrStored(ctx, name, fromStore)
+	if err != nil {
+		return nil, 0, err
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, 0, apierrors.NewInternalError(fmt.Errorf("pod %s decoded as %T", name, obj))
+	}
+	return pod, rev, nil
 }
 
 // checkBindable is BindingREST's precondition: a pod is bound once, and
@@ -109,7 +129,7 @@ func checkBindable(pod *corev1.Pod, binding *corev1.Binding) error {
 // bindOps returns the guarded writes that bind pod (read at podRev) to the
 // binding's node: the pod itself, plus the node's constraint check and usage
 // update (podAccounting.bindOps), all in one transaction.
-func (b *bindingREST) bindOps(ctx context.Context, pod *corev1.Pod, podRev int64, binding *corev1.Binding) ([]store.Op, error) {
+func (b *bindingREST) bindOps(ctx context.Context, pod *corev1.Pod, podRev int64, binding *corev1.Binding, nodeFromStore bool) ([]store.Op, error) {
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName = binding.Target.Name
 	for k, v := range binding.Annotations {
@@ -125,7 +145,7 @@ func (b *bindingREST) bindOps(ctx context.Context, pod *corev1.Pod, podRev int64
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	ops, err := b.accounting.bindOps(ctx, bound)
+	ops, err := b.accounting.bindOps(ctx, bound, nodeFromStore)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createVal
 	if isDryRun(options.DryRun) {
 		return obj, nil
 	}
-	rev, err := r.store.Create(ctx, r.res.key(accessor.GetNamespace(), accessor.GetName()), data)
+	rev, err := r.create(ctx, r.res.key(accessor.GetNamespace(), accessor.GetName()), data, obj)
 	if err != nil {
 		return nil, rest.CheckGeneratedNameError(ctx, r.strategy, r.storeError(err, accessor.GetName()), obj)
 	}
@@ -145,7 +145,7 @@ func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.
 	if err != nil {
 		return nil, false, apierrors.NewInternalError(err)
 	}
-	newRev, err := r.store.Update(ctx, r.keyFor(ctx, name), rev, data)
+	newRev, err := r.update(ctx, r.keyFor(ctx, name), rev, data, old, obj)
 	if err != nil {
 		return nil, false, r.retryOrError(err, name)
 	}

@@ -1,0 +1,61 @@
+package apiserver
+
+import (
+	"context"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// objectWriter is a store wrapper (the pods' node accounting) that needs the
+// objects behind the bytes it writes. Given them, it spares decoding the
+// value just encoded and re-reading the old object just read.
+type objectWriter interface {
+	createObject(ctx context.Context, key string, value []byte, obj runtime.Object) (int64, error)
+	// updateObject's old was read at expected; obj is what value encodes.
+	updateObject(ctx context.Context, key string, expected int64, value []byte, old, obj runtime.Object) (int64, error)
+}
+
+// create writes value (obj encoded) at key, if nothing is there.
+func (s *objectStore) create(ctx context.Context, key string, value []byte, obj runtime.Object) (int64, error) {
+	if w, ok := s.store.(objectWriter); ok {
+		return w.createObject(ctx, key, value, obj)
+	}
+	return s.store.Create(ctx, key, value)
+}
+
+// update replaces old (read at expected) with value (obj encoded).
+func (s *objectStore) update(ctx context.Context, key string, expected int64, value []byte, old, obj runtime.Object) (int64, error) {
+	if w, ok := s.store.(objectWriter); ok {
+		return w.updateObject(ctx, key, expected, value, old, obj)
+	}
+	return s.store.Update(ctx, key, expected, value)
+}
+
+// getCachedOrStored reads one object and its mod revision for a write whose
+// transaction guards that revision: from the collection reader (the watch
+// cache: shared, not to be modified, possibly stale), or from the store when
+// fromStore or when the reader does not have it. A stale read costs the
+// caller a conflict and a retry with fromStore, never a wrong write.
+func (s *objectStore) getCachedOrStored(ctx context.Context, name string, fromStore bool) (runtime.Object, int64, error) {
+	if !fromStore {
+		obj, _, err := s.reader.Get(ctx, s.keyFor(ctx, name), 0)
+		if err == nil {
+			if rev, ok := modRevision(obj); ok {
+				return obj, rev, nil
+			}
+		}
+	}
+	return s.get(ctx, name)
+}
+
+// modRevision is the revision an object read from the store carries.
+func modRevision(obj runtime.Object) (int64, bool) {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return 0, false
+	}
+	rev, err := strconv.ParseInt(accessor.GetResourceVersion(), 10, 64)
+	return rev, err == nil && rev > 0
+}
