@@ -41,6 +41,9 @@ type watchQuery struct {
 	ResourceVersion   string
 	SendInitialEvents *bool
 	AllowBookmarks    bool
+	// View maps each object the watch sends (not bookmarks); nil: none.
+	// Objects may be shared: it returns its argument or a changed copy.
+	View func(runtime.Object) runtime.Object
 }
 
 // readerFactory builds the reader of one resource; the server calls it once

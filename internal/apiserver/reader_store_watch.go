@@ -114,6 +114,9 @@ func (w *storeWatcher) run(ctx context.Context, events <-chan store.WatchResult,
 }
 
 func (w *storeWatcher) send(ctx context.Context, ev watch.Event) bool {
+	if w.q.View != nil && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted) {
+		ev.Object = w.q.View(ev.Object)
+	}
 	select {
 	case w.result <- ev:
 		return true

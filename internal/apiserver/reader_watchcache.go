@@ -87,17 +87,18 @@ func (r watchCacheReader) Watch(ctx context.Context, q watchQuery) (watch.Interf
 		// replay, which the cache does when the option is unset.
 		q.SendInitialEvents = nil
 	}
-	w, err := r.cache.Watch(ctx, watchcache.WatchOptions(q))
-	if err != nil {
-		return nil, err
-	}
 	// The cache shares its objects between watchers, and the encoders set
 	// and reset TypeMeta on what they encode: each watcher gets its own
-	// shallow copies (nested fields stay shared and are only read).
-	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-		ev.Object = shallowCopy(ev.Object)
-		return ev, true
-	}), nil
+	// shallow copies (nested fields stay shared and are only read), made in
+	// the cache's watcher goroutine rather than in one more per watch.
+	view := q.View
+	q.View = func(obj runtime.Object) runtime.Object {
+		if view != nil {
+			obj = view(obj)
+		}
+		return shallowCopy(obj)
+	}
+	return r.cache.Watch(ctx, watchcache.WatchOptions(q))
 }
 
 func shallowCopy(obj runtime.Object) runtime.Object {

@@ -59,11 +59,12 @@ func (r *resourceREST) Watch(ctx context.Context, options *metainternalversion.L
 		ResourceVersion:   options.ResourceVersion,
 		SendInitialEvents: options.SendInitialEvents,
 		AllowBookmarks:    options.AllowWatchBookmarks,
+		View:              r.viewFor(ctx),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return viewWatch(r.viewFor(ctx), w), nil
+	return w, nil
 }
 
 // ConvertToTable implements rest.TableConvertor.

@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // ReadView decides how the requester in ctx sees objects of resource gr it
@@ -32,19 +31,4 @@ func viewObjects(view func(runtime.Object) runtime.Object, objs []runtime.Object
 		out[i] = view(obj)
 	}
 	return out
-}
-
-// viewWatch applies view to the objects of w's events (bookmarks and errors
-// carry no object of the requester's concern and pass unchanged).
-func viewWatch(view func(runtime.Object) runtime.Object, w watch.Interface) watch.Interface {
-	if view == nil {
-		return w
-	}
-	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-		switch ev.Type {
-		case watch.Added, watch.Modified, watch.Deleted:
-			ev.Object = view(ev.Object)
-		}
-		return ev, true
-	})
 }

@@ -83,6 +83,12 @@ type WatchOptions struct {
 	ResourceVersion   string
 	SendInitialEvents *bool
 	AllowBookmarks    bool
+	// View, if set, maps each object this watcher is sent in ADDED,
+	// MODIFIED and DELETED events (not bookmarks), in the watcher's own
+	// goroutine: objects are shared by all watchers, so View must not modify
+	// its argument but return it or a changed copy. It spares callers a
+	// goroutine per watch to do the same downstream.
+	View func(runtime.Object) runtime.Object
 }
 
 // InitialEventsAnnotation marks the bookmark that ends a watch-list's initial events.

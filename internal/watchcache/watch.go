@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -18,9 +19,10 @@ type watcher struct {
 	filter    filter
 	key       indexKey
 	bookmarks bool
-	input     chan *event      // filled by dispatch under Cache.mu, never blocking
-	result    chan watch.Event // what the client reads; closed when the goroutine ends
-	done      chan struct{}    // closed to stop the goroutine
+	view      func(runtime.Object) runtime.Object // WatchOptions.View; nil: none
+	input     chan *event                         // filled by dispatch under Cache.mu, never blocking
+	result    chan watch.Event                    // what the client reads; closed when the goroutine ends
+	done      chan struct{}                       // closed to stop the goroutine
 	doneOnce  sync.Once
 }
 
@@ -64,6 +66,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, 
 		filter:    f,
 		key:       c.watchers.keyFor(f),
 		bookmarks: opts.AllowBookmarks && c.cfg.NewObject != nil,
+		view:      opts.View,
 		input:     make(chan *event, c.cfg.WatcherBuffer),
 		result:    make(chan watch.Event),
 		done:      make(chan struct{}),
@@ -168,7 +171,7 @@ func (w *watcher) replay(ctx context.Context, init initialEvents) bool {
 				return false
 			}
 			if w.filter.matches(e) {
-				ok = w.send(ctx, watch.Event{Type: watch.Added, Object: e.obj})
+				ok = w.send(ctx, w.present(watch.Event{Type: watch.Added, Object: e.obj}))
 			}
 			return ok
 		})
@@ -191,7 +194,15 @@ func (w *watcher) deliver(ctx context.Context, e *event) bool {
 	if !ok {
 		return true
 	}
-	return w.send(ctx, ev)
+	return w.send(ctx, w.present(ev))
+}
+
+// present applies the watcher's view to an event's object.
+func (w *watcher) present(ev watch.Event) watch.Event {
+	if w.view != nil && ev.Type != watch.Bookmark {
+		ev.Object = w.view(ev.Object)
+	}
+	return ev
 }
 
 // convert maps a shared event to what this watcher sees: an object entering

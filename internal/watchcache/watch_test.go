@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/berth/berth/internal/watchcache"
@@ -222,5 +224,45 @@ func TestWatchLabelSelectorEntryExitAndNamespace(t *testing.T) {
 	}
 	if got := nextEvents(t, w, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("label watch:\n got %v\nwant %v", got, want)
+	}
+}
+
+// A watcher's View maps the objects of its ADDED (initial and live),
+// MODIFIED and DELETED events, never bookmarks, and leaves the shared
+// cached objects as they were.
+func TestWatchViewMapsEveryObjectButBookmarks(t *testing.T) {
+	ctx := context.Background()
+	c, s := newPodCache(t, nil)
+	ra := createPod(t, s, pod("ns", "a", "node-a", nil))
+	viewed := func(obj runtime.Object) runtime.Object {
+		p := obj.(*corev1.Pod).DeepCopy()
+		p.Spec.NodeName = "viewed-" + p.Spec.NodeName
+		return p
+	}
+	yes := true
+	w, err := c.Watch(ctx, watchcache.WatchOptions{SendInitialEvents: &yes, AllowBookmarks: true, View: viewed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	first := nextEvents(t, w, 2)
+	rb := updatePod(t, s, pod("ns", "a", "node-a", map[string]string{"v": "2"}), ra)
+	rc, err := s.Delete(ctx, podPrefix+"ns/a", rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append(first, nextEvents(t, w, 2)...)
+	want := []string{"ADDED ns/a@" + rvs(ra) + " node=viewed-node-a", got[1],
+		"MODIFIED ns/a@" + rvs(rb) + " node=viewed-node-a", "DELETED ns/a@" + rvs(rc) + " node=viewed-node-a"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || !strings.HasPrefix(got[1], "BOOKMARK@") {
+		t.Fatalf("viewed watch:\n got %v\nwant %v (second: the initial-events-end bookmark)", got, want)
+	}
+	plain, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: rvs(ra)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Stop()
+	if got := nextEvents(t, plain, 1)[0]; got != "MODIFIED ns/a@"+rvs(rb)+" node=node-a" {
+		t.Fatalf("a watcher without a view sees %s: the view changed the shared object", got)
 	}
 }
