@@ -305,14 +305,16 @@ func (c *Cache) newEntry(kv store.KV) (*entry, error) {
 		return nil, fmt.Errorf("object at %s has no metadata: %w", kv.Key, err)
 	}
 	e := &entry{key: kv.Key, ns: acc.GetNamespace(), obj: obj}
+	var set fields.Set
 	if c.cfg.Attrs != nil {
-		if e.labels, e.fields, err = c.cfg.Attrs(obj); err != nil {
+		if e.labels, set, err = c.cfg.Attrs(obj); err != nil {
 			return nil, fmt.Errorf("attributes of %s: %w", kv.Key, err)
 		}
 	} else {
 		e.labels = labels.Set(acc.GetLabels())
-		e.fields = fields.Set{"metadata.name": acc.GetName(), "metadata.namespace": acc.GetNamespace()}
+		set = fields.Set{"metadata.name": acc.GetName(), "metadata.namespace": acc.GetNamespace()}
 	}
+	e.fields = newFieldSet(set)
 	return e, nil
 }
 

@@ -72,7 +72,7 @@ func (x *watcherIndex) dispatch(e *event) {
 	x.offer(indexKey{}, e)
 	x.offerFor(namespaceIndex, e, func(en *entry) string { return en.ns })
 	for _, name := range x.fields {
-		x.offerFor(name, e, func(en *entry) string { return en.fields[name] })
+		x.offerFor(name, e, func(en *entry) string { return en.fields.Get(name) })
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 func nodeEntry(ns, name, node string) *entry {
 	return &entry{key: "/registry/pods/" + ns + "/" + name, ns: ns,
-		fields: fields.Set{"spec.nodeName": node, "metadata.namespace": ns}}
+		fields: newFieldSet(fields.Set{"spec.nodeName": node, "metadata.namespace": ns})}
 }
 
 // TestDispatchOffersEventsOnlyToWatchersThatCanMatch checks the index: an

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -20,7 +19,7 @@ type entry struct {
 	ns     string
 	obj    runtime.Object
 	labels labels.Set
-	fields fields.Set
+	fields *fieldSet
 }
 
 type tree = btree.BTreeG[*entry]
