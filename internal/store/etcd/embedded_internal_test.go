@@ -22,6 +22,10 @@ func TestEmbeddedConfigIsDurableAndListenerFree(t *testing.T) {
 	if cfg.QuotaBackendBytes <= 0 {
 		t.Fatal("no backend quota")
 	}
+	// A member without followers keeps no raft entries for them to catch up.
+	if cfg.SnapshotCatchUpEntries == 0 || cfg.SnapshotCatchUpEntries > 1000 {
+		t.Fatalf("snapshot catch-up entries %d: want a few (0 means etcd's default 5000)", cfg.SnapshotCatchUpEntries)
+	}
 }
 
 func TestZapBridgeLevelsFieldsAndDrops(t *testing.T) {
