@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // staleReader answers every Get with the first answer it had for the key,
@@ -89,5 +91,51 @@ func TestStaleCachedReadsNeverDecideABind(t *testing.T) {
 			t.Errorf("%s: %v, want code %d", tc.name, err, tc.code)
 		}
 		assertStoreUnchanged(t, s, before)
+	}
+}
+
+// Updates and patches start from the watch cache's copy; whatever fails on
+// a stale copy is retried from the store, so answers are the store's.
+func TestStaleCachedReadsNeverDecideAnUpdate(t *testing.T) {
+	s := newTestServerWith(t, func(c *Config) { c.newReader = staleReaders })
+	ctx := testContext(t)
+	cms := s.client.CoreV1().ConfigMaps("default")
+	created, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reader keeps the first state it serves from here on.
+	if _, err := cms.Patch(ctx, "cm", types.MergePatchType, []byte(`{"data":{"b":"2"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("first patch: %v", err)
+	}
+	merged, err := cms.Patch(ctx, "cm", types.MergePatchType, []byte(`{"data":{"c":"3"}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("merge patch: %v", err)
+	}
+	if fmt.Sprint(merged.Data) != "map[a:1 b:2 c:3]" {
+		t.Fatalf("merge patch applied to a stale object: %v", merged.Data)
+	}
+	tested, err := cms.Patch(ctx, "cm", types.JSONPatchType, []byte(`[{"op":"test","path":"/data/c","value":"3"},{"op":"replace","path":"/data/a","value":"4"}]`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("JSON patch testing the stored state: %v", err)
+	}
+	put := tested.DeepCopy()
+	put.Data["d"] = "5"
+	if _, err := cms.Update(ctx, put, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update at the stored resourceVersion: %v", err)
+	}
+	before := storeRevision(t, s)
+	stale := created.DeepCopy()
+	stale.Data["e"] = "6"
+	if _, err := cms.Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("update at an old resourceVersion: %v, want 409", err)
+	}
+	assertStoreUnchanged(t, s, before)
+	got, err := cms.Get(ctx, "cm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.Data) != "map[a:4 b:2 c:3 d:5]" {
+		t.Fatalf("stored data %v", got.Data)
 	}
 }
