@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap/zapcore"
@@ -68,9 +67,11 @@ func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store,
 		}
 		return err
 	}
-	st := newStore(client, logger, closeFn)
-	st.readOpts = []clientv3.OpOption{clientv3.WithSerializable()}
-	return st, nil
+	// Reads stay linearizable even on this single member: etcd notifies
+	// watchers before a write is visible to new read transactions, so a
+	// serializable read right after a watch event can miss the object the
+	// event announced (TestWhatAWatchDeliveredIsReadable).
+	return newStore(client, logger, closeFn), nil
 }
 
 // startMember starts the member and waits until it serves.

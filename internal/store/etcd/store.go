@@ -23,11 +23,6 @@ type Store struct {
 	logger *slog.Logger
 	// closeFn releases what the constructor started (client, embedded member).
 	closeFn func() error
-	// readOpts are added to every read. A single embedded member answers
-	// writes only after applying them, so its local state already holds
-	// every acknowledged write: serializable reads are linearizable there
-	// and skip a raft ReadIndex round per read. A cluster needs quorum reads.
-	readOpts []clientv3.OpOption
 }
 
 var (
@@ -53,7 +48,7 @@ func (s *Store) Close() error {
 
 // Get reads one key with a linearizable read.
 func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
-	resp, err := s.client.Get(ctx, key, s.readOpts...)
+	resp, err := s.client.Get(ctx, key)
 	if err != nil {
 		return store.KV{}, fmt.Errorf("store get %q: %w", key, mapErr(err))
 	}
@@ -79,7 +74,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts store.ListOptions)
 	if opts.Limit < 0 || opts.Revision < 0 {
 		return store.ListResult{}, fmt.Errorf("store list %q: negative limit or revision", prefix)
 	}
-	options := append([]clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(opts.Limit)}, s.readOpts...)
+	options := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(opts.Limit)}
 	if opts.Revision > 0 {
 		options = append(options, clientv3.WithRev(opts.Revision))
 	}
@@ -100,7 +95,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts store.ListOptions)
 // CurrentRevision returns the store's latest revision with a linearizable read.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	// Any key will do: the response header carries the store-wide revision.
-	resp, err := s.client.Get(ctx, "/", append([]clientv3.OpOption{clientv3.WithCountOnly()}, s.readOpts...)...)
+	resp, err := s.client.Get(ctx, "/", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("store current revision: %w", mapErr(err))
 	}
