@@ -35,10 +35,10 @@ type measurement struct {
 	cpu            cpuSample // CPU used from the first creation until all pods started
 }
 
-// measurePods creates n pods at once, watches them until all have started
-// and are Ready (then calls allStarted), then deletes them and waits until
-// they are gone.
-func measurePods(ctx context.Context, client kubernetes.Interface, n int, allStarted func()) (measurement, error) {
+// measurePods creates n pods (at once, or paced at rate pods per second when
+// rate > 0), watches them until all have started and are Ready (then calls
+// allStarted), then deletes them and waits until they are gone.
+func measurePods(ctx context.Context, client kubernetes.Interface, n int, rate float64, allStarted func()) (measurement, error) {
 	pods := client.CoreV1().Pods(metav1.NamespaceDefault)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
 	if err != nil {
@@ -54,7 +54,11 @@ func measurePods(ctx context.Context, client kubernetes.Interface, n int, allSta
 	if err != nil {
 		return measurement{}, err
 	}
-	if err := createPods(ctx, pods, n, tr); err != nil {
+	create := createPods
+	if rate > 0 {
+		create = pacedCreator(rate)
+	}
+	if err := create(ctx, pods, n, tr); err != nil {
 		return measurement{}, err
 	}
 	select {
@@ -108,7 +112,7 @@ func watchPods(ctx context.Context, pods typedcorev1.PodInterface, resourceVersi
 func createPods(ctx context.Context, pods typedcorev1.PodInterface, n int, tr *tracker) error {
 	names := make(chan string, n)
 	for i := range n {
-		names <- fmt.Sprintf("startup-%03d", i)
+		names <- podName(i)
 	}
 	close(names)
 	var wg sync.WaitGroup
@@ -116,9 +120,7 @@ func createPods(ctx context.Context, pods typedcorev1.PodInterface, n int, tr *t
 	for w := range creators {
 		wg.Go(func() {
 			for name := range names {
-				tr.created(name, time.Now())
-				if _, err := pods.Create(ctx, benchPod(name), metav1.CreateOptions{}); err != nil {
-					errs[w] = fmt.Errorf("create %s: %w", name, err)
+				if errs[w] = createPod(ctx, pods, name, tr); errs[w] != nil {
 					return
 				}
 			}
@@ -126,6 +128,44 @@ func createPods(ctx context.Context, pods typedcorev1.PodInterface, n int, tr *t
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// pacedCreator sends one create request every 1/rate seconds, each on its
+// own goroutine so that a slow answer does not delay the next: pods arrive
+// at a steady rate, as clusterloader2 creates the pods whose startup
+// latency the Kubernetes SLO is measured on.
+func pacedCreator(rate float64) func(context.Context, typedcorev1.PodInterface, int, *tracker) error {
+	interval := time.Duration(float64(time.Second) / rate)
+	return func(ctx context.Context, pods typedcorev1.PodInterface, n int, tr *tracker) error {
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for i := range n {
+			if i > 0 {
+				select {
+				case <-ticker.C:
+				case <-ctx.Done():
+					wg.Wait()
+					return ctx.Err()
+				}
+			}
+			wg.Go(func() { errs[i] = createPod(ctx, pods, podName(i), tr) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+}
+
+func podName(i int) string { return fmt.Sprintf("startup-%03d", i) }
+
+// createPod records the request's start in tr and sends it.
+func createPod(ctx context.Context, pods typedcorev1.PodInterface, name string, tr *tracker) error {
+	tr.created(name, time.Now())
+	if _, err := pods.Create(ctx, benchPod(name), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	return nil
 }
 
 // benchPod: one busybox container that sleeps and exits at once on SIGTERM,

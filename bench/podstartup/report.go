@@ -58,11 +58,11 @@ func cpuPerPod(part func(cpuSample) float64) func(result) float64 {
 func renderReport(in reportInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Pod startup: berth runtime vs containerd under berth agent (bench/podstartup)\n\n")
-	fmt.Fprintf(&b, "`go run ./bench/podstartup -pods %d -rounds %d` (as root), %s; 1-minute load average %s at the start, %s at the end (%d cores, shared with other work). ",
-		in.pods, in.rounds, in.at.Format("2006-01-02 15:04 UTC"), in.loadBefore, in.loadAfter, in.cores)
+	fmt.Fprintf(&b, "`%s` (as root), %s; 1-minute load average %s at the start, %s at the end (%d cores, shared with other work). ",
+		in.commandLine(), in.at.Format("2006-01-02 15:04 UTC"), in.loadBefore, in.loadAfter, in.cores)
 	fmt.Fprintf(&b, "%s as server and agent in both columns; runtimes %s and %s, with the same runc, CNI plugins (bridge, host-local, portmap) and images, pre-pulled from a loopback registry. ",
 		in.berthVersion, versionOf(in.results["berth"]), versionOf(in.results["containerd"]))
-	fmt.Fprintf(&b, "%d pods created at once (%d parallel clients) on one node; each figure is the median over %d round(s).\n\n", in.pods, creators, in.rounds)
+	fmt.Fprintf(&b, "%d pods %s on one node; each figure is the median over %d round(s).\n\n", in.pods, in.arrival(), in.rounds)
 	b.WriteString("| figure | berth runtime | containerd | berth / containerd | target |\n|---|---|---|---|---|\n")
 	for i, f := range figures {
 		bv, cv := medianOf(in.results["berth"], f.value), medianOf(in.results["containerd"], f.value)

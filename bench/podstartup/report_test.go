@@ -51,3 +51,23 @@ func TestReportShowsMediansOverRoundsAndTheTarget(t *testing.T) {
 		t.Errorf("a p99 of 1.5 s is reported as meeting the target:\n%s", body)
 	}
 }
+
+func TestReportNamesHowThePodsArrived(t *testing.T) {
+	burst := options{pods: 100, rounds: 3}
+	paced := options{pods: 100, rounds: 3, rate: 5}
+	for _, c := range []struct {
+		o                      options
+		command, arrival, docs string
+	}{
+		{burst, "go run ./bench/podstartup -pods 100 -rounds 3", "created at once (8 parallel clients)", "podstartup"},
+		{paced, "go run ./bench/podstartup -pods 100 -rate 5 -rounds 3", "created at a steady 5 pods/s (one create request every 200ms", "podstartup-paced"},
+	} {
+		body := renderReport(reportInput{options: c.o, results: map[string][]result{}})
+		if !strings.Contains(body, "`"+c.command+"`") || !strings.Contains(body, "100 pods "+c.arrival) {
+			t.Errorf("rate %g: report lacks %q or %q:\n%s", c.o.rate, c.command, c.arrival, body)
+		}
+		if got := c.o.docsSection(); got != c.docs {
+			t.Errorf("rate %g: docs section %q, want %q", c.o.rate, got, c.docs)
+		}
+	}
+}

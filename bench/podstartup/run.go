@@ -70,7 +70,7 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 	if !o.writeDocs {
 		return nil
 	}
-	return report.Write(o.docs, "podstartup", body)
+	return report.Write(o.docs, o.docsSection(), body)
 }
 
 // measureOnce starts a server, the runtime kind and an agent, all fresh in
@@ -105,7 +105,7 @@ func measureOnce(ctx context.Context, logger *slog.Logger, o options, berth, kin
 	}
 	var cpu cpuSample
 	var cpuErr error
-	m, err := measurePods(ctx, srv.client, o.pods, func() {
+	m, err := measurePods(ctx, srv.client, o.pods, o.rate, func() {
 		var after cpuSample
 		after, cpuErr = sampleCPU(srv.proc, agent, rt)
 		cpu = after.sub(before)
