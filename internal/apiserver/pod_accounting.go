@@ -34,10 +34,11 @@ type podAccounting struct {
 	store.Interface
 	decode func(store.KV) (*corev1.Pod, error)
 	nodes  *objectStore
+	usages *usageCache
 }
 
 func newPodAccounting(inner store.Interface, pods, nodes *objectStore) *podAccounting {
-	return &podAccounting{Interface: inner, nodes: nodes, decode: func(kv store.KV) (*corev1.Pod, error) {
+	return &podAccounting{Interface: inner, nodes: nodes, usages: newUsageCache(), decode: func(kv store.KV) (*corev1.Pod, error) {
 		obj, err := pods.decode(kv)
 		if err != nil {
 			return nil, err
@@ -126,8 +127,8 @@ func (a *podAccounting) Delete(ctx context.Context, key string, expected int64) 
 }
 
 func (a *podAccounting) releasing(ctx context.Context, key string, expected int64, old *corev1.Pod, value []byte) (int64, error) {
-	return a.retry(ctx, func(int) ([]store.Op, error) {
-		usage, rev, err := a.usage(ctx, old.Spec.NodeName)
+	return a.retry(ctx, func(attempt int) ([]store.Op, error) {
+		usage, rev, err := a.usage(ctx, old.Spec.NodeName, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +190,7 @@ func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore 
 		}
 		return nil, err
 	}
-	usage, usageRev, err := a.usage(ctx, nodeName)
+	usage, usageRev, err := a.usage(ctx, nodeName, fromStore)
 	if err != nil {
 		return nil, err
 	}
@@ -236,20 +237,27 @@ func fitError(pod *corev1.Pod, node string, fails []fit.Failure) error {
 	return apierrors.NewConflict(corev1.Resource("pods"), pod.Name, errors.New(msg))
 }
 
-// usage reads a node's accounting record (zero, revision 0, when absent).
-func (a *podAccounting) usage(ctx context.Context, node string) (fit.Usage, int64, error) {
-	kv, err := a.Get(ctx, nodeUsagePrefix+node)
-	if errors.Is(err, store.ErrNotFound) {
-		return fit.Usage{}, 0, nil
-	}
-	if err != nil {
-		return fit.Usage{}, 0, err
+// usage reads a node's accounting record (zero, revision 0, when absent):
+// this server's last copy unless fromStore (a retry after a conflict) or it
+// has none, since the transactions guard the record's revision.
+func (a *podAccounting) usage(ctx context.Context, node string, fromStore bool) (fit.Usage, int64, error) {
+	rec, ok := a.usages.get(node)
+	if fromStore || !ok {
+		kv, err := a.Get(ctx, nodeUsagePrefix+node)
+		if errors.Is(err, store.ErrNotFound) {
+			return fit.Usage{}, 0, nil
+		}
+		if err != nil {
+			return fit.Usage{}, 0, err
+		}
+		rec = usageRecord{value: kv.Value, rev: kv.ModRevision}
+		a.usages.put(node, rec)
 	}
 	var u fit.Usage
-	if err := json.Unmarshal(kv.Value, &u); err != nil {
+	if err := json.Unmarshal(rec.value, &u); err != nil {
 		return fit.Usage{}, 0, fmt.Errorf("node usage record of %s: %w", node, err)
 	}
-	return u, kv.ModRevision, nil
+	return u, rec.rev, nil
 }
 
 func usageWrite(node string, u fit.Usage, rev int64) (store.Op, error) {

@@ -101,3 +101,34 @@ func TestBindingChecksNodeConstraints(t *testing.T) {
 		}
 	}
 }
+
+// Each server keeps its own copy of the node usage records it last wrote;
+// when another server sharing the store has since bound pods to the node,
+// the stale copy must not let a pod through that the stored record refuses.
+func TestUsageWrittenByAnotherServerIsHonoured(t *testing.T) {
+	s1 := newTestServer(t)
+	s2 := newTestServerWith(t, func(c *Config) { c.Store = s1.store })
+	ctx := testContext(t)
+	createNodes(t, s1, "n1") // 8 cpu
+	bound := func(name, cpu string) *corev1.Pod {
+		p := requestingPod(name, cpu, 0)
+		p.Spec.NodeName = "n1"
+		return p
+	}
+	if _, err := s1.client.CoreV1().Pods("default").Create(ctx, bound("a", "5"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create a on server 1: %v", err)
+	}
+	if _, err := s2.client.CoreV1().Pods("default").Create(ctx, bound("b", "2"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create b on server 2: %v", err)
+	}
+	// Server 1 last wrote 5 cpu used; the store holds 7.
+	before := storeRevision(t, s1)
+	_, err := s1.client.CoreV1().Pods("default").Create(ctx, bound("c", "2"), metav1.CreateOptions{})
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != http.StatusConflict {
+		t.Fatalf("create c (2 cpu onto 7 of 8 used) on server 1: %v, want 409", err)
+	}
+	assertStoreUnchanged(t, s1, before)
+	if _, err := s1.client.CoreV1().Pods("default").Create(ctx, bound("d", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create d (1 cpu onto 7 of 8 used) on server 1: %v", err)
+	}
+}
