@@ -93,13 +93,19 @@ func (c *clusterCache) forgetPod(uid types.UID) {
 	c.removeLocked(uid)
 }
 
-// assume counts pod on node before the binding is confirmed.
-func (c *clusterCache) assume(p *v1.Pod, node string) {
+// assume counts pod on node before the binding is confirmed. It refuses
+// (false) when the pod is already counted: the watch reported it bound
+// while the cycle decided, and replacing that binding with an assumption
+// would let a failed bind's unassume drop the pod from its node's usage.
+func (c *clusterCache) assume(p *v1.Pod, node string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.removeLocked(p.UID)
+	if _, counted := c.podNode[p.UID]; counted {
+		return false
+	}
 	c.addLocked(p, node)
 	c.assumed[p.UID] = true
+	return true
 }
 
 // unassume drops an assumption whose binding failed (and only an assumption:

@@ -13,40 +13,64 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// scheduleOne decides where the pod under key goes and assumes it there. It
-// returns the API calls that carry the decision out (a binding, or the
-// record of why the pod fits nowhere), for the caller to run off the
-// scheduling loop; nil means there is nothing to do.
-func (s *Scheduler) scheduleOne(key string) func(context.Context) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
+// followUp is what carries a cycle's outcome out, off the scheduling loop.
+type followUp struct {
+	// run makes the API calls (a binding, or the record of why the pod
+	// fits nowhere); nil means there is nothing to do.
+	run func(context.Context)
+	// holdsKey keeps the pod's key out of the queue until run returns: a
+	// binding must finish (or be undone) before the pod is judged again.
+	// Recording an unschedulable pod must not hold it: a cluster change
+	// meanwhile has to be able to send the pod round again, however long
+	// the write takes.
+	holdsKey bool
+}
+
+// scheduleOne decides where the delivered pod goes and assumes it there.
+func (s *Scheduler) scheduleOne(d delivery) followUp {
+	ns, name, err := cache.SplitMetaNamespaceKey(d.key)
 	if err != nil {
-		s.queue.Forget(key)
-		return nil
+		s.queue.release(d)
+		return followUp{}
 	}
 	pod, err := s.pods.Pods(ns).Get(name)
 	if err != nil || !s.responsibleFor(pod) || s.cache.isAccounted(pod.UID) {
-		s.queue.Forget(key)
-		return nil
+		s.queue.release(d)
+		return followUp{}
 	}
 	s.offset++
-	var d decision
-	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList) { d = schedule(pod, nodes, s.offset) })
-	if d.node == "" {
-		msg := d.message()
-		s.waitForClusterChange(key, msg)
-		return func(ctx context.Context) { s.recordUnschedulable(ctx, key, pod, msg) }
+	changes := s.clusterGeneration()
+	var dec decision
+	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList) { dec = schedule(pod, nodes, s.offset) })
+	if dec.node == "" {
+		msg := dec.message()
+		s.waitForClusterChange(d.key, changes, msg)
+		return followUp{run: func(ctx context.Context) { s.recordUnschedulable(ctx, d.key, pod, msg) }}
 	}
-	s.cache.assume(pod, d.node)
-	return func(ctx context.Context) { s.bind(ctx, key, pod, d.node) }
+	if !s.cache.assume(pod, dec.node) {
+		// The watch reported the pod bound while this cycle decided.
+		s.queue.release(d)
+		return followUp{}
+	}
+	return followUp{run: func(ctx context.Context) { s.bind(ctx, d, pod, dec.node) }, holdsKey: true}
 }
 
 // waitForClusterChange parks a pod that fits nowhere until a cluster event
-// (or the periodic retry) may let it fit.
-func (s *Scheduler) waitForClusterChange(key, msg string) {
+// (or the periodic retry) may let it fit; if such an event came after the
+// cycle read clusterChanges, its retry has passed this pod by, so the pod
+// goes round again after its back-off instead.
+func (s *Scheduler) waitForClusterChange(key string, seenChanges uint64, msg string) {
 	s.mu.Lock()
-	s.unschedulable[key] = struct{}{}
+	missed := s.clusterChanges != seenChanges
+	if !missed {
+		s.unschedulable[key] = struct{}{}
+	}
 	s.mu.Unlock()
-	s.queue.AddAfter(key, unschedulableRetry)
+	if missed {
+		s.queue.addRateLimited(key)
+		return
+	}
+	s.queue.addAfter(key, unschedulableRetry)
 	s.log.Debug("pod unschedulable", "pod", key, "message", msg)
 }
 
@@ -59,7 +83,9 @@ func (s *Scheduler) recordUnschedulable(ctx context.Context, key string, pod *v1
 		return // already says so; do not write the same status again
 	}
 	s.recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", msg)
-	err := s.patchScheduledCondition(ctx, pod, v1.ConditionFalse, v1.PodReasonUnschedulable, msg)
+	callCtx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	err := s.patchScheduledCondition(callCtx, pod, v1.ConditionFalse, v1.PodReasonUnschedulable, msg)
 	switch {
 	case err == nil, apierrors.IsNotFound(err), ctx.Err() != nil:
 	case apierrors.IsConflict(err):
@@ -71,36 +97,37 @@ func (s *Scheduler) recordUnschedulable(ctx context.Context, key string, pod *v1
 	}
 }
 
-// bindTimeout bounds one binding request.
-const bindTimeout = 30 * time.Second
+// apiCallTimeout bounds each request that carries out a decision.
+const apiCallTimeout = 30 * time.Second
 
 // bind asks the API server to bind pod to node; the server re-checks every
 // constraint in the same transaction.
-func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node string) {
+func (s *Scheduler) bind(ctx context.Context, d delivery, pod *v1.Pod, node string) {
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: node},
 	}
 	// Bounded: a bind stuck on a dead connection would otherwise keep the
 	// pod assumed, and so never retried, for as long as the process lives.
-	bindCtx, cancel := context.WithTimeout(ctx, bindTimeout)
+	bindCtx, cancel := context.WithTimeout(ctx, apiCallTimeout)
 	defer cancel()
 	err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Bind(bindCtx, binding, metav1.CreateOptions{})
 	if err != nil {
 		s.cache.unassume(pod.UID)
-		if apierrors.IsNotFound(err) || ctx.Err() != nil {
-			s.queue.Forget(key)
-			return
+		if ctx.Err() != nil {
+			return // stopping; the next leader lists the pod afresh
 		}
-		// A 409 means another binder took the room first (or our cache is
-		// behind the watch): try again after back-off with fresh state.
-		s.log.Info("binding failed; retrying", "pod", key, "node", node, "err", err)
-		s.queue.AddRateLimited(key)
+		// Whatever the error (409: another binder took the room first or
+		// our cache is behind; a timeout whose bind may yet have landed;
+		// even 404), the pod goes round again after back-off: the next
+		// cycle drops it if the informer shows it bound or gone.
+		s.log.Info("binding failed; retrying", "pod", d.key, "node", node, "err", err)
+		s.queue.addRateLimited(d.key)
 		return
 	}
-	s.queue.Forget(key)
+	s.queue.release(d)
 	s.recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding",
-		fmt.Sprintf("Successfully assigned %s to %s", key, node))
+		fmt.Sprintf("Successfully assigned %s to %s", d.key, node))
 }
 
 func (s *Scheduler) patchScheduledCondition(ctx context.Context, pod *v1.Pod, status v1.ConditionStatus, reason, msg string) error {

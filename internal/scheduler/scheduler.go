@@ -20,7 +20,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // DefaultName is the schedulerName pods get by default.
@@ -61,13 +60,19 @@ type Scheduler struct {
 	cfg      Config
 	log      *slog.Logger
 	cache    *clusterCache
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *podQueue
 	pods     corelisters.PodLister
 	factory  informers.SharedInformerFactory
 	recorder events.EventRecorder
 
 	mu            sync.Mutex
 	unschedulable map[string]struct{}
+	// clusterChanges counts the cluster events that may let a parked pod
+	// fit, so that a cycle that judged a pod unschedulable before such an
+	// event (but parks it after the event's retry) retries it at once
+	// instead of waiting for the next event or unschedulableRetry: what
+	// kube-scheduler's moveRequestCycle does.
+	clusterChanges uint64
 
 	// offset rotates where each cycle starts filtering (used only by Run's loop).
 	offset int
@@ -86,12 +91,10 @@ func New(cfg Config) *Scheduler {
 	}
 	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
 	return &Scheduler{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		cache: newCache(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialBackoff, maxBackoff),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "scheduler"}),
+		cfg:           cfg,
+		log:           cfg.Logger,
+		cache:         newCache(),
+		queue:         newPodQueue(),
 		pods:          factory.Core().V1().Pods().Lister(),
 		factory:       factory,
 		unschedulable: map[string]struct{}{},
@@ -120,27 +123,35 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	go func() {
 		<-ctx.Done()
-		s.queue.ShutDown()
+		s.queue.shutDown()
 	}()
-	binds := make(chan struct{}, s.cfg.BindWorkers)
+	var sweeper sync.WaitGroup
+	defer sweeper.Wait()
+	sweeper.Go(func() { s.sweepEvery(ctx, sweepInterval) })
+
+	calls := make(chan struct{}, s.cfg.BindWorkers)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
 	for {
-		key, shutdown := s.queue.Get()
-		if shutdown {
+		d, ok := s.queue.get()
+		if !ok {
 			return nil
 		}
-		apiCalls := s.scheduleOne(key)
-		if apiCalls == nil {
-			s.queue.Done(key)
+		work := s.scheduleOne(d)
+		if work.run == nil || !work.holdsKey {
+			s.queue.done(d)
+		}
+		if work.run == nil {
 			continue
 		}
-		binds <- struct{}{}
-		inflight.Add(1)
-		go func() {
-			defer func() { <-binds; inflight.Done(); s.queue.Done(key) }()
-			apiCalls(ctx)
-		}()
+		calls <- struct{}{}
+		inflight.Go(func() {
+			defer func() { <-calls }()
+			if work.holdsKey {
+				defer s.queue.done(d)
+			}
+			work.run(ctx)
+		})
 	}
 }
 
@@ -191,7 +202,7 @@ func (s *Scheduler) onPod(pod *v1.Pod) {
 		return
 	}
 	if s.responsibleFor(pod) {
-		s.queue.Add(keyOf(pod))
+		s.queue.add(keyOf(pod))
 	}
 }
 
@@ -206,10 +217,19 @@ func (s *Scheduler) retryUnschedulable() {
 	s.mu.Lock()
 	keys := s.unschedulable
 	s.unschedulable = map[string]struct{}{}
+	s.clusterChanges++
 	s.mu.Unlock()
 	for k := range keys {
-		s.queue.AddRateLimited(k)
+		s.queue.addRateLimited(k)
 	}
+}
+
+// clusterGeneration is read by a cycle before it looks at the cache (the
+// handlers update the cache before counting the change).
+func (s *Scheduler) clusterGeneration() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clusterChanges
 }
 
 func keyOf(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }

@@ -1,0 +1,267 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Each test here reproduces a way a pending pod could fall out of the
+// scheduler (never bound, never reported) before the fix named with it.
+
+// convergeLimit only bounds a broken run; nothing is asserted about time.
+const convergeLimit = 60 * time.Second
+
+func runScheduler(t *testing.T, client kubernetes.Interface) *Scheduler {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := New(Config{Client: client})
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return s
+}
+
+func create(t *testing.T, client *fake.Clientset, objs ...runtime.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		var err error
+		switch o := obj.(type) {
+		case *v1.Node:
+			_, err = client.CoreV1().Nodes().Create(context.Background(), o, metav1.CreateOptions{})
+		case *v1.Pod:
+			_, err = client.CoreV1().Pods(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitBound(t *testing.T, client *fake.Clientset, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, convergeLimit, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", err
+	})
+	if err != nil {
+		t.Fatalf("pod %s was never bound: %v", name, err)
+	}
+}
+
+// hangingStatusPatches is a clientset whose pods/status patches never get
+// an answer: each waits for its context to end, as a request to an API
+// server that accepted it and never replied would.
+type hangingStatusPatches struct {
+	kubernetes.Interface
+	entered chan struct{}
+}
+
+// IsWatchListSemanticsUnSupported passes on the fake clientset's answer,
+// which informers ask for (the fake cannot stream initial events).
+func (c hangingStatusPatches) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (c hangingStatusPatches) CoreV1() typedcorev1.CoreV1Interface {
+	return hangingCoreV1{c.Interface.CoreV1(), c.entered}
+}
+
+type hangingCoreV1 struct {
+	typedcorev1.CoreV1Interface
+	entered chan struct{}
+}
+
+func (c hangingCoreV1) Pods(ns string) typedcorev1.PodInterface {
+	return hangingPods{c.CoreV1Interface.Pods(ns), c.entered}
+}
+
+type hangingPods struct {
+	typedcorev1.PodInterface
+	entered chan struct{}
+}
+
+func (p hangingPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.Pod, error) {
+	if len(subresources) == 0 || subresources[0] != "status" {
+		return p.PodInterface.Patch(ctx, name, pt, data, opts, subresources...)
+	}
+	select {
+	case p.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Before the fix, the goroutine writing a pod's Unschedulable condition held
+// the pod's queue key until the write returned: while the request hung (the
+// write had no time bound either), every later event for the pod (here, a
+// node that now fits it) only marked the key dirty, and the pod was never
+// tried again.
+func TestPodIsRetriedWhileItsUnschedulableConditionIsStillBeingWritten(t *testing.T) {
+	fakeClient := fake.NewClientset()
+	fakeClient.PrependReactor("create", "pods", bindingReactor(fakeClient))
+	create(t, fakeClient, testNode("a", "1", "4Gi"), testPod("big", "2", "1Gi"))
+	client := hangingStatusPatches{Interface: fakeClient, entered: make(chan struct{}, 1)}
+	runScheduler(t, client)
+
+	select {
+	case <-client.entered:
+	case <-time.After(convergeLimit):
+		t.Fatal("the scheduler never judged the pod unschedulable")
+	}
+	create(t, fakeClient, testNode("b", "4", "4Gi"))
+	waitBound(t, fakeClient, "big")
+}
+
+// Before the fix, a bind answered 404 dropped the pod for good, though a
+// 404 says nothing certain about the pod (a proxy, or a server behind the
+// informer, can answer it); the informer's view decides instead.
+func TestBindAnsweredNotFoundIsRetriedWhileThePodExists(t *testing.T) {
+	client := fake.NewClientset()
+	var once sync.Once
+	client.PrependReactor("create", "pods", bindingReactor(client))
+	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		notFound := false
+		if action.GetSubresource() == "binding" {
+			once.Do(func() { notFound = true })
+		}
+		if notFound {
+			return true, nil, apierrors.NewNotFound(v1.Resource("pods"), "p")
+		}
+		return false, nil, nil
+	})
+	create(t, client, testNode("a", "4", "4Gi"), testPod("p", "1", "1Gi"))
+	runScheduler(t, client)
+	waitBound(t, client, "p")
+}
+
+// Before the fix, assuming a pod that the watch had meanwhile reported
+// bound elsewhere replaced that binding in the cache, and the failed bind's
+// unassume then dropped the pod from its node's usage altogether.
+func TestFailedAssumptionKeepsAPodObservedBound(t *testing.T) {
+	c := newCache()
+	c.setNode(testNode("a", "4", "4Gi"))
+	c.setNode(testNode("b", "4", "4Gi"))
+	pending := testPod("p", "1", "1Gi")
+	bound := pending.DeepCopy()
+	bound.Spec.NodeName = "b"
+
+	c.observePod(bound)     // another binder won while this cycle decided
+	c.assume(pending, "a")  // the cycle's decision
+	c.unassume(pending.UID) // its bind: 409, already bound
+	if !c.isAccounted(pending.UID) {
+		t.Fatal("the pod bound to b is no longer counted anywhere")
+	}
+	var usedOnB int64
+	c.withNodes("", func(nodes nodeList) {
+		for i := range nodes.Len() {
+			if v := nodes.At(i); v.node.Node.Name == "b" {
+				usedOnB = v.usage.Requested.MilliCPU
+			}
+		}
+	})
+	if usedOnB != 1000 {
+		t.Errorf("node b counts %dm cpu, want 1000m", usedOnB)
+	}
+}
+
+// Before the fix, a cluster change (a node added, a pod gone) that came
+// after a cycle had judged a pod unschedulable, but before the cycle parked
+// it, retried only the pods already parked: this pod then waited for the
+// next change or unschedulableRetry (5 minutes) though it might fit now.
+func TestChangeDuringACycleRetriesThePodItJudged(t *testing.T) {
+	s := New(Config{Client: fake.NewClientset()})
+	defer s.queue.shutDown()
+	const key = "default/p"
+
+	seen := s.clusterGeneration() // the cycle starts
+	s.retryUnschedulable()        // a node is added meanwhile
+	s.waitForClusterChange(key, seen, "0/1 nodes are available")
+
+	s.mu.Lock()
+	_, parked := s.unschedulable[key]
+	s.mu.Unlock()
+	if parked {
+		t.Fatal("the pod was parked until the next cluster change")
+	}
+	delivered := make(chan delivery, 1)
+	go func() {
+		if d, ok := s.queue.get(); ok {
+			delivered <- d
+		}
+	}()
+	select {
+	case d := <-delivered:
+		if d.key != key {
+			t.Fatalf("delivered %q, want %q", d.key, key)
+		}
+	case <-time.After(convergeLimit):
+		t.Fatal("the pod was not retried after its back-off")
+	}
+}
+
+// With no change during the cycle, the pod waits for one.
+func TestUnschedulablePodWaitsForAClusterChange(t *testing.T) {
+	s := New(Config{Client: fake.NewClientset()})
+	defer s.queue.shutDown()
+	const key = "default/p"
+
+	s.waitForClusterChange(key, s.clusterGeneration(), "0/1 nodes are available")
+	s.mu.Lock()
+	_, parked := s.unschedulable[key]
+	s.mu.Unlock()
+	if !parked || !s.queue.holds(key) {
+		t.Fatalf("parked %v, held %v; want both", parked, s.queue.holds(key))
+	}
+}
+
+// The sweep queues again exactly the pending pods of this scheduler that
+// nothing holds: not bound, foreign, terminating, queued or assumed ones.
+func TestSweepRequeuesOnlyPendingPodsNothingHolds(t *testing.T) {
+	bound := testPod("bound", "1", "1Gi", func(p *v1.Pod) { p.Spec.NodeName = "a" })
+	foreign := testPod("foreign", "1", "1Gi", func(p *v1.Pod) { p.Spec.SchedulerName = "other" })
+	deleting := testPod("deleting", "1", "1Gi", func(p *v1.Pod) {
+		p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		p.Finalizers = []string{"example.com/keep"}
+	})
+	queued, assumed, lost := testPod("queued", "1", "1Gi"), testPod("assumed", "1", "1Gi"), testPod("lost", "1", "1Gi")
+	client := fake.NewClientset(bound, foreign, deleting, queued, assumed, lost)
+	s := New(Config{Client: client})
+	defer s.queue.shutDown()
+	informer := s.factory.Core().V1().Pods().Informer()
+	stop := make(chan struct{})
+	defer close(stop)
+	s.factory.Start(stop)
+	if !cache.WaitForCacheSync(stop, informer.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	s.queue.add(keyOf(queued))
+	s.cache.setNode(testNode("a", "4", "4Gi"))
+	if !s.cache.assume(assumed, "a") {
+		t.Fatal("assume refused")
+	}
+
+	if n := s.sweep(); n != 1 || !s.queue.holds(keyOf(lost)) {
+		t.Fatalf("sweep re-queued %d pods (lost held: %v); want only %s", n, s.queue.holds(keyOf(lost)), keyOf(lost))
+	}
+	if n := s.sweep(); n != 0 {
+		t.Fatalf("a second sweep re-queued %d pods; the first left them held", n)
+	}
+}
