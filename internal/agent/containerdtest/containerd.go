@@ -57,12 +57,7 @@ type Containerd struct {
 func Start(t testing.TB) *Containerd {
 	t.Helper()
 	hostcheck.Require(t, Requirements...)
-	set, err := images.Catalogue(t.Context(), images.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	regHost := registry.Start(t)
-	registry.Push(t, regHost, set)
+	regHost := ServeImages(t)
 
 	// A short directory of our own: unix socket paths are limited to 108
 	// bytes and t.TempDir() names can be long.
@@ -78,7 +73,7 @@ func Start(t testing.TB) *Containerd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		c.removeAllSandboxes(t)
+		RemoveAllSandboxes(t, c.Client)
 		if c.Client != nil {
 			c.Client.Close()
 		}
@@ -170,22 +165,42 @@ func (c *Containerd) Restart(t testing.TB) {
 	}
 }
 
-func (c *Containerd) removeAllSandboxes(t testing.TB) {
-	if c.Client == nil {
+// ServeImages serves the testkit's image catalogue from an in-process
+// registry for the life of t and returns its host:port. A runtime that maps
+// RegistryHost to it pulls the images as Image(ref); berth runtime's test
+// starter (internal/runtime/runtimetest) serves them the same way, so tests
+// name images identically on both runtimes.
+func ServeImages(t testing.TB) string {
+	t.Helper()
+	set, err := images.Catalogue(t.Context(), images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := registry.Start(t)
+	registry.Push(t, host, set)
+	return host
+}
+
+// RemoveAllSandboxes stops and removes every pod sandbox client's runtime
+// holds (so CNI releases its addresses and the shims or monitors exit); a
+// test runtime's cleanup calls it before stopping the runtime. A nil client
+// (the runtime never answered) is nothing to do.
+func RemoveAllSandboxes(t testing.TB, client *cri.Client) {
+	if client == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	list, err := c.Client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	list, err := client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Logf("cleanup: list sandboxes: %v", err)
 		return
 	}
 	for _, s := range list.Items {
-		if _, err := c.Client.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+		if _, err := client.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
 			t.Logf("cleanup: stop sandbox %s: %v", s.Id, err)
 		}
-		if _, err := c.Client.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+		if _, err := client.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
 			t.Logf("cleanup: remove sandbox %s: %v", s.Id, err)
 		}
 	}
@@ -194,9 +209,17 @@ func (c *Containerd) removeAllSandboxes(t testing.TB) {
 // UnmountUnder lazily unmounts whatever containerd left mounted below dir
 // (deepest first), so the directory can be removed.
 func UnmountUnder(dir string) {
+	points := MountsUnder(dir)
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
+}
+
+// MountsUnder lists the mount points below dir, in mount order.
+func MountsUnder(dir string) []string {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return
+		return nil
 	}
 	defer f.Close()
 	var points []string
@@ -207,9 +230,7 @@ func UnmountUnder(dir string) {
 			points = append(points, fields[4])
 		}
 	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
-	}
+	return points
 }
 
 func tail(s string, lines int) string {
@@ -226,20 +247,7 @@ const cniSubnet = "10.231.0.0/24"
 
 func writeConfig(dir, regHost string) (string, error) {
 	confDir := filepath.Join(dir, "cni-conf")
-	if err := os.MkdirAll(confDir, 0o755); err != nil {
-		return "", err
-	}
-	conflist := fmt.Sprintf(`{
-  "cniVersion": "1.0.0",
-  "name": "berth-agent-test",
-  "plugins": [
-    {"type": "bridge", "bridge": "berthagt0", "isGateway": true, "ipMasq": false,
-     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-`, filepath.Join(dir, "cni-ipam"), cniSubnet)
-	if err := os.WriteFile(filepath.Join(confDir, "10-berth-agent-test.conflist"), []byte(conflist), 0o644); err != nil {
+	if err := WriteBridgeNetwork(confDir, filepath.Join(dir, "cni-ipam"), "berthagt0", cniSubnet); err != nil {
 		return "", err
 	}
 	// The registry host's hosts.toml names the loopback registry as its
@@ -253,6 +261,27 @@ func writeConfig(dir, regHost string) (string, error) {
 	cfg := Config{Dir: dir, SandboxImage: Image(images.Pause), CNIBinDir: "/usr/lib/cni", CNIConfDir: confDir, RegistryHostsDir: hostsDir}.TOML()
 	path := filepath.Join(dir, "config.toml")
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
+}
+
+// WriteBridgeNetwork writes into confDir the CNI network of a test
+// runtime: a bridge of its own with host-local addresses from subnet (kept
+// under ipamDir), no masquerading (so nothing leaves the host), and port
+// mappings.
+func WriteBridgeNetwork(confDir, ipamDir, bridge, subnet string) error {
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		return err
+	}
+	conflist := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "berth-agent-test",
+  "plugins": [
+    {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false,
+     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, bridge, ipamDir, subnet)
+	return os.WriteFile(filepath.Join(confDir, "10-berth-agent-test.conflist"), []byte(conflist), 0o644)
 }
 
 // WriteRegistryHosts points each of hosts at the registry on registryHost
