@@ -1,0 +1,151 @@
+// Package runtimetest starts a real `berth runtime` in-process for tests
+// (internal/runtime's Run: runc behind berth-monitor, the overlay image
+// store, the host's CNI plugins with a loopback-only bridge network of its
+// own) and hands out a CRI client, the counterpart of the agent's
+// containerdtest: images come from the same in-process registry under the
+// same names (containerdtest.Image), so a test runs unchanged on both.
+package runtimetest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/internal/runtime"
+	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/images"
+)
+
+// Requirements are the host prerequisites of Start.
+var Requirements = []hostcheck.Requirement{
+	hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins,
+	hostcheck.BusyboxStatic, hostcheck.Gcc, hostcheck.Overlayfs,
+}
+
+// Runtime is one running berth runtime.
+type Runtime struct {
+	Endpoint string // unix:///.../cri.sock
+	Client   *cri.Client
+	Version  *runtimeapi.VersionResponse
+	// Dir holds the runtime's root, state, socket and CNI files; cleanup
+	// removes it.
+	Dir    string
+	cancel context.CancelFunc
+	exited chan error
+}
+
+// Start runs a berth runtime for the life of t, exec'ing monitor (see Main)
+// for each container, and connects to it. At cleanup every pod sandbox is
+// stopped and removed (so the monitors exit and nothing stays mounted),
+// then the runtime is stopped and its directory removed.
+func Start(t testing.TB, monitor string) *Runtime {
+	t.Helper()
+	hostcheck.Require(t, Requirements...)
+	if monitor == "" {
+		t.Fatal("runtimetest: no berth-monitor binary (call runtimetest.Main from TestMain)")
+	}
+	regHost := containerdtest.ServeImages(t)
+
+	// A short directory of our own: unix socket paths are limited to 108
+	// bytes and t.TempDir() names can be long.
+	dir, err := os.MkdirTemp("", "berth-rt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runtime{Endpoint: "unix://" + filepath.Join(dir, "cri.sock"), Dir: dir}
+	t.Cleanup(func() { r.cleanup(t) })
+	cfg, err := config(dir, monitor, regHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.exited = cancel, make(chan error, 1)
+	go func() { r.exited <- runtime.Run(ctx, cfg) }()
+	r.connect(t)
+	return r
+}
+
+// config is the runtime's configuration under dir: RegistryHost mapped to
+// the loopback registry over plain HTTP (the mirrored host itself is never
+// contacted), the pause image under the name containerd's sandbox_image
+// has, and no NRI socket (nothing here plugs in, and the default path is
+// the host's).
+func config(dir, monitor, regHost string) (runtime.Config, error) {
+	confDir := filepath.Join(dir, "net.d")
+	if err := containerdtest.WriteBridgeNetwork(confDir, filepath.Join(dir, "ipam"), bridgeName(), cniSubnet); err != nil {
+		return runtime.Config{}, err
+	}
+	return runtime.Config{
+		Root: filepath.Join(dir, "root"), StateDir: filepath.Join(dir, "state"),
+		Listen: "unix://" + filepath.Join(dir, "cri.sock"), MonitorBinary: monitor, CNIConfDir: confDir,
+		Mirrors:    map[string][]string{containerdtest.RegistryHost: {"http://" + regHost}},
+		Insecure:   []string{regHost},
+		PauseImage: containerdtest.Image(images.Pause), DisableNRI: true,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, nil
+}
+
+// cniSubnet is the bridge network's address range, apart from
+// containerdtest's (10.231.0.0/24), so both runtimes can run at once.
+const cniSubnet = "10.232.0.0/24"
+
+// bridgeName is per process, so runtimes of concurrent test binaries do
+// not share a bridge.
+func bridgeName() string { return fmt.Sprintf("berthrt%d", os.Getpid()%100000) }
+
+// connect dials the socket until the runtime answers Version, failing t
+// if Run returns first or a minute passes.
+func (r *Runtime) connect(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for {
+		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+		client, v, err := cri.Dial(dctx, r.Endpoint)
+		dcancel()
+		if err == nil {
+			r.Client, r.Version = client, v
+			return
+		}
+		select {
+		case err := <-r.exited:
+			r.exited <- err
+			t.Fatalf("berth runtime exited at start: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("berth runtime did not answer CRI Version: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// cleanup removes every sandbox, stops the runtime, and fails t if the
+// runtime left a mount behind or Run ended with an error.
+func (r *Runtime) cleanup(t testing.TB) {
+	containerdtest.RemoveAllSandboxes(t, r.Client)
+	if r.Client != nil {
+		r.Client.Close()
+	}
+	if r.cancel != nil {
+		r.cancel()
+		if err := <-r.exited; err != nil {
+			t.Errorf("berth runtime: %v", err)
+		}
+	}
+	_ = exec.Command("ip", "link", "del", bridgeName()).Run()
+	if left := containerdtest.MountsUnder(r.Dir); len(left) > 0 {
+		t.Errorf("berth runtime left mounts: %v", left)
+		containerdtest.UnmountUnder(r.Dir)
+	}
+	if err := os.RemoveAll(r.Dir); err != nil {
+		t.Logf("remove %s: %v", r.Dir, err)
+	}
+}

@@ -1,0 +1,77 @@
+package runtimetest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/images"
+)
+
+var monitor string
+
+func TestMain(m *testing.M) { Main(m, &monitor) }
+
+// TestStartRunsAContainerAndCleansUp: the runtime answers CRI as berth,
+// pulls a test image under containerdtest's name, runs a container in a
+// host-network sandbox; at cleanup the sandbox goes, nothing stays mounted
+// and the runtime's directory is removed.
+func TestStartRunsAContainerAndCleansUp(t *testing.T) {
+	var dir string
+	t.Run("runtime", func(t *testing.T) {
+		r := Start(t, monitor)
+		dir = r.Dir
+		if r.Version.RuntimeName != "berth" || r.Version.RuntimeApiVersion != "v1" {
+			t.Fatalf("Version = %+v, want berth speaking v1", r.Version)
+		}
+		runSleeper(t, r)
+	})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("runtime directory %s after cleanup: %v", dir, err)
+	}
+	if left := containerdtest.MountsUnder(dir); len(left) > 0 {
+		t.Errorf("mounts left after cleanup: %v", left)
+	}
+}
+
+// runSleeper runs a sleeping busybox in a host-network sandbox and waits
+// until the runtime reports it running.
+func runSleeper(t *testing.T, r *Runtime) {
+	ctx := t.Context()
+	sbCfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"},
+		LogDirectory: t.TempDir(),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+		}},
+	}
+	sb, err := r.Client.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
+	if err != nil {
+		t.Fatalf("RunPodSandbox: %v", err)
+	}
+	image := containerdtest.Image(images.Busybox)
+	if _, err := r.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
+		t.Fatalf("pull %s: %v", image, err)
+	}
+	c, err := r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, SandboxConfig: sbCfg,
+		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"}, Image: &runtimeapi.ImageSpec{Image: image},
+			Command: []string{"sleep", "3600"}, LogPath: "sleep.log"}})
+	if err != nil {
+		t.Fatalf("CreateContainer: %v", err)
+	}
+	if _, err := r.Client.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+		t.Fatalf("StartContainer: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		st, err := r.Client.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ContainerId})
+		return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
+	})
+	if err != nil {
+		t.Fatal("container never reported running")
+	}
+}
