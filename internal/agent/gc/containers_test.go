@@ -16,11 +16,14 @@ import (
 	"github.com/berth/berth/internal/testkit/images"
 )
 
-// TestCollectContainersAgainstContainerd builds, in a real runtime, dead
+// TestCollectContainersOnBothRuntimes builds, in a real runtime, dead
 // and live containers and sandboxes of a pod that exists and of pods that
 // are gone, runs one pass, and checks exactly what was removed and kept.
-func TestCollectContainersAgainstContainerd(t *testing.T) {
-	n := newNode(t)
+func TestCollectContainersOnBothRuntimes(t *testing.T) {
+	onEachRuntime(t, testCollectContainersOnBothRuntimes)
+}
+
+func testCollectContainersOnBothRuntimes(t *testing.T, n *node) {
 	busybox := containerdtest.Image(images.Busybox)
 	fail := []string{"sh", "-c", "exit 1"}
 	sleep := []string{"sleep", "3600"}
@@ -113,7 +116,10 @@ func TestCollectContainersAgainstContainerd(t *testing.T) {
 // kept, none of the live pod's three dead attempts goes; with the limit
 // off, neither.
 func TestCollectContainersKeepsWhatThePolicySays(t *testing.T) {
-	n := newNode(t)
+	onEachRuntime(t, testCollectContainersKeepsWhatThePolicySays)
+}
+
+func testCollectContainersKeepsWhatThePolicySays(t *testing.T, n *node) {
 	busybox := containerdtest.Image(images.Busybox)
 	fail := []string{"sh", "-c", "exit 1"}
 	live := n.runSandbox("uid-live", 0)

@@ -15,14 +15,15 @@ import (
 	"github.com/berth/berth/internal/testkit/images"
 )
 
-// TestCollectImagesAgainstContainerd fills a real runtime with images in
+// TestCollectImagesOnBothRuntimes fills a real runtime with images in
 // every role — used by a running container, used by a dead one, pinned
 // (the sandbox image), used earlier, never used, pulled too recently — sets
 // the filesystem's usage over the high threshold and checks exactly which
 // images one pass removes; then sets more usage than can be freed and
 // checks the FreeDiskSpaceFailed event.
-func TestCollectImagesAgainstContainerd(t *testing.T) {
-	n := newNode(t)
+func TestCollectImagesOnBothRuntimes(t *testing.T) { onEachRuntime(t, testCollectImagesOnBothRuntimes) }
+
+func testCollectImagesOnBothRuntimes(t *testing.T, n *node) {
 	ref := containerdtest.Image
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC))
 	usage := &fixedUsage{}
@@ -141,7 +142,10 @@ func expectImages(t *testing.T, n *node, ids map[string]string, want ...string) 
 // only logged, the second in a row is reported as ImageGCFailed, as the
 // kubelet does.
 func TestImageGCFailureEventOnlyWhenRepeated(t *testing.T) {
-	n := newNode(t)
+	onEachRuntime(t, testImageGCFailureEventOnlyWhenRepeated)
+}
+
+func testImageGCFailureEventOnlyWhenRepeated(t *testing.T, n *node) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC))
 	usage := &fixedUsage{}
 	usage.set(FsStats{}, errors.New("statfs: first failure"))

@@ -40,12 +40,15 @@ func TestPolicyValidate(t *testing.T) {
 // TestCRIFsUsageReadsTheRuntimesFilesystem asks a real runtime where its
 // images live and checks the figures are that filesystem's.
 func TestCRIFsUsageReadsTheRuntimesFilesystem(t *testing.T) {
-	n := newNode(t)
+	onEachRuntime(t, testCRIFsUsageReadsTheRuntimesFilesystem)
+}
+
+func testCRIFsUsageReadsTheRuntimesFilesystem(t *testing.T, n *node) {
 	got, err := NewCRIFsUsage(n.is()).ImageFs(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The test containerd keeps its images under the temporary directory.
+	// Both test runtimes keep their images under the temporary directory.
 	var st unix.Statfs_t
 	if err := unix.Statfs(os.TempDir(), &st); err != nil {
 		t.Fatal(err)

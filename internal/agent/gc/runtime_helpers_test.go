@@ -14,20 +14,48 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/internal/runtime/runtimetest"
 )
 
-// node drives a real runtime (a private containerd) directly through CRI,
-// creating sandboxes and containers labelled as the agent's pod workers
-// label them.
-type node struct {
-	t   *testing.T
-	ctd *containerdtest.Containerd
+// berthMonitor is the berth-monitor binary runtimetest.Main built for
+// this package's berth runtimes.
+var berthMonitor string
+
+func TestMain(m *testing.M) { runtimetest.Main(m, &berthMonitor) }
+
+// startRuntime starts a real CRI runtime for the life of t and returns a
+// client to it: all the node helper needs of a runtime.
+type startRuntime func(t *testing.T) *cri.Client
+
+// runtimes are the CRI runtimes every collector test runs against: the
+// agent must work the same on berth runtime and on containerd. Both pull
+// the test images under the same names (containerdtest.Image).
+var runtimes = []struct {
+	name  string
+	start startRuntime
+}{
+	{"berth", func(t *testing.T) *cri.Client { return runtimetest.Start(t, berthMonitor).Client }},
+	{"containerd", func(t *testing.T) *cri.Client { return containerdtest.Start(t).Client }},
 }
 
-func newNode(t *testing.T) *node { return &node{t: t, ctd: containerdtest.Start(t)} }
+// onEachRuntime runs test as one subtest per runtime, each on a node of
+// its own.
+func onEachRuntime(t *testing.T, test func(t *testing.T, n *node)) {
+	for _, r := range runtimes {
+		t.Run(r.name, func(t *testing.T) { test(t, &node{t: t, client: r.start(t)}) })
+	}
+}
 
-func (n *node) rt() runtimeapi.RuntimeServiceClient { return n.ctd.Client.Runtime }
-func (n *node) is() runtimeapi.ImageServiceClient   { return n.ctd.Client.Images }
+// node drives a real runtime directly through CRI, creating sandboxes and
+// containers labelled as the agent's pod workers label them.
+type node struct {
+	t      *testing.T
+	client *cri.Client
+}
+
+func (n *node) rt() runtimeapi.RuntimeServiceClient { return n.client.Runtime }
+func (n *node) is() runtimeapi.ImageServiceClient   { return n.client.Images }
 
 // sandbox is one pod sandbox and its config (for CreateContainer).
 type sandbox struct {
