@@ -90,17 +90,26 @@ func Start(t testing.TB) *Containerd {
 		}
 	})
 	c.start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	c.Client, c.Version = Connect(t, c.describe(), c.Endpoint, c.exited)
+	return c
+}
+
+// Connect dials endpoint until the runtime there answers CRI Version,
+// failing t when the runtime exits first (exited yields; the error is put
+// back for its owner) or a minute passes. what names the runtime in
+// failures. berth runtime's test starter connects with it too.
+func Connect(t testing.TB, what, endpoint string, exited chan error) (*cri.Client, *runtimeapi.VersionResponse) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for {
 		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-		client, v, err := cri.Dial(dctx, c.Endpoint)
+		client, v, err := cri.Dial(dctx, endpoint)
 		dcancel()
 		if err == nil {
-			c.Client, c.Version = client, v
-			return c
+			return client, v
 		}
-		c.checkAlive(t, ctx, err)
+		retryUnlessExited(t, ctx, what, exited, err)
 	}
 }
 
@@ -132,19 +141,22 @@ func (c *Containerd) stop() {
 	c.cmd = nil
 }
 
-// checkAlive fails the test when containerd exited or ctx ended while
+// retryUnlessExited fails t when the runtime exited or ctx ended while
 // waiting for it to answer, and otherwise paces the next attempt.
-func (c *Containerd) checkAlive(t testing.TB, ctx context.Context, lastErr error) {
+func retryUnlessExited(t testing.TB, ctx context.Context, what string, exited chan error, lastErr error) {
 	t.Helper()
 	select {
-	case err := <-c.exited:
-		c.exited <- err
-		t.Fatalf("containerd exited: %v (log %s)", err, c.logFile.Name())
+	case err := <-exited:
+		exited <- err
+		t.Fatalf("%s exited: %v", what, err)
 	case <-ctx.Done():
-		t.Fatalf("containerd did not answer CRI Version: %v", lastErr)
+		t.Fatalf("%s did not answer CRI Version: %v", what, lastErr)
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// describe names this containerd, and where its log is, in failures.
+func (c *Containerd) describe() string { return "containerd (log " + c.logFile.Name() + ")" }
 
 // Restart stops containerd and starts it again on the same directories,
 // as an upgrade would; the existing Client reconnects to the same socket.
@@ -161,7 +173,7 @@ func (c *Containerd) Restart(t testing.TB) {
 		if err == nil {
 			return
 		}
-		c.checkAlive(t, ctx, err)
+		retryUnlessExited(t, ctx, c.describe(), c.exited, err)
 	}
 }
 
