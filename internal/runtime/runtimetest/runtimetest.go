@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -61,16 +60,17 @@ func Start(t testing.TB, monitor string) *Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runtime{Endpoint: "unix://" + filepath.Join(dir, "cri.sock"), Dir: dir}
+	r := &Runtime{Dir: dir}
 	t.Cleanup(func() { r.cleanup(t) })
 	cfg, err := config(dir, monitor, regHost)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Endpoint = cfg.Listen
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.exited = cancel, make(chan error, 1)
 	go func() { r.exited <- runtime.Run(ctx, cfg) }()
-	r.connect(t)
+	r.Client, r.Version = containerdtest.Connect(t, "berth runtime", r.Endpoint, r.exited)
 	return r
 }
 
@@ -101,31 +101,6 @@ const cniSubnet = "10.232.0.0/24"
 // bridgeName is per process, so runtimes of concurrent test binaries do
 // not share a bridge.
 func bridgeName() string { return fmt.Sprintf("berthrt%d", os.Getpid()%100000) }
-
-// connect dials the socket until the runtime answers Version, failing t
-// if Run returns first or a minute passes.
-func (r *Runtime) connect(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	for {
-		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-		client, v, err := cri.Dial(dctx, r.Endpoint)
-		dcancel()
-		if err == nil {
-			r.Client, r.Version = client, v
-			return
-		}
-		select {
-		case err := <-r.exited:
-			r.exited <- err
-			t.Fatalf("berth runtime exited at start: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("berth runtime did not answer CRI Version: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
 
 // cleanup removes every sandbox, stops the runtime, and fails t if the
 // runtime left a mount behind or Run ended with an error.
