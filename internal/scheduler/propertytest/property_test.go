@@ -68,9 +68,10 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 	schedCtx, stopSchedulers := context.WithCancel(ctx)
 	var schedulersDone sync.WaitGroup
 	schedulerBinds := []*atomic.Int64{{}, {}}
+	var sweepRequeues atomic.Int64
 	for i, binds := range schedulerBinds {
 		client := kubernetes.NewForConfigOrDie(countingBinds(cfg, binds))
-		s := scheduler.New(scheduler.Config{Client: client, Logger: apitest.Logger(t).With("scheduler", i)})
+		s := scheduler.New(scheduler.Config{Client: client, Logger: countingSweeps(t, &sweepRequeues).With("scheduler", i)})
 		schedulersDone.Add(1)
 		go func() {
 			defer schedulersDone.Done()
@@ -97,6 +98,9 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 		}
 	}
 	t.Log(stats)
+	if n := sweepRequeues.Load(); n != 0 {
+		t.Errorf("the schedulers' sweeps had to re-queue %d pending pods: some path dropped them", n)
+	}
 }
 
 // runWorkload creates the pods while raw binders race the schedulers, and
