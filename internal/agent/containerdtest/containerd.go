@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,22 +34,32 @@ const RegistryHost = "registry.berth.test"
 // Image returns the pullable name of a testkit image (images.Busybox, ...).
 func Image(ref string) string { return RegistryHost + "/" + ref }
 
-// Requirements are the host prerequisites of Start.
-var Requirements = []hostcheck.Requirement{
-	hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.Containerd,
+// RuntimeRequirements are the host prerequisites of any test runtime here
+// or in runtimetest: runc, the CNI plugins, overlayfs, and what building
+// the test images takes.
+var RuntimeRequirements = []hostcheck.Requirement{
+	hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins,
 	hostcheck.BusyboxStatic, hostcheck.Gcc, hostcheck.Overlayfs,
+}
+
+// Requirements are the host prerequisites of Start.
+var Requirements = slices.Concat(RuntimeRequirements, []hostcheck.Requirement{hostcheck.Containerd})
+
+// Conn is a test runtime's CRI endpoint and the client connected to it.
+type Conn struct {
+	Endpoint string // unix:///...
+	Client   *cri.Client
+	Version  *runtimeapi.VersionResponse
 }
 
 // Containerd is one running containerd.
 type Containerd struct {
-	Endpoint string // unix:///.../containerd.sock
-	Client   *cri.Client
-	Version  *runtimeapi.VersionResponse
-	dir      string
-	config   string
-	logFile  *os.File
-	cmd      *exec.Cmd
-	exited   chan error
+	Conn
+	dir     string
+	config  string
+	logFile *os.File
+	cmd     *exec.Cmd
+	exited  chan error
 }
 
 // Start runs a containerd for the life of t and connects to it. At cleanup
@@ -65,7 +76,7 @@ func Start(t testing.TB) *Containerd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Containerd{Endpoint: "unix://" + filepath.Join(dir, "containerd.sock"), dir: dir}
+	c := &Containerd{Conn: Conn{Endpoint: "unix://" + filepath.Join(dir, "containerd.sock")}, dir: dir}
 	if c.config, err = writeConfig(dir, regHost); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +101,7 @@ func Start(t testing.TB) *Containerd {
 		}
 	})
 	c.start(t)
-	c.Client, c.Version = Connect(t, c.describe(), c.Endpoint, c.exited)
+	c.Conn = Connect(t, c.describe(), c.Endpoint, c.exited)
 	return c
 }
 
@@ -98,7 +109,7 @@ func Start(t testing.TB) *Containerd {
 // failing t when the runtime exits first (exited yields; the error is put
 // back for its owner) or a minute passes. what names the runtime in
 // failures. berth runtime's test starter connects with it too.
-func Connect(t testing.TB, what, endpoint string, exited chan error) (*cri.Client, *runtimeapi.VersionResponse) {
+func Connect(t testing.TB, what, endpoint string, exited chan error) Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -107,7 +118,7 @@ func Connect(t testing.TB, what, endpoint string, exited chan error) (*cri.Clien
 		client, v, err := cri.Dial(dctx, endpoint)
 		dcancel()
 		if err == nil {
-			return client, v
+			return Conn{Endpoint: endpoint, Client: client, Version: v}
 		}
 		retryUnlessExited(t, ctx, what, exited, err)
 	}
