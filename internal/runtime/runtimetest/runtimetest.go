@@ -15,26 +15,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/berth/berth/internal/agent/containerdtest"
-	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/runtime"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
-// Requirements are the host prerequisites of Start.
-var Requirements = []hostcheck.Requirement{
-	hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins,
-	hostcheck.BusyboxStatic, hostcheck.Gcc, hostcheck.Overlayfs,
-}
-
 // Runtime is one running berth runtime.
 type Runtime struct {
-	Endpoint string // unix:///.../cri.sock
-	Client   *cri.Client
-	Version  *runtimeapi.VersionResponse
+	containerdtest.Conn
 	// Dir holds the runtime's root, state, socket and CNI files; cleanup
 	// removes it.
 	Dir    string
@@ -48,7 +37,7 @@ type Runtime struct {
 // then the runtime is stopped and its directory removed.
 func Start(t testing.TB, monitor string) *Runtime {
 	t.Helper()
-	hostcheck.Require(t, Requirements...)
+	hostcheck.Require(t, containerdtest.RuntimeRequirements...)
 	if monitor == "" {
 		t.Fatal("runtimetest: no berth-monitor binary (call runtimetest.Main from TestMain)")
 	}
@@ -66,11 +55,10 @@ func Start(t testing.TB, monitor string) *Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Endpoint = cfg.Listen
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.exited = cancel, make(chan error, 1)
 	go func() { r.exited <- runtime.Run(ctx, cfg) }()
-	r.Client, r.Version = containerdtest.Connect(t, "berth runtime", r.Endpoint, r.exited)
+	r.Conn = containerdtest.Connect(t, "berth runtime", cfg.Listen, r.exited)
 	return r
 }
 
