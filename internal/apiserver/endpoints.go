@@ -45,8 +45,7 @@ type scopeFactory struct {
 
 func (f *scopeFactory) scope(res *resource, kind schema.GroupVersionKind, subresource string, table rest.TableConvertor) (*handlers.RequestScope, error) {
 	s := f.codecs.scheme
-	fieldManager, err := managedfields.NewDefaultFieldManager(f.typeConverter, s, s, s,
-		kind, kind.GroupVersion(), subresource, nil)
+	fieldManager, err := newFieldManager(f.typeConverter, s, kind, subresource)
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", kind, err)
 	}

@@ -1,0 +1,97 @@
+package apiserver
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth/berth/internal/apiserver/openapi"
+)
+
+// The field manager's uncopied conversion records exactly what the scheme's
+// copying conversion records, for creates, updates and applies, and leaves
+// the objects it is given as they were (but for apiVersion and kind).
+func TestUncopiedConversionRecordsTheSameManagedFields(t *testing.T) {
+	scheme, err := newScheme(servedResources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeConverter, err := openapi.TypeConverter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := corev1.SchemeGroupVersion.WithKind("Pod")
+	copying, err := managedfields.NewDefaultFieldManager(typeConverter, scheme, scheme, scheme, kind, kind.GroupVersion(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncopied, err := newFieldManager(typeConverter, scheme, kind, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := requestingPod("p", "100m", 8080)
+	pod.Namespace = "default"
+	updated := pod.DeepCopy()
+	updated.Labels["tier"] = "web"
+	updated.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
+	updated.Status.Phase = corev1.PodRunning
+	applied := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default","labels":{"owner":"me"}},"spec":{"containers":[{"name":"c","image":"busybox","workingDir":"/w"}]}}`)
+
+	// run records managed fields as manager m through both field managers,
+	// each on its own copies of the inputs.
+	run := func(name string, do func(fm *managedfields.FieldManager, live, obj runtime.Object) (runtime.Object, error), live, obj *corev1.Pod) *corev1.Pod {
+		t.Helper()
+		var results [2]*corev1.Pod
+		for i, fm := range []*managedfields.FieldManager{copying, uncopied} {
+			liveIn, objIn := live.DeepCopy(), obj.DeepCopy()
+			out, err := do(fm, liveIn, objIn)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			results[i] = out.(*corev1.Pod)
+			for what, pair := range map[string][2]*corev1.Pod{"live": {live, liveIn}, "new": {obj, objIn}} {
+				before, after := pair[0].DeepCopy(), pair[1].DeepCopy()
+				after.TypeMeta = before.TypeMeta
+				if i == 1 && what == "live" && !apiequality.Semantic.DeepEqual(before, after) {
+					t.Errorf("%s: the uncopied conversion changed the %s object", name, what)
+				}
+			}
+			for j := range results[i].ManagedFields {
+				results[i].ManagedFields[j].Time = nil
+			}
+		}
+		if !apiequality.Semantic.DeepEqual(results[0].ManagedFields, results[1].ManagedFields) {
+			t.Errorf("%s: managed fields differ:\ncopying  %s\nuncopied %s", name, fieldsJSON(results[0]), fieldsJSON(results[1]))
+		}
+		if len(results[1].ManagedFields) == 0 {
+			t.Errorf("%s: no managed fields recorded", name)
+		}
+		return results[1]
+	}
+	update := func(fm *managedfields.FieldManager, live, obj runtime.Object) (runtime.Object, error) {
+		return fm.Update(live, obj, "m")
+	}
+	created := run("create", update, &corev1.Pod{}, pod)
+	changed := updated.DeepCopy()
+	changed.ManagedFields = created.ManagedFields
+	run("update", update, created, changed)
+	run("apply", func(fm *managedfields.FieldManager, live, _ runtime.Object) (runtime.Object, error) {
+		patch := &corev1.Pod{}
+		if err := yaml.Unmarshal(applied, patch); err != nil {
+			return nil, err
+		}
+		return fm.Apply(live, patch, "applier", false)
+	}, created, created)
+}
+
+func fieldsJSON(p *corev1.Pod) string {
+	b, _ := yaml.Marshal(struct {
+		M []metav1.ManagedFieldsEntry `json:"m"`
+	}{p.ManagedFields})
+	return string(b)
+}
