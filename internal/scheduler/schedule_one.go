@@ -107,11 +107,7 @@ func (s *Scheduler) bind(ctx context.Context, d delivery, pod *v1.Pod, node stri
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: node},
 	}
-	// Bounded: a bind stuck on a dead connection would otherwise keep the
-	// pod assumed, and so never retried, for as long as the process lives.
-	bindCtx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	err := s.cfg.Client.CoreV1().Pods(pod.Namespace).Bind(bindCtx, binding, metav1.CreateOptions{})
+	err := s.bindLimited(ctx, binding)
 	if err != nil {
 		s.cache.unassume(pod.UID)
 		if ctx.Err() != nil {
@@ -128,6 +124,20 @@ func (s *Scheduler) bind(ctx context.Context, d delivery, pod *v1.Pod, node stri
 	s.queue.release(d)
 	s.recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding",
 		fmt.Sprintf("Successfully assigned %s to %s", d.key, node))
+}
+
+// bindLimited sends binding once the node has a bind slot free.
+func (s *Scheduler) bindLimited(ctx context.Context, binding *v1.Binding) error {
+	release, err := s.binds.acquire(ctx, binding.Target.Name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Bounded: a bind stuck on a dead connection would otherwise keep the
+	// pod assumed, and so never retried, for as long as the process lives.
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	return s.cfg.Client.CoreV1().Pods(binding.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 }
 
 func (s *Scheduler) patchScheduledCondition(ctx context.Context, pod *v1.Pod, status v1.ConditionStatus, reason, msg string) error {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/berth/berth/internal/scheduler"
 	"github.com/berth/berth/internal/testkit/apitest"
@@ -75,10 +79,12 @@ func TestOneSchedulerBindsEveryPodOfABurst(t *testing.T) {
 	}
 
 	var requeued atomic.Int64
+	writes := &writeCounter{counts: map[string]int{}}
+	schedClient := kubernetes.NewForConfigOrDie(writes.wrap(cfg))
 	schedCtx, stop := context.WithCancel(ctx)
 	var done sync.WaitGroup
 	done.Go(func() {
-		s := scheduler.New(scheduler.Config{Client: cs, Logger: countingSweeps(t, &requeued)})
+		s := scheduler.New(scheduler.Config{Client: schedClient, Logger: countingSweeps(t, &requeued)})
 		if err := s.Run(schedCtx); err != nil {
 			t.Errorf("scheduler: %v", err)
 		}
@@ -106,6 +112,49 @@ func TestOneSchedulerBindsEveryPodOfABurst(t *testing.T) {
 	if n := requeued.Load(); n != 0 {
 		t.Errorf("the sweep had to re-queue %d pending pods: some path dropped them", n)
 	}
+	t.Logf("the scheduler's writes for %d pods (events are sent asynchronously; some may still be queued): %s", burstPods, writes)
+}
+
+// writeCounter counts a client's write requests by method and the last
+// element of the path (binding, status, events, ...).
+type writeCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (w *writeCounter) wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet {
+				w.mu.Lock()
+				w.counts[req.Method+" "+requestKind(req.URL.Path)]++
+				w.mu.Unlock()
+			}
+			return next.RoundTrip(req)
+		})
+	})
+	return out
+}
+
+// requestKind is a path's last element (binding, status, events), or
+// "events" for a write to one named event.
+func requestKind(p string) string {
+	if dir := path.Dir(p); path.Base(dir) == "events" {
+		return "events/NAME"
+	}
+	return path.Base(p)
+}
+
+func (w *writeCounter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var parts []string
+	for k, n := range w.counts {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, n))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 func createBurst(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
