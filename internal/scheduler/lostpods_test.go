@@ -265,3 +265,26 @@ func TestSweepRequeuesOnlyPendingPodsNothingHolds(t *testing.T) {
 		t.Fatalf("a second sweep re-queued %d pods; the first left them held", n)
 	}
 }
+
+// A pod the API server has but the informer never delivered is reported on
+// the second check that finds it missing; pods the informer has, bound
+// pods and other schedulers' pods are not.
+func TestInformerCheckReportsAPodTheInformerNeverDelivered(t *testing.T) {
+	seen, missed := testPod("seen", "1", "1Gi"), testPod("missed", "1", "1Gi")
+	bound := testPod("bound", "1", "1Gi", func(p *v1.Pod) { p.Spec.NodeName = "a" })
+	foreign := testPod("foreign", "1", "1Gi", func(p *v1.Pod) { p.Spec.SchedulerName = "other" })
+	s := New(Config{Client: fake.NewClientset(seen, missed, bound, foreign)})
+	defer s.queue.shutDown()
+	// The informer is not started: its store holds only what is put here.
+	if err := s.factory.Core().V1().Pods().Informer().GetIndexer().Add(seen); err != nil {
+		t.Fatal(err)
+	}
+
+	absent, warned := s.checkInformer(context.Background(), nil)
+	if warned != 0 || len(absent) != 1 || !absent[missed.UID] {
+		t.Fatalf("first check: warned %d, absent %v; want 0 and only %s", warned, absent, missed.UID)
+	}
+	if _, warned = s.checkInformer(context.Background(), absent); warned != 1 {
+		t.Fatalf("second check warned about %d pods, want 1 (%s)", warned, missed.Name)
+	}
+}

@@ -5,22 +5,28 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // sweepInterval is how often the scheduler looks for pending pods it does
 // not hold; kube-scheduler flushes its unschedulable pods on the same period.
 const sweepInterval = 30 * time.Second
 
-// sweepEvery runs sweep every interval until ctx ends.
+// sweepEvery runs sweep every interval, and checkInformer every
+// informerCheckEvery sweeps, until ctx ends.
 func (s *Scheduler) sweepEvery(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for {
+	var absent map[types.UID]bool
+	for round := 1; ; round++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			s.sweep()
+			if round%informerCheckEvery == 0 {
+				absent, _ = s.checkInformer(ctx, absent)
+			}
 		}
 	}
 }
