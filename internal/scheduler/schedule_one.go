@@ -128,15 +128,17 @@ func (s *Scheduler) bind(ctx context.Context, d delivery, pod *v1.Pod, node stri
 
 // bindLimited sends binding once the node has a bind slot free.
 func (s *Scheduler) bindLimited(ctx context.Context, binding *v1.Binding) error {
-	release, err := s.binds.acquire(ctx, binding.Target.Name)
-	if err != nil {
-		return err
-	}
-	defer release()
-	// Bounded: a bind stuck on a dead connection would otherwise keep the
-	// pod assumed, and so never retried, for as long as the process lives.
+	// Bounded, the wait for a slot included: a bind stuck on a dead
+	// connection would otherwise keep the pod assumed, and so never
+	// retried, for as long as the process lives; and binds queued behind a
+	// slow node would hold the scheduler's call slots from other nodes.
 	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
 	defer cancel()
+	release, err := s.binds.acquire(ctx, binding.Target.Name)
+	if err != nil {
+		return fmt.Errorf("waiting for a bind slot on node %s: %w", binding.Target.Name, err)
+	}
+	defer release()
 	return s.cfg.Client.CoreV1().Pods(binding.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 }
 
