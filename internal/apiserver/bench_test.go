@@ -281,3 +281,29 @@ func BenchmarkMemoryPerPod(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 }
+
+// BenchmarkDeletePod measures deleting bound pods with grace period 0, as
+// bench/api does (each releases its node share).
+func BenchmarkDeletePod(b *testing.B) {
+	s := newBenchServer(b)
+	ctx := testContext(b)
+	if err := createBenchPods(ctx, s, 0, b.N, true); err != nil {
+		b.Fatal(err)
+	}
+	pods := s.client.CoreV1().Pods("default")
+	zero := int64(0)
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	defer measureCPU(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(n.Add(1) - 1)
+			if err := pods.Delete(ctx, benchPod(i, "").Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deletes/s")
+}

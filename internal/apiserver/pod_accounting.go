@@ -126,6 +126,20 @@ func (a *podAccounting) Delete(ctx context.Context, key string, expected int64) 
 	return a.releasing(ctx, key, expected, old, nil)
 }
 
+// deleteObject is Delete for a caller that read old at expected: it spares
+// a second read. Whether the pod counts (its node and phase) is what it was
+// at expected; had the pod moved since, the guarded write fails as Delete's.
+func (a *podAccounting) deleteObject(ctx context.Context, key string, expected int64, oldObj runtime.Object) (int64, error) {
+	old, ok := oldObj.(*corev1.Pod)
+	if !ok || expected == 0 {
+		return a.Delete(ctx, key, expected)
+	}
+	if !counts(old) {
+		return a.Interface.Delete(ctx, key, expected)
+	}
+	return a.releasing(ctx, key, expected, old, nil)
+}
+
 func (a *podAccounting) releasing(ctx context.Context, key string, expected int64, old *corev1.Pod, value []byte) (int64, error) {
 	return a.retry(ctx, func(attempt int) ([]store.Op, error) {
 		usage, rev, err := a.usage(ctx, old.Spec.NodeName, attempt > 0)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func requestingPod(name, cpu string, hostPort int32) *corev1.Pod {
@@ -99,6 +100,26 @@ func TestBindingChecksNodeConstraints(t *testing.T) {
 		case i == 7 && !apierrors.IsConflict(err):
 			t.Fatalf("bind %s beyond 8 cpu: %v, want 409", name, err)
 		}
+	}
+	// A pod held by a finalizer keeps its share until the finalizer goes and
+	// the update removing it deletes the pod.
+	if _, err := pods.Patch(ctx, "fill-0", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "fill-0", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bind("fill-7", "n1"); !apierrors.IsConflict(err) {
+		t.Fatalf("bind fill-7 while fill-0 is held by its finalizer: %v, want 409", err)
+	}
+	if _, err := pods.Patch(ctx, "fill-0", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, "fill-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("fill-0 after its last finalizer went: %v, want 404", err)
+	}
+	if err := bind("fill-7", "n1"); err != nil {
+		t.Fatalf("bind fill-7 after fill-0 was deleted: %v", err)
 	}
 }
 

@@ -70,7 +70,7 @@ func (r *resourceREST) tryDelete(ctx context.Context, name string, deleteValidat
 		}
 		return r.markDeleting(ctx, name, obj, rev)
 	}
-	if _, err := r.store.Delete(ctx, r.keyFor(ctx, name), rev); err != nil {
+	if _, err := r.delete(ctx, r.keyFor(ctx, name), rev, obj); err != nil {
 		return nil, false, r.retryOrError(err, name)
 	}
 	return obj, true, nil

@@ -156,7 +156,7 @@ func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.
 	}
 	if deletionFinished(accessor) && !namespaceContentPending(obj) {
 		// The last finalizer went away on an object already being deleted.
-		_, err := r.store.Delete(ctx, r.keyFor(ctx, name), rev)
+		_, err := r.delete(ctx, r.keyFor(ctx, name), rev, old)
 		return obj, false, r.retryOrError(err, name)
 	}
 	data, err := r.encode(obj)

@@ -15,6 +15,8 @@ type objectWriter interface {
 	createObject(ctx context.Context, key string, value []byte, obj runtime.Object) (int64, error)
 	// updateObject's old was read at expected; obj is what value encodes.
 	updateObject(ctx context.Context, key string, expected int64, value []byte, old, obj runtime.Object) (int64, error)
+	// deleteObject's old was read at expected (non-zero).
+	deleteObject(ctx context.Context, key string, expected int64, old runtime.Object) (int64, error)
 }
 
 // create writes value (obj encoded) at key, if nothing is there.
@@ -31,6 +33,14 @@ func (s *objectStore) update(ctx context.Context, key string, expected int64, va
 		return w.updateObject(ctx, key, expected, value, old, obj)
 	}
 	return s.store.Update(ctx, key, expected, value)
+}
+
+// delete removes old, read at expected, from key.
+func (s *objectStore) delete(ctx context.Context, key string, expected int64, old runtime.Object) (int64, error) {
+	if w, ok := s.store.(objectWriter); ok {
+		return w.deleteObject(ctx, key, expected, old)
+	}
+	return s.store.Delete(ctx, key, expected)
 }
 
 // getCachedOrStored reads one object and its mod revision for a write whose
