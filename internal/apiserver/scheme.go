@@ -64,14 +64,9 @@ type codecs struct {
 
 func newCodecs(s *runtime.Scheme) codecs {
 	return codecs{
-		scheme: s,
-		// As kube-apiserver 1.37 serves core types: list responses are
-		// written item by item instead of first being rendered whole into
-		// one buffer (~30 MB for bench/api's 10000 pods, per LIST).
-		negotiated: serializer.NewCodecFactory(s,
-			serializer.WithStreamingCollectionEncodingToJSON(),
-			serializer.WithStreamingCollectionEncodingToProtobuf()),
-		storage: protobuf.NewSerializer(s, s),
+		scheme:     s,
+		negotiated: serializer.NewCodecFactory(s),
+		storage:    protobuf.NewSerializer(s, s),
 	}
 }
 
