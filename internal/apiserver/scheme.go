@@ -64,7 +64,7 @@ type codecs struct {
 
 func newCodecs(s *runtime.Scheme) codecs {
 	return codecs{
-		scheme:     s,
+		scheme: s,
 		// Without the streaming collection encoders kube-apiserver 1.37
 		// enables: they write list items one by one (no whole-list buffer)
 		// but cost more CPU per LIST here (BenchmarkListPods, 3000 pods,
