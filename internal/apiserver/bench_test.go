@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // The benchmarks drive the server through client-go (protobuf) over
@@ -107,32 +108,28 @@ func createBenchPods(ctx context.Context, s *testServer, from, to int, bound boo
 // BenchmarkCreatePod measures creating bound pods with 16 clients per CPU
 // (32 on two cores, as the first benchmark shape); it reports pods/s.
 func BenchmarkCreatePod(b *testing.B) {
-	s := newBenchServer(b)
-	ctx := testContext(b)
-	pods := s.client.CoreV1().Pods("default")
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	defer measureCPU(b)()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(n.Add(1))
-			if _, err := pods.Create(ctx, benchPod(i, benchNodeName(i)), metav1.CreateOptions{}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	runPodOps(b, podsNone, "pods/s", func(ctx context.Context, pods typedcorev1.PodInterface, i int) error {
+		_, err := pods.Create(ctx, benchPod(i, benchNodeName(i)), metav1.CreateOptions{})
+		return err
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 }
 
-// BenchmarkBindPod measures pods/binding of unscheduled pods, as the
-// scheduler posts it.
-func BenchmarkBindPod(b *testing.B) {
+// Which pods a benchmark of runPodOps finds before it starts.
+const (
+	podsNone    = iota // none
+	podsPending        // b.N unscheduled pods
+	podsBound          // b.N pods bound to the bench nodes
+)
+
+// runPodOps runs op for pods 0..b.N-1 from 16 clients per CPU after
+// creating the pods it needs, and reports process CPU and ops/s as unit.
+func runPodOps(b *testing.B, existing int, unit string, op func(context.Context, typedcorev1.PodInterface, int) error) {
 	s := newBenchServer(b)
 	ctx := testContext(b)
-	if err := createBenchPods(ctx, s, 0, b.N, false); err != nil {
-		b.Fatal(err)
+	if existing != podsNone {
+		if err := createBenchPods(ctx, s, 0, b.N, existing == podsBound); err != nil {
+			b.Fatal(err)
+		}
 	}
 	pods := s.client.CoreV1().Pods("default")
 	var n atomic.Int64
@@ -141,15 +138,22 @@ func BenchmarkBindPod(b *testing.B) {
 	defer measureCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			i := int(n.Add(1) - 1)
-			binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: benchPod(i, "").Name}, Target: corev1.ObjectReference{Kind: "Node", Name: benchNodeName(i)}}
-			if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+			if err := op(ctx, pods, int(n.Add(1)-1)); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "binds/s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
+}
+
+// BenchmarkBindPod measures pods/binding of unscheduled pods, as the
+// scheduler posts it.
+func BenchmarkBindPod(b *testing.B) {
+	runPodOps(b, podsPending, "binds/s", func(ctx context.Context, pods typedcorev1.PodInterface, i int) error {
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: benchPod(i, "").Name}, Target: corev1.ObjectReference{Kind: "Node", Name: benchNodeName(i)}}
+		return pods.Bind(ctx, binding, metav1.CreateOptions{})
+	})
 }
 
 // runningStatusPatch is the strategic merge patch a node agent sends once
@@ -165,26 +169,10 @@ func runningStatusPatch(i int) []byte {
 
 // BenchmarkPatchPodStatus measures the first status patch of bound pods.
 func BenchmarkPatchPodStatus(b *testing.B) {
-	s := newBenchServer(b)
-	ctx := testContext(b)
-	if err := createBenchPods(ctx, s, 0, b.N, true); err != nil {
-		b.Fatal(err)
-	}
-	pods := s.client.CoreV1().Pods("default")
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	defer measureCPU(b)()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(n.Add(1) - 1)
-			if _, err := pods.Patch(ctx, benchPod(i, "").Name, types.StrategicMergePatchType, runningStatusPatch(i), metav1.PatchOptions{}, "status"); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	runPodOps(b, podsBound, "patches/s", func(ctx context.Context, pods typedcorev1.PodInterface, i int) error {
+		_, err := pods.Patch(ctx, benchPod(i, "").Name, types.StrategicMergePatchType, runningStatusPatch(i), metav1.PatchOptions{}, "status")
+		return err
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "patches/s")
 }
 
 // BenchmarkWatchFanout measures pod creation while every node watches its
@@ -285,25 +273,8 @@ func BenchmarkMemoryPerPod(b *testing.B) {
 // BenchmarkDeletePod measures deleting bound pods with grace period 0, as
 // bench/api does (each releases its node share).
 func BenchmarkDeletePod(b *testing.B) {
-	s := newBenchServer(b)
-	ctx := testContext(b)
-	if err := createBenchPods(ctx, s, 0, b.N, true); err != nil {
-		b.Fatal(err)
-	}
-	pods := s.client.CoreV1().Pods("default")
 	zero := int64(0)
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	defer measureCPU(b)()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(n.Add(1) - 1)
-			if err := pods.Delete(ctx, benchPod(i, "").Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	runPodOps(b, podsBound, "deletes/s", func(ctx context.Context, pods typedcorev1.PodInterface, i int) error {
+		return pods.Delete(ctx, benchPod(i, "").Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deletes/s")
 }
