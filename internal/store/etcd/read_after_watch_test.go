@@ -1,14 +1,12 @@
 package etcd_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/berth/berth/internal/store"
-	"github.com/berth/berth/internal/testkit/etcdtest"
 )
 
 // TestWhatAWatchDeliveredIsReadable: a component that learns of an object
@@ -18,13 +16,7 @@ import (
 // miss it: berth's scheduler got 404 binding pods that existed and dropped
 // them. Reads must wait for what the watch already showed.
 func TestWhatAWatchDeliveredIsReadable(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := etcdtest.New(t)
-	start, err := s.CurrentRevision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, start := newStoreToWatch(t)
 	const writers, perWriter = 16, 500
 	events := s.Watch(ctx, "/registry/raw/", start)
 

@@ -29,14 +29,21 @@ func nextEvents(t *testing.T, ch <-chan store.WatchResult, n int) []store.Event 
 	return out
 }
 
-func TestWatchOrderPrevValuesAndResume(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// newStoreToWatch starts an embedded store and returns it with its
+// current revision, the point a test's watch starts from.
+func newStoreToWatch(t *testing.T) (context.Context, *etcd.Store, int64) {
+	t.Helper()
+	ctx := t.Context()
 	s := etcdtest.New(t)
 	start, err := s.CurrentRevision(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, s, start
+}
+
+func TestWatchOrderPrevValuesAndResume(t *testing.T) {
+	ctx, s, start := newStoreToWatch(t)
 	ch := s.Watch(ctx, "/registry/pods/", start)
 
 	r1, _ := s.Create(ctx, "/registry/pods/ns/a", []byte("a1"))
@@ -107,10 +114,7 @@ func TestWatchCompactedRevision(t *testing.T) {
 }
 
 func TestRequestProgressReportsCurrentRevision(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := etcdtest.New(t)
-	start, _ := s.CurrentRevision(ctx)
+	ctx, s, start := newStoreToWatch(t)
 	ch := s.Watch(ctx, "/registry/pods/", start)
 	awaitProgressPast(ctx, t, s, ch, start)
 }
