@@ -77,6 +77,14 @@ func (o options) commandLine() string {
 	return fmt.Sprintf("go run ./bench/podstartup -pods %d%s -rounds %d", o.pods, rate, o.rounds)
 }
 
+// headingSuffix tells a paced run's report from a burst's.
+func (o options) headingSuffix() string {
+	if o.rate > 0 {
+		return fmt.Sprintf(" at a steady %g pods/s", o.rate)
+	}
+	return ", all pods at once"
+}
+
 // arrival says how the pods were created.
 func (o options) arrival() string {
 	if o.rate > 0 {

@@ -57,7 +57,7 @@ func cpuPerPod(part func(cpuSample) float64) func(result) float64 {
 
 func renderReport(in reportInput) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Pod startup: berth runtime vs containerd under berth agent (bench/podstartup)\n\n")
+	fmt.Fprintf(&b, "## Pod startup%s: berth runtime vs containerd under berth agent (bench/podstartup)\n\n", in.headingSuffix())
 	fmt.Fprintf(&b, "`%s` (as root), %s; 1-minute load average %s at the start, %s at the end (%d cores, shared with other work). ",
 		in.commandLine(), in.at.Format("2006-01-02 15:04 UTC"), in.loadBefore, in.loadAfter, in.cores)
 	fmt.Fprintf(&b, "%s as server and agent in both columns; runtimes %s and %s, with the same runc, CNI plugins (bridge, host-local, portmap) and images, pre-pulled from a loopback registry. ",

@@ -56,13 +56,16 @@ func TestReportNamesHowThePodsArrived(t *testing.T) {
 	burst := options{pods: 100, rounds: 3}
 	paced := options{pods: 100, rounds: 3, rate: 5}
 	for _, c := range []struct {
-		o                      options
-		command, arrival, docs string
+		o                               options
+		command, arrival, docs, heading string
 	}{
-		{burst, "go run ./bench/podstartup -pods 100 -rounds 3", "created at once (8 parallel clients)", "podstartup"},
-		{paced, "go run ./bench/podstartup -pods 100 -rate 5 -rounds 3", "created at a steady 5 pods/s (one create request every 200ms", "podstartup-paced"},
+		{burst, "go run ./bench/podstartup -pods 100 -rounds 3", "created at once (8 parallel clients)", "podstartup", "## Pod startup, all pods at once:"},
+		{paced, "go run ./bench/podstartup -pods 100 -rate 5 -rounds 3", "created at a steady 5 pods/s (one create request every 200ms", "podstartup-paced", "## Pod startup at a steady 5 pods/s:"},
 	} {
 		body := renderReport(reportInput{options: c.o, results: map[string][]result{}})
+		if !strings.HasPrefix(body, c.heading) {
+			t.Errorf("rate %g: report does not start with %q:\n%s", c.o.rate, c.heading, body)
+		}
 		if !strings.Contains(body, "`"+c.command+"`") || !strings.Contains(body, "100 pods "+c.arrival) {
 			t.Errorf("rate %g: report lacks %q or %q:\n%s", c.o.rate, c.command, c.arrival, body)
 		}
