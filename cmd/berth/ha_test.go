@@ -63,9 +63,14 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	servers := fmt.Sprintf("https://127.0.0.1:%d,https://127.0.0.1:%d", srvA.port, srvB.port)
-	node := startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node")
-	waitPodRunning(t, client, runPod(t, client, "before-failover"))
+	node := startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node", "")
+	// A second node on its own bridge and addresses (an operator-written
+	// CNI config), so that "every agent converges" covers more than one.
+	node2 := startJoinedNode(t, bin, filepath.Join(dir, "node2"), servers, dataA, "ha-node-2", "berthha2")
+	waitPodRunning(t, client, runPod(t, client, "before-failover", "ha-node"))
+	waitPodRunning(t, client, runPod(t, client, "before-failover-2", "ha-node-2"))
 	assertHoldsNoEtcdAccess(t, node.agent.Cmd, filepath.Join(dir, "node", "agent"), etcdCluster)
+	assertHoldsNoEtcdAccess(t, node2.agent.Cmd, filepath.Join(dir, "node2", "agent"), etcdCluster)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,33 +90,37 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	cancel()
 	acked := load.stop()
 
-	// The agent reached the survivor: it renews its Lease and runs a new pod.
-	renewed := leaseRenewTime(t, client, "ha-node")
-	waitPodRunning(t, client, runPod(t, client, "after-failover"))
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return leaseRenewTime(t, client, "ha-node").After(renewed), nil
-	})
-	if err != nil {
-		t.Fatal("the agent's Lease was not renewed through the surviving replica")
+	// Every agent reached the survivor: it renews its Lease and runs a new pod.
+	for name, pod := range map[string]string{"ha-node": "after-failover", "ha-node-2": "after-failover-2"} {
+		renewed := leaseRenewTime(t, client, name)
+		waitPodRunning(t, client, runPod(t, client, pod, name))
+		err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			return leaseRenewTime(t, client, name).After(renewed), nil
+		})
+		if err != nil {
+			t.Fatalf("agent %s's Lease was not renewed through the surviving replica", name)
+		}
 	}
+	// The survivor's scheduler took over: an unbound pod gets a node.
+	waitPodRunning(t, client, runPod(t, client, "scheduled-after-failover", ""))
 
 	// kill -9 of the agent, then of the runtime, under the surviving
 	// replica: the pods keep running, nothing is restarted, and the agent
 	// carries on (its Lease renewed again).
-	before := containerIDs(t, client, "before-failover", "after-failover")
+	pods := []string{"before-failover", "after-failover", "before-failover-2", "after-failover-2", "scheduled-after-failover"}
+	before := containerIDs(t, client, pods...)
 	node.agent.Stop(syscall.SIGKILL)
 	node.startAgent(t)
 	waitLeaseRenewed(t, client, "ha-node")
 	node.runtime.Stop(syscall.SIGKILL)
 	node.startRuntime(t)
 	waitLeaseRenewed(t, client, "ha-node")
-	if after := containerIDs(t, client, "before-failover", "after-failover"); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := containerIDs(t, client, pods...); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("containers changed across agent and runtime restarts: %v, then %v", before, after)
 	}
 
 	survivor := srvB.client(t)
-	var list *corev1.PodList
-	list, err = survivor.CoreV1().Pods("load").List(context.Background(), metav1.ListOptions{})
+	list, err := survivor.CoreV1().Pods("load").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +157,8 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 
 // joinedNode is a `berth runtime` and a `berth agent` that joined with the
 // cluster's default token and was given every replica's URL; either can be
-// restarted. When the test ends, its pods are removed through CRI, then the
-// agent and the runtime are stopped.
+// restarted. When the test ends, the agent is stopped, its pods are removed
+// through CRI, then the runtime is stopped.
 type joinedNode struct {
 	bin, dir               string
 	endpoint               string
@@ -158,7 +167,7 @@ type joinedNode struct {
 	starts                 int
 }
 
-func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string) *joinedNode {
+func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name, bridge string) *joinedNode {
 	t.Helper()
 	catalogue, err := images.Catalogue(context.Background(), images.Options{})
 	if err != nil {
@@ -174,8 +183,14 @@ func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name string
 	n.runtimeArgs = []string{"runtime", "--root", filepath.Join(dir, "runtime"),
 		"--state-dir", filepath.Join(dir, "runtime-state"), "--listen", n.endpoint, "--disable-nri",
 		"--insecure-registry", host, "--registry-mirror", "registry.k8s.io=http://" + host, "--registry-mirror", "docker.io=http://" + host}
+	// Several nodes share this host: each node server on a port of its
+	// own; the nodes share 127.0.0.1, so no host-gw route is made between them.
 	n.agentArgs = []string{"agent", "--server", servers, "--token", strings.TrimSpace(string(token)),
-		"--node-name", name, "--data-dir", filepath.Join(dir, "agent"), "--runtime-endpoint", n.endpoint, "--node-ip", "127.0.0.1"}
+		"--node-name", name, "--data-dir", filepath.Join(dir, "agent"), "--runtime-endpoint", n.endpoint, "--node-ip", "127.0.0.1",
+		"--address", "127.0.0.1", "--port", "0"}
+	if bridge != "" {
+		n.runtimeArgs = append(n.runtimeArgs, "--cni-conf-dir", writeBridgeConf(t, dir, bridge))
+	}
 	t.Cleanup(func() { n.stop(t) })
 	n.startRuntime(t)
 	n.startAgent(t)
@@ -204,12 +219,31 @@ func (n *joinedNode) startAgent(t *testing.T) {
 	n.agent = proc.Start(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("agent-%d.log", n.starts)), n.agentArgs...)
 }
 
-// stop removes every pod the runtime runs, then stops the agent and the runtime.
+// writeBridgeConf writes a CNI network of its own for one node (bridge name
+// and host-local range 10.89.0.0/24, apart from the default 10.88.0.0/16) and
+// returns its directory; the runtime leaves a config it did not write alone.
+func writeBridgeConf(t *testing.T, dir, bridge string) string {
+	t.Helper()
+	confDir := filepath.Join(dir, "net.d")
+	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":false,`+
+		`"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.89.0.0/24"}]]}}]}`, bridge, bridge, filepath.Join(dir, "ipam"))
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "10-"+bridge+".conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", bridge).Run() })
+	return confDir
+}
+
+// stop stops the agent first (alive, it would start the sandboxes of its
+// pods again), removes every pod the runtime runs, then stops the runtime.
 func (n *joinedNode) stop(t *testing.T) {
+	n.agent.Stop(syscall.SIGTERM)
 	if err := removeRuntimePods(context.Background(), n.endpoint); err != nil {
 		t.Error(err)
 	}
-	n.agent.Stop(syscall.SIGTERM)
 	n.runtime.Stop(syscall.SIGTERM)
 }
 
@@ -257,9 +291,12 @@ func assertHoldsNoEtcdAccess(t *testing.T, agent *exec.Cmd, dataDir string, c *e
 	}
 }
 
-func runPod(t *testing.T, client kubernetes.Interface, name string) string {
+// runPod creates a sleeping pod, bound to node at creation unless node is
+// empty (then the scheduler places it).
+func runPod(t *testing.T, client kubernetes.Interface, name, node string) string {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+		NodeName:   node,
 		Containers: []corev1.Container{{Name: "main", Image: images.Busybox, Command: []string{"sleep", "3600"}}},
 	}}
 	var err error
