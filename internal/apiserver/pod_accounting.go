@@ -197,7 +197,9 @@ func (a *podAccounting) retry(ctx context.Context, build func(attempt int) ([]st
 // pass a check the stored node would fail.
 func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore bool) ([]store.Op, error) {
 	nodeName := pod.Spec.NodeName
-	node, nodeRev, err := a.node(ctx, nodeName, fromStore)
+	// The node is shared when cached (not to be modified); the store has
+	// it when the cache does not yet (a node created a moment ago).
+	node, nodeRev, err := cachedOrStored[*corev1.Node](withObjectNamespace(ctx, ""), a.nodes, nodeName, fromStore)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, apierrors.NewConflict(corev1.Resource("pods"), pod.Name, fmt.Errorf("node %q not found", nodeName))
@@ -217,21 +219,6 @@ func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore 
 	}
 	nodeGuard := store.Op{Key: a.nodes.res.key("", nodeName), ExpectModRevision: nodeRev, CheckOnly: true}
 	return []store.Op{nodeGuard, usageOp}, nil
-}
-
-// node reads a node (shared when cached: not to be modified) and its mod
-// revision, from the store when fromStore or when the cache does not have
-// it yet (a node created a moment ago).
-func (a *podAccounting) node(ctx context.Context, name string, fromStore bool) (*corev1.Node, int64, error) {
-	obj, rev, err := a.nodes.getCachedOrStored(withObjectNamespace(ctx, ""), name, fromStore)
-	if err != nil {
-		return nil, 0, err
-	}
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		return nil, 0, apierrors.NewInternalError(fmt.Errorf("node %s decoded as %T", name, obj))
-	}
-	return node, rev, nil
 }
 
 // fitError is 409 Conflict when waiting could let the pod fit (resources or

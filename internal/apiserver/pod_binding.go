@@ -72,7 +72,8 @@ func bindingSucceeded() *metav1.Status {
 // from the store: the transaction's guards on both revisions turn a stale
 // copy into a conflict, and so does a check that failed on one.
 func (b *bindingREST) tryBind(ctx context.Context, binding *corev1.Binding, retry bool) error {
-	pod, podRev, err := b.pod(ctx, binding.Name, retry)
+	// The pod to bind is shared when cached: not to be modified.
+	pod, podRev, err := cachedOrStored[*corev1.Pod](ctx, b.pods, binding.Name, retry)
 	if err != nil {
 		return err
 	}
@@ -93,20 +94,6 @@ func (b *bindingREST) tryBind(ctx context.Context, binding *corev1.Binding, retr
 		return b.pods.storeError(err, binding.Name)
 	}
 	return nil
-}
-
-// pod reads the pod to bind (shared when cached: not to be modified), from
-// the store when fromStore or when the cache does not have it yet.
-func (b *bindingREST) pod(ctx context.Context, name string, fromStore bool) (*corev1.Pod, int64, error) {
-	obj, rev, err := b.pods.getCachedOrStored(ctx, name, fromStore)
-	if err != nil {
-		return nil, 0, err
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, 0, apierrors.NewInternalError(fmt.Errorf("pod %s decoded as %T", name, obj))
-	}
-	return pod, rev, nil
 }
 
 // checkBindable is BindingREST's precondition: a pod is bound once, and

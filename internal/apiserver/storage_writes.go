@@ -2,8 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -58,6 +60,21 @@ func (s *objectStore) getCachedOrStored(ctx context.Context, name string, fromSt
 		}
 	}
 	return s.get(ctx, name)
+}
+
+// cachedOrStored is getCachedOrStored for callers that need the concrete
+// type (the pod being bound, its node).
+func cachedOrStored[T runtime.Object](ctx context.Context, s *objectStore, name string, fromStore bool) (T, int64, error) {
+	var zero T
+	obj, rev, err := s.getCachedOrStored(ctx, name, fromStore)
+	if err != nil {
+		return zero, 0, err
+	}
+	typed, ok := obj.(T)
+	if !ok {
+		return zero, 0, apierrors.NewInternalError(fmt.Errorf("%s %s decoded as %T", s.res.kind, name, obj))
+	}
+	return typed, rev, nil
 }
 
 // modRevision is the revision an object read from the store carries.
