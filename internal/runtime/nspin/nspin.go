@@ -1,0 +1,30 @@
+// Package nspin creates Linux namespaces that outlive every process in them
+// by bind-mounting each onto a file ("pinning" it), as CRI-O's pinns helper
+// and `ip netns add` do. The runtime pins a pod's network namespace for CNI,
+// and, for pods without a pause container, its UTS and IPC namespaces too:
+// containers join the pinned files instead of a pause process's
+// /proc/PID/ns entries.
+package nspin
+
+import "fmt"
+
+// Type is a kind of namespace, named as in /proc/PID/ns.
+type Type string
+
+// The namespace types a pod's sandbox may pin.
+const (
+	Net Type = "net"
+	UTS Type = "uts"
+	IPC Type = "ipc"
+)
+
+// Types lists every type Pin accepts, in the order it mounts them.
+func Types() []Type { return []Type{Net, UTS, IPC} }
+
+func (t Type) valid() error {
+	switch t {
+	case Net, UTS, IPC:
+		return nil
+	}
+	return fmt.Errorf("nspin: unsupported namespace type %q", string(t))
+}

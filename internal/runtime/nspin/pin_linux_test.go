@@ -1,0 +1,170 @@
+package nspin
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
+)
+
+// hostnameIn reads the hostname seen inside the UTS namespace at path, from
+// a thread that joins it and is then thrown away.
+func hostnameIn(t *testing.T, path string) string {
+	t.Helper()
+	type result struct {
+		name string
+		err  error
+	}
+	out := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread leaves our namespace
+		f, err := os.Open(path)
+		if err != nil {
+			out <- result{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWUTS); err != nil {
+			out <- result{err: err}
+			return
+		}
+		var u unix.Utsname
+		if err := unix.Uname(&u); err != nil {
+			out <- result{err: err}
+			return
+		}
+		out <- result{name: unix.ByteSliceToString(u.Nodename[:])}
+	}()
+	r := <-out
+	if r.err != nil {
+		t.Fatalf("hostname in %s: %v", path, r.err)
+	}
+	return r.name
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func pinPaths(dir, name string) map[Type]string {
+	return map[Type]string{
+		Net: filepath.Join(dir, "net", name),
+		UTS: filepath.Join(dir, "uts", name),
+		IPC: filepath.Join(dir, "ipc", name),
+	}
+}
+
+// TestPinCreatesNamespacesWithHostname: one Pin makes a new network, UTS
+// and IPC namespace, each a mounted nsfs file distinct from the test's
+// own; the hostname is set inside the UTS one only; Unpin removes them
+// and may be repeated.
+func TestPinCreatesNamespacesWithHostname(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	paths := pinPaths(t.TempDir(), "pod-a")
+	if err := Pin(paths, "pod-a-host"); err != nil {
+		t.Fatal(err)
+	}
+	for typ, p := range paths {
+		if !IsPinned(p) {
+			t.Fatalf("%s namespace %s is not pinned", typ, p)
+		}
+		if own := inode(t, "/proc/self/ns/"+string(typ)); inode(t, p) == own {
+			t.Fatalf("%s namespace %s is the test's own", typ, p)
+		}
+	}
+	if got := hostnameIn(t, paths[UTS]); got != "pod-a-host" {
+		t.Fatalf("hostname inside the pinned UTS namespace = %q, want pod-a-host", got)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host == "pod-a-host" {
+		t.Fatal("the host's hostname was changed")
+	}
+	for typ, p := range paths {
+		for range 2 {
+			if err := Unpin(p); err != nil {
+				t.Fatalf("unpin %s: %v", typ, err)
+			}
+		}
+		if IsPinned(p) {
+			t.Fatalf("%s still pinned after Unpin", p)
+		}
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s still exists after Unpin: %v", p, err)
+		}
+	}
+}
+
+// TestPinTwiceGivesDistinctNamespaces: two pods' namespaces are not shared.
+func TestPinTwiceGivesDistinctNamespaces(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	dir := t.TempDir()
+	a, b := pinPaths(dir, "a"), pinPaths(dir, "b")
+	for _, paths := range []map[Type]string{a, b} {
+		if err := Pin(paths, ""); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			for _, p := range paths {
+				_ = Unpin(p)
+			}
+		})
+	}
+	for _, typ := range Types() {
+		if inode(t, a[typ]) == inode(t, b[typ]) {
+			t.Fatalf("both pins share one %s namespace", typ)
+		}
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hostnameIn(t, a[UTS]); got != host {
+		t.Fatalf("without a hostname the new UTS namespace has %q, want the host's %q", got, host)
+	}
+}
+
+// TestPinRejectsBadInputAndLeavesNothing: an existing path is never
+// overmounted or removed, and invalid requests create no file.
+func TestPinRejectsBadInputAndLeavesNothing(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing")
+	if err := os.WriteFile(existing, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	cases := map[string]struct {
+		paths    map[Type]string
+		hostname string
+	}{
+		"existing path":        {map[Type]string{Net: fresh, IPC: existing}, ""},
+		"unknown type":         {map[Type]string{Net: fresh, "mnt": filepath.Join(dir, "mnt")}, ""},
+		"relative path":        {map[Type]string{Net: "relative"}, ""},
+		"hostname without uts": {map[Type]string{Net: fresh}, "h"},
+		"no namespaces":        {nil, ""},
+		"hostname too long":    {map[Type]string{UTS: fresh}, string(make([]byte, 100))},
+	}
+	for name, c := range cases {
+		if err := Pin(c.paths, c.hostname); err == nil {
+			t.Fatalf("%s: Pin succeeded", name)
+		}
+		if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+			t.Fatalf("%s: %s left behind (%v)", name, fresh, err)
+		}
+	}
+	if data, err := os.ReadFile(existing); err != nil || string(data) != "keep" || IsPinned(existing) {
+		t.Fatalf("the existing file was touched: %q, %v", data, err)
+	}
+}

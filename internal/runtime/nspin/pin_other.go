@@ -1,0 +1,13 @@
+//go:build !linux
+
+package nspin
+
+import "errors"
+
+// Namespaces exist only on Linux; elsewhere berth runtime cannot run pods,
+// but the packages that link this one still build.
+var errNoNamespaces = errors.New("nspin: namespaces need Linux")
+
+func Pin(paths map[Type]string, hostname string) error { return errNoNamespaces }
+func Unpin(path string) error                          { return nil }
+func IsPinned(path string) bool                        { return false }
