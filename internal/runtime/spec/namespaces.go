@@ -52,12 +52,17 @@ func checkHostname(h string) error {
 	return nil
 }
 
-// setContainerNamespaces makes the container join its pod's namespaces
-// through the pause process, per the pod's and container's namespace modes.
+// setContainerNamespaces makes the container join its pod's namespaces,
+// per the pod's and container's namespace modes: the pinned ones when the
+// pod has them, else the pause process's.
 func setContainerNamespaces(s *specs.Spec, in Input) error {
 	pod := podNamespaces(in.Sandbox)
 	ctr := in.Container.GetLinux().GetSecurityContext().GetNamespaceOptions()
-	join := func(t specs.LinuxNamespaceType, name string) error {
+	join := func(t specs.LinuxNamespaceType, name, pinned string) error {
+		if pinned != "" {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: t, Path: pinned})
+			return nil
+		}
 		if in.SandboxPid <= 0 {
 			return invalid("the sandbox has no process whose %s namespace could be joined", name)
 		}
@@ -65,23 +70,27 @@ func setContainerNamespaces(s *specs.Spec, in Input) error {
 		return nil
 	}
 	if pod.GetNetwork() != runtimeapi.NamespaceMode_NODE {
-		if in.NetNSPath != "" {
-			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.NetNSPath})
-		} else if err := join(specs.NetworkNamespace, "net"); err != nil {
+		if err := join(specs.NetworkNamespace, "net", in.NetNSPath); err != nil {
 			return err
 		}
-		if err := join(specs.UTSNamespace, "uts"); err != nil {
+		if err := join(specs.UTSNamespace, "uts", in.UTSNSPath); err != nil {
 			return err
 		}
 	}
 	if pod.GetIpc() != runtimeapi.NamespaceMode_NODE {
-		if err := join(specs.IPCNamespace, "ipc"); err != nil {
+		if err := join(specs.IPCNamespace, "ipc", in.IPCNSPath); err != nil {
 			return err
 		}
 	}
 	mode := ctr.GetPid()
-	if pod.GetPid() == runtimeapi.NamespaceMode_NODE {
+	switch {
+	case pod.GetPid() == runtimeapi.NamespaceMode_NODE:
 		mode = runtimeapi.NamespaceMode_NODE
+	case pod.GetPid() == runtimeapi.NamespaceMode_CONTAINER && mode == runtimeapi.NamespaceMode_POD:
+		// POD is the enum's zero value, so a container that says nothing
+		// asks for it; a pod whose containers share no PID namespace has
+		// none to offer (and no pause container holding one).
+		mode = runtimeapi.NamespaceMode_CONTAINER
 	}
 	switch mode {
 	case runtimeapi.NamespaceMode_NODE:
@@ -93,7 +102,7 @@ func setContainerNamespaces(s *specs.Spec, in Input) error {
 		}
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.PIDNamespace, Path: nsPath(in.TargetPid, "pid")})
 	case runtimeapi.NamespaceMode_POD:
-		if err := join(specs.PIDNamespace, "pid"); err != nil {
+		if err := join(specs.PIDNamespace, "pid", ""); err != nil {
 			return err
 		}
 	default:
@@ -102,8 +111,9 @@ func setContainerNamespaces(s *specs.Spec, in Input) error {
 	return nil
 }
 
-// setSysctls applies the pod's sysctls to the pause container; the pod's
-// containers share its namespaces and so its settings. Only namespaced
+// setSysctls applies the pod's sysctls to the pause container, whose
+// namespaces the pod's containers share, or to each container of a pod
+// without one (runc writes them inside the joined namespaces). Only namespaced
 // sysctls are accepted, and net.* ones need the pod's own network namespace.
 func setSysctls(s *specs.Spec, sysctls map[string]string, sb *runtimeapi.PodSandboxConfig) error {
 	if len(sysctls) == 0 {

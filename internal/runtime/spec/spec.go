@@ -56,8 +56,15 @@ type Input struct {
 	// RootfsPath is the prepared (mounted) root filesystem on the host.
 	RootfsPath string
 	// SandboxPid is the pause process whose namespaces the container joins
-	// through /proc/PID/ns/... .
+	// through /proc/PID/ns/... . 0 means the pod has no pause container: its
+	// UTS and IPC namespaces are the pinned files below, and the pod's
+	// sysctls go into every container's spec, since no pause process
+	// applies them for all.
 	SandboxPid int
+	// UTSNSPath and IPCNSPath are the pod's pinned UTS and IPC namespaces
+	// when it has no pause container ("" otherwise, or for the host's).
+	UTSNSPath string
+	IPCNSPath string
 	// NetNSPath is the pod's network namespace (made for CNI); "" means use
 	// the sandbox process's one (or the host's for host networking).
 	NetNSPath string
@@ -124,6 +131,12 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 			})
 		},
 		func(s *specs.Spec) error { return setContainerNamespaces(s, in) },
+		func(s *specs.Spec) error {
+			if in.SandboxPid > 0 {
+				return nil // the pause container set them in the shared namespaces
+			}
+			return setSysctls(s, in.Sandbox.GetLinux().GetSysctls(), in.Sandbox)
+		},
 		func(s *specs.Spec) error {
 			return setSecurity(s, securityRequest{
 				hostCaps:      in.Host.Capabilities,
@@ -215,6 +228,21 @@ func GenerateSandbox(ctx context.Context, in SandboxInput) (*specs.Spec, error) 
 		}
 	}
 	return s, nil
+}
+
+// ValidateSandbox checks what a pod's namespaces are given at creation (its
+// hostname and sysctls), for a pod that has no pause container whose spec
+// generation would check them.
+func ValidateSandbox(cfg *runtimeapi.PodSandboxConfig) error {
+	if cfg == nil {
+		return invalid("sandbox config is required")
+	}
+	if podNamespaces(cfg).GetNetwork() != runtimeapi.NamespaceMode_NODE {
+		if err := checkHostname(cfg.GetHostname()); err != nil {
+			return err
+		}
+	}
+	return setSysctls(&specs.Spec{Linux: &specs.Linux{}}, cfg.GetLinux().GetSysctls(), cfg)
 }
 
 // checkID accepts the IDs the CRI layer makes (hex digests) and any other
