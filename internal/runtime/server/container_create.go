@@ -99,6 +99,7 @@ func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img I
 	spec, err := s.cfg.Specs.Container(ctx, SpecInput{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
 		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, SandboxDir: sb.Dir,
+		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS,
 	})
 	if err != nil {
 		return err

@@ -53,8 +53,12 @@ type SpecInput struct {
 	Container  *ContainerConfig // nil for the sandbox's pause container
 	Image      *v1.ConfigFile
 	RootfsPath string
-	SandboxPid int    // the pause process, whose namespaces containers join
+	SandboxPid int    // the pause process, whose namespaces containers join; 0 without one
 	NetNSPath  string // "" with host networking
+	// UTSNSPath and IPCNSPath are the pinned namespaces of a sandbox
+	// without a pause container ("" otherwise).
+	UTSNSPath string
+	IPCNSPath string
 	// SandboxDir holds the pod's hostname, hosts, resolv.conf and shm/
 	// (absent with host IPC), which every container bind-mounts.
 	SandboxDir string
@@ -65,6 +69,9 @@ type SpecInput struct {
 type Specs interface {
 	Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error)
 	Container(ctx context.Context, in SpecInput) (*specs.Spec, error)
+	// ValidateSandbox checks the hostname and sysctls of a pod that gets no
+	// pause container, whose spec generation would otherwise check them.
+	ValidateSandbox(cfg *PodSandboxConfig) error
 }
 
 // Network attaches sandboxes to the pod network.

@@ -244,19 +244,28 @@ func (f *fakeImages) inUse() int {
 }
 
 // fakeSpecs makes a minimal spec, rejects containers annotated "invalid"
-// and remembers the last container config it was given.
+// and remembers the last container input it was given.
 type fakeSpecs struct {
-	mu   sync.Mutex
-	last *ContainerConfig
+	mu     sync.Mutex
+	last   *ContainerConfig
+	lastIn SpecInput
 }
 
 func (*fakeSpecs) Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error) {
 	return &specs.Spec{Process: &specs.Process{Args: []string{"/pause"}, Cwd: "/"}, Root: &specs.Root{Path: in.RootfsPath}}, nil
 }
 
+// ValidateSandbox rejects sandboxes annotated "invalid".
+func (*fakeSpecs) ValidateSandbox(cfg *PodSandboxConfig) error {
+	if _, bad := cfg.GetAnnotations()["invalid"]; bad {
+		return status.Error(codes.InvalidArgument, "invalid sandbox config")
+	}
+	return nil
+}
+
 func (f *fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, error) {
 	f.mu.Lock()
-	f.last = in.Container
+	f.last, f.lastIn = in.Container, in
 	f.mu.Unlock()
 	if _, bad := in.Container.GetAnnotations()["invalid"]; bad {
 		return nil, status.Error(codes.InvalidArgument, "invalid container config")

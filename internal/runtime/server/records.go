@@ -19,9 +19,15 @@ type sandbox struct {
 	NetNS          string                     `json:"netns,omitempty"` // "" with host networking
 	IP             string                     `json:"ip,omitempty"`
 	AdditionalIPs  []string                   `json:"additionalIPs,omitempty"`
-	Dir            string                     `json:"dir"` // resolv.conf, hostname, hosts, shm
-	Pid            int                        `json:"pid,omitempty"`
-	ImageID        string                     `json:"imageID"` // the pause image
+	Dir            string                     `json:"dir"`           // resolv.conf, hostname, hosts, shm
+	Pid            int                        `json:"pid,omitempty"` // the pause process; 0 without one
+	ImageID        string                     `json:"imageID"`       // the pause image; "" without one
+	// NoPause marks a sandbox run without a pause container (its containers
+	// share no PID namespace): its UTS and IPC namespaces are the pinned
+	// files below. Records written before it existed all had one.
+	NoPause bool   `json:"noPause,omitempty"`
+	UTSNS   string `json:"utsns,omitempty"` // "" with a pause container or host networking
+	IPCNS   string `json:"ipcns,omitempty"` // "" with a pause container or host IPC
 	// Stopped is set once a StopPodSandbox has completed, so NRI plugins
 	// hear of the stop once however often it is asked for.
 	Stopped bool `json:"stopped,omitempty"`

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/oci"
 )
 
@@ -73,22 +74,27 @@ func (s *Server) recover(ctx context.Context) error {
 	return nil
 }
 
+// recoverSandbox restores one sandbox record. One without a pause
+// container is ready for as long as its pinned namespaces are there.
 func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[string]oci.State) {
 	st, running := live[sb.ID]
 	running = running && st.Status == oci.StatusRunning
 	netnsOK := sb.NetNS == "" || network.IsNetNS(sb.NetNS)
-	switch {
+	switch lost := pinnedNamespacesLost(sb); {
 	case sb.State != runtimeapi.PodSandboxState_SANDBOX_READY:
 		if !running {
 			s.releaseHalfCreatedSandbox(ctx, sb)
 		}
-	case !running:
+	case !sb.NoPause && !running:
 		s.log.Warn("recovery: sandbox's pause container is gone; marked not ready", "id", sb.ID)
 		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	case !netnsOK:
 		s.log.Warn("recovery: sandbox's network namespace is gone; marked not ready", "id", sb.ID, "netns", sb.NetNS)
 		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	default:
+	case lost != "":
+		s.log.Warn("recovery: sandbox's pinned namespace is gone; marked not ready", "id", sb.ID, "namespace", lost)
+		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	case !sb.NoPause:
 		defer s.watchSandboxExit(sb.ID)
 	}
 	if err := s.sandboxes.persist(sb.ID, sb); err != nil {
@@ -97,11 +103,15 @@ func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[strin
 	s.sandboxes.restore(sb.ID, sandboxName(sb.Config.GetMetadata()), sb)
 }
 
-// releaseHalfCreatedSandbox gives back the network of a sandbox whose
-// RunPodSandbox never finished; the record stays, NOTREADY, for the
-// kubelet to remove.
+// releaseHalfCreatedSandbox gives back the network and pinned namespaces
+// of a sandbox whose RunPodSandbox never finished (or whose stop did not);
+// the record stays, NOTREADY, for the kubelet to remove. The paths are
+// derived from the ID, since a crash may come before they were recorded.
 func (s *Server) releaseHalfCreatedSandbox(ctx context.Context, sb *sandbox) {
-	nsPath := filepath.Join(s.netnsDir(), sb.ID)
+	if err := unpinAll(s.pinPath(nspin.UTS, sb.ID), s.pinPath(nspin.IPC, sb.ID)); err != nil {
+		s.log.Warn("recovery: pinned namespace removal", "id", sb.ID, "err", err)
+	}
+	nsPath := s.pinPath(nspin.Net, sb.ID)
 	if _, err := os.Stat(nsPath); errors.Is(err, os.ErrNotExist) {
 		return
 	}

@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/cgroupstats"
+	"github.com/berth/berth/internal/runtime/network"
 )
 
 // ListPodSandboxMetrics reports the cAdvisor-style series of every ready
@@ -24,12 +28,10 @@ func (s *Server) ListPodSandboxMetrics(ctx context.Context, req *runtimeapi.List
 		}
 		out := &runtimeapi.PodSandboxMetrics{PodSandboxId: sb.ID}
 		pod := &metricSet{defs: defs, ts: now.UnixNano(), labels: podMetricLabels(sb)}
-		if sb.Pid > 0 {
-			if ifaces, err := s.cfg.Cgroups.ReadNetwork(sb.Pid); err == nil {
-				pod.addNetwork(ifaces)
-			} else {
-				s.log.Debug("pod network metrics", "sandbox", sb.ID, "err", err)
-			}
+		if ifaces, err := s.readPodNetwork(sb); err == nil {
+			pod.addNetwork(ifaces)
+		} else {
+			s.log.Debug("pod network metrics", "sandbox", sb.ID, "err", err)
 		}
 		out.Metrics = pod.out
 		for _, c := range s.containersOf(sb.ID) {
@@ -40,6 +42,25 @@ func (s *Server) ListPodSandboxMetrics(ctx context.Context, req *runtimeapi.List
 		resp.PodMetrics = append(resp.PodMetrics, out)
 	}
 	return resp, nil
+}
+
+// readPodNetwork reads the interface counters of the pod's network: through
+// its pause process, or else from a thread inside its pinned namespace
+// (/proc/TID/net shows that thread's network namespace).
+func (s *Server) readPodNetwork(sb sandbox) ([]cgroupstats.Interface, error) {
+	if sb.Pid > 0 {
+		return s.cfg.Cgroups.ReadNetwork(sb.Pid)
+	}
+	if sb.NetNS == "" {
+		return nil, errors.New("no pod network namespace (host network)")
+	}
+	var ifaces []cgroupstats.Interface
+	err := network.WithNetNS(sb.NetNS, func() error {
+		var err error
+		ifaces, err = s.cfg.Cgroups.ReadNetwork(unix.Gettid())
+		return err
+	})
+	return ifaces, err
 }
 
 // containerMetrics samples one running container.

@@ -55,6 +55,9 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 // removeSandboxResources deletes the pause container, its rootfs and the
 // sandbox's files; each step tolerates what is already gone.
 func (s *Server) removeSandboxResources(ctx context.Context, sb sandbox) error {
+	if sb.NoPause {
+		return removeSandboxFiles(sb.Dir)
+	}
 	if err := s.deleteTask(ctx, sb.ID); err != nil {
 		return err
 	}

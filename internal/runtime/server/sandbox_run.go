@@ -15,7 +15,8 @@ import (
 	"github.com/berth/berth/internal/runtime/oci"
 )
 
-// RunPodSandbox creates the pod's namespaces, network and pause container.
+// RunPodSandbox creates the pod's namespaces, network and, if its
+// containers share a PID namespace, pause container (see needsPause).
 // Any failure undoes every step taken, so nothing is half-created.
 func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (_ *runtimeapi.RunPodSandboxResponse, retErr error) {
 	cfg := req.GetConfig()
@@ -24,6 +25,12 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	}
 	if h := req.GetRuntimeHandler(); h != "" && h != "runc" {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown runtime handler %q (berth has the default handler only)", h)
+	}
+	noPause := !needsPause(cfg)
+	if noPause {
+		if err := s.cfg.Specs.ValidateSandbox(cfg); err != nil {
+			return nil, err
+		}
 	}
 	id := newID()
 	name := sandboxName(cfg.GetMetadata())
@@ -38,14 +45,17 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	}()
 	undo.add("release name", func(context.Context) error { s.sandboxes.releaseName(name); return nil })
 
-	pause, err := s.cfg.Images.Ensure(ctx, s.cfg.PauseImage)
-	if err != nil {
-		return nil, fmt.Errorf("pause image %s: %w", s.cfg.PauseImage, err)
+	var pause Image
+	if !noPause {
+		var err error
+		if pause, err = s.cfg.Images.Ensure(ctx, s.cfg.PauseImage); err != nil {
+			return nil, fmt.Errorf("pause image %s: %w", s.cfg.PauseImage, err)
+		}
 	}
 	sb := &sandbox{
 		ID: id, Config: cfg, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY,
 		CreatedAt: time.Now().UnixNano(), RuntimeHandler: req.GetRuntimeHandler(),
-		Dir: s.sandboxDir(id), ImageID: pause.ID,
+		Dir: s.sandboxDir(id), ImageID: pause.ID, NoPause: noPause,
 	}
 	// Persisted before anything exists on the host, so that a crash part-way
 	// leaves a NOTREADY record that recovery can clean up.
@@ -59,14 +69,18 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
-	if err := s.createNetNS(sb, &undo); err != nil {
+	if err := s.pinNamespaces(sb, &undo); err != nil {
 		return nil, err
 	}
-	// CNI runs while the pause container is created: the pause process only
+	// CNI runs while the pause container (if any) is created: it only
 	// needs its namespace to exist, not to be configured yet.
 	pod := podNetwork(sb)
 	attached := s.attachNetwork(ctx, pod)
-	pid, pauseErr := s.startPause(ctx, sb, pause, &undo)
+	var pid int
+	var pauseErr error
+	if !noPause {
+		pid, pauseErr = s.startPause(ctx, sb, pause, &undo)
+	}
 	net := <-attached
 	if net.err == nil && sb.NetNS != "" {
 		undo.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, pod) })
@@ -95,24 +109,11 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err := s.sandboxes.put(id, sb); err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
-	s.watchSandboxExit(id)
-	s.log.Info("sandbox running", "id", id, "name", name, "ip", sb.IP)
+	if !noPause {
+		s.watchSandboxExit(id)
+	}
+	s.log.Info("sandbox running", "id", id, "name", name, "ip", sb.IP, "pause", !noPause)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
-}
-
-// createNetNS gives the pod its own pinned network namespace, unless it
-// uses the host's network.
-func (s *Server) createNetNS(sb *sandbox, undo *undoStack) error {
-	if sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
-		return nil
-	}
-	nsPath, err := network.NewNetNS(s.netnsDir(), sb.ID)
-	if err != nil {
-		return status.Errorf(codes.Internal, "create network namespace: %v", err)
-	}
-	sb.NetNS = nsPath
-	undo.add("remove netns", func(context.Context) error { return network.RemoveNetNS(nsPath) })
-	return nil
 }
 
 type attachResult struct {

@@ -6,12 +6,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/berth/berth/internal/runtime/network"
 )
 
 // StopPodSandbox stops the pod's containers and pause container and gives
-// back its network. Stopping a sandbox that is gone or stopped is no error.
+// back its network and pinned namespaces. Stopping a sandbox that is gone or stopped is no error.
 func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	if err := requireID("sandbox", req.GetPodSandboxId()); err != nil {
 		return nil, err
@@ -50,16 +48,18 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 			return err
 		}
 	}
-	if _, err := s.stopTask(ctx, sb.ID, 0); err != nil {
-		return status.Errorf(codes.Internal, "stop pause container: %v", err)
+	if !sb.NoPause {
+		if _, err := s.stopTask(ctx, sb.ID, 0); err != nil {
+			return status.Errorf(codes.Internal, "stop pause container: %v", err)
+		}
 	}
 	if sb.NetNS != "" {
 		if err := s.cfg.Network.Teardown(ctx, podNetwork(&sb)); err != nil {
 			return status.Errorf(codes.Internal, "tear down pod network: %v", err)
 		}
-		if err := network.RemoveNetNS(sb.NetNS); err != nil {
-			return status.Errorf(codes.Internal, "%v", err)
-		}
+	}
+	if err := unpinAll(sb.NetNS, sb.UTSNS, sb.IPCNS); err != nil {
+		return status.Errorf(codes.Internal, "%v", err)
 	}
 	var already bool
 	if _, err := s.sandboxes.update(sb.ID, func(v *sandbox) { already, v.Stopped = v.Stopped, true }); err != nil {

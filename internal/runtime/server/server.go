@@ -112,8 +112,6 @@ func (s *Server) Close() {
 	s.events.close()
 }
 
-func (s *Server) netnsDir() string { return filepath.Join(s.cfg.StateDir, "netns") }
-
 func (s *Server) sandboxDir(id string) string {
 	return filepath.Join(s.cfg.StateDir, "sandboxes", id)
 }
