@@ -76,8 +76,12 @@ func (a specAdapter) Container(ctx context.Context, in server.SpecInput) (*specs
 	return spec.Generate(ctx, spec.Input{
 		ID: in.ID, SandboxID: in.SandboxID, Sandbox: in.Sandbox, Container: in.Container, Image: in.Image,
 		RootfsPath: in.RootfsPath, SandboxPid: in.SandboxPid, NetNSPath: in.NetNSPath,
-		SandboxDir: in.SandboxDir, Host: a.host,
+		UTSNSPath: in.UTSNSPath, IPCNSPath: in.IPCNSPath, SandboxDir: in.SandboxDir, Host: a.host,
 	})
+}
+
+func (specAdapter) ValidateSandbox(cfg *server.PodSandboxConfig) error {
+	return spec.ValidateSandbox(cfg)
 }
 
 // WritableLayer implements server.WritableLayers.
