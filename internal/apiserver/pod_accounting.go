@@ -24,7 +24,9 @@ import (
 const nodeUsagePrefix = "/registry/berth.io/nodeusage/"
 
 // accountingRetries bounds retries when only the usage record moved under
-// us (a concurrent bind to the same node), not the pod itself.
+// us, not the pod itself. Within this server a node's transactions take
+// turns (nodeTurns), so that is another server sharing etcd binding to the
+// same node, or the node itself changing.
 const accountingRetries = 16
 
 // podAccounting is the pods resource's store: plain writes pass through;
@@ -35,10 +37,11 @@ type podAccounting struct {
 	decode func(store.KV) (*corev1.Pod, error)
 	nodes  *objectStore
 	usages *usageCache
+	turns  *nodeTurns
 }
 
 func newPodAccounting(inner store.Interface, pods, nodes *objectStore) *podAccounting {
-	return &podAccounting{Interface: inner, nodes: nodes, usages: newUsageCache(), decode: func(kv store.KV) (*corev1.Pod, error) {
+	return &podAccounting{Interface: inner, nodes: nodes, usages: newUsageCache(), turns: newNodeTurns(), decode: func(kv store.KV) (*corev1.Pod, error) {
 		obj, err := pods.decode(kv)
 		if err != nil {
 			return nil, err
@@ -68,7 +71,7 @@ func (a *podAccounting) createObject(ctx context.Context, key string, value []by
 	if !ok || !counts(pod) {
 		return a.Interface.Create(ctx, key, value)
 	}
-	return a.retry(ctx, func(attempt int) ([]store.Op, error) {
+	return a.retry(ctx, pod.Spec.NodeName, func(attempt int) ([]store.Op, error) {
 		ops, err := a.bindOps(ctx, pod, attempt > 0)
 		return append(ops, store.Op{Key: key, Value: value}), err
 	}, func() error {
@@ -141,7 +144,7 @@ func (a *podAccounting) deleteObject(ctx context.Context, key string, expected i
 }
 
 func (a *podAccounting) releasing(ctx context.Context, key string, expected int64, old *corev1.Pod, value []byte) (int64, error) {
-	return a.retry(ctx, func(attempt int) ([]store.Op, error) {
+	return a.retry(ctx, old.Spec.NodeName, func(attempt int) ([]store.Op, error) {
 		usage, rev, err := a.usage(ctx, old.Spec.NodeName, attempt > 0)
 		if err != nil {
 			return nil, err
@@ -168,17 +171,22 @@ func (a *podAccounting) current(ctx context.Context, key string, expected int64)
 	return pod, kv.ModRevision, err
 }
 
-// retry runs one accounting transaction, rebuilding it when it conflicts
-// only because a usage record or node moved; stillValid reports (as an
-// error) when the conflict was the caller's own guard instead. build learns
-// which attempt it makes (0 first).
-func (a *podAccounting) retry(ctx context.Context, build func(attempt int) ([]store.Op, error), stillValid func() error) (int64, error) {
+// retry runs one accounting transaction on node's usage record, rebuilding
+// it when it conflicts only because the record or node moved; stillValid
+// reports (as an error) when the conflict was the caller's own guard
+// instead. build learns which attempt it makes (0 first). Each attempt reads
+// and writes in node's turn; stillValid waits outside it.
+func (a *podAccounting) retry(ctx context.Context, node string, build func(attempt int) ([]store.Op, error), stillValid func() error) (int64, error) {
 	for attempt := range accountingRetries {
-		ops, err := build(attempt)
-		if err != nil {
-			return 0, err
-		}
-		rev, err := a.Txn(ctx, ops)
+		var rev int64
+		err := a.inNodeTurn(ctx, node, func() error {
+			ops, err := build(attempt)
+			if err != nil {
+				return err
+			}
+			rev, err = a.Txn(ctx, ops)
+			return err
+		})
 		if !errors.Is(err, store.ErrConflict) {
 			return rev, err
 		}
@@ -187,6 +195,18 @@ func (a *podAccounting) retry(ctx context.Context, build func(attempt int) ([]st
 		}
 	}
 	return 0, fmt.Errorf("node accounting kept conflicting: %w", store.ErrConflict)
+}
+
+// inNodeTurn runs txn, which reads node's usage record and writes it back
+// in one transaction, while no other transaction of this server does so
+// (nodeTurns). txn must not wait for another node's turn.
+func (a *podAccounting) inNodeTurn(ctx context.Context, node string, txn func() error) error {
+	done, err := a.turns.wait(ctx, node)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return txn()
 }
 
 // bindOps checks that pod (carrying its target spec.nodeName) fits its node
