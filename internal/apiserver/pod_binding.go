@@ -52,10 +52,14 @@ func (b *bindingREST) Create(ctx context.Context, name string, obj runtime.Objec
 		return bindingSucceeded(), nil
 	}
 	for attempt := 0; attempt < maxConflictRetries; attempt++ {
-		err := b.tryBind(ctx, binding, attempt > 0)
+		// In the node's turn, the usage record this server last wrote is
+		// current: binds to one node no longer conflict with each other.
+		err := b.accounting.inNodeTurn(ctx, binding.Target.Name, func() error {
+			return b.tryBind(ctx, binding, attempt > 0)
+		})
 		if !errors.Is(err, errRetryUpdate) {
 			if err != nil {
-				return nil, err
+				return nil, b.pods.storeError(err, name)
 			}
 			return bindingSucceeded(), nil
 		}
