@@ -125,6 +125,17 @@ func (f *scopeFactory) statusEndpoint(res *resource, subresource string, r *reso
 	}}, nil
 }
 
+// updateEndpoint serves a PUT-only subresource (namespaces/finalize), as upstream.
+func (f *scopeFactory) updateEndpoint(res *resource, subresource string, r *resourceREST) (*endpoint, error) {
+	scope, err := f.scope(res, res.gvk(), subresource, r)
+	if err != nil {
+		return nil, err
+	}
+	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
+		"update": perRequest(func() http.Handler { return handlers.UpdateResource(r, scope, f.admit) }),
+	}}, nil
+}
+
 // createEndpoint serves a POST-only subresource (binding, eviction).
 func (f *scopeFactory) createEndpoint(res *resource, subresource string, kind schema.GroupVersionKind, r rest.NamedCreater, table rest.TableConvertor) (*endpoint, error) {
 	return f.postEndpoint(res, subresource, kind, table, func(scope *handlers.RequestScope) http.Handler {

@@ -29,14 +29,31 @@ func namespaceRules() kindRules {
 				ns.Spec.Finalizers = append(ns.Spec.Finalizers, finalizerKubernetes)
 			}
 		},
-		validateUpdate: func(obj, old runtime.Object) field.ErrorList {
-			return apivalidation.ValidateImmutableField(obj.(*corev1.Namespace).Spec, old.(*corev1.Namespace).Spec, field.NewPath("spec"))
+		// As upstream, spec.finalizers change only through namespaces/finalize:
+		// an update of the namespace itself keeps them.
+		prepareForUpdate: func(obj, old runtime.Object) {
+			obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
 		},
+		partUpdates: map[string]partUpdate{"finalize": {
+			prepare:  copyStatus,
+			validate: validateNamespaceFinalizers,
+		}},
 		fields: func(obj runtime.Object) fields.Set {
 			ns := obj.(*corev1.Namespace)
 			return fields.Set{"metadata.name": ns.Name, "status.phase": string(ns.Status.Phase)}
 		},
 	}
+}
+
+// validateNamespaceFinalizers checks spec.finalizers as upstream's
+// namespaces/finalize does: each a qualified name.
+func validateNamespaceFinalizers(obj runtime.Object) field.ErrorList {
+	var errs field.ErrorList
+	path := field.NewPath("spec", "finalizers")
+	for i, f := range obj.(*corev1.Namespace).Spec.Finalizers {
+		errs = append(errs, apivalidation.ValidateFinalizerName(string(f), path.Index(i))...)
+	}
+	return errs
 }
 
 func hasNamespaceFinalizer(finalizers []corev1.FinalizerName) bool {

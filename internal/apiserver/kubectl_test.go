@@ -69,6 +69,14 @@ func TestKubectl(t *testing.T) {
 	k.Must("", []string{"delete", "pod", "web", "--grace-period=0", "--force"}, "")
 	k.Must("", []string{"wait", "--for=delete", "pod/web", "--timeout=30s"})
 	k.Must("", []string{"delete", "namespace", "scratch"}, `namespace "scratch" deleted`)
+	// A namespace stuck on a finalizer whose owner is gone, unstuck the way
+	// users do it upstream: through namespaces/finalize.
+	k.Must("apiVersion: v1\nkind: Namespace\nmetadata: {name: stuck}\nspec: {finalizers: [example.com/gone]}\n", []string{"create", "-f", "-"}, "namespace/stuck created")
+	k.Must("", []string{"delete", "namespace", "stuck", "--wait=false"}, `namespace "stuck" deleted`)
+	k.Must("", []string{"get", "namespace", "stuck", "-o", "jsonpath={.status.phase}"}, "Terminating")
+	k.Must(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"stuck"},"spec":{"finalizers":[]}}`,
+		[]string{"replace", "--raw", "/api/v1/namespaces/stuck/finalize", "-f", "-"}, `"name":"stuck"`)
+	k.Must("", []string{"wait", "--for=delete", "namespace/stuck", "--timeout=30s"})
 
 	// Bad input gets a one-line error and a non-zero exit.
 	out, ok = k.Run("apiVersion: v1\nkind: Pod\nmetadata: {name: empty}\nspec: {containers: []}\n", nil, "create", "-f", "-")

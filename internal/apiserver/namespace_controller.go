@@ -106,15 +106,14 @@ func (c *namespaceController) finish(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	ns := obj.(*corev1.Namespace)
-	err = c.namespaces.finalize(ctx, ns, rev)
+	deleted, err := c.namespaces.finalize(ctx, obj.(*corev1.Namespace), rev)
 	switch {
 	case errors.Is(err, errRetryUpdate):
 		c.wake() // it changed under us (the garbage collector, a finalizer's owner): look again
 		return nil
 	case err != nil:
 		return err
-	case len(ns.Finalizers) == 0:
+	case deleted:
 		c.logger.Info("namespace deleted", "namespace", name)
 	}
 	return nil

@@ -115,38 +115,38 @@ func namespacePropagation(options *metav1.DeleteOptions) *metav1.DeleteOptions {
 	return &metav1.DeleteOptions{PropagationPolicy: &policy}
 }
 
-// namespaceContentPending says obj is a namespace whose content the
-// namespace controller has not finished deleting (its "kubernetes"
-// finalizer is still in spec): removing its last metadata finalizer must
-// not remove it yet.
+// namespaceContentPending says obj is a namespace that a spec finalizer
+// still holds (the namespace controller's "kubernetes" until it has emptied
+// it, or another owner's until it calls namespaces/finalize): removing its
+// last metadata finalizer must not remove it yet.
 func namespaceContentPending(obj runtime.Object) bool {
 	ns, ok := obj.(*corev1.Namespace)
-	return ok && hasNamespaceFinalizer(ns.Spec.Finalizers)
+	return ok && len(ns.Spec.Finalizers) > 0
 }
 
-// finalize is upstream's namespaces/finalize for the "kubernetes"
-// finalizer, once the namespace controller has emptied the namespace: it
-// takes that finalizer out of spec, and removes the namespace unless
-// metadata finalizers (the garbage collector's orphan or foreground ones,
-// anyone else's) still hold it; whoever removes the last of those removes
-// the namespace. Other spec finalizers are not honoured: berth serves no
-// finalize subresource through which their owners could remove them.
-func (n *namespaceREST) finalize(ctx context.Context, ns *corev1.Namespace, rev int64) error {
+// finalize is what the namespace controller does once it has emptied the
+// namespace: it takes the "kubernetes" finalizer out of spec, and removes
+// the namespace unless other finalizers still hold it — metadata ones (the
+// garbage collector's orphan or foreground, anyone else's) or other spec
+// ones. Whoever removes the last of those removes the namespace: an
+// update of it, or of namespaces/finalize, that leaves none.
+func (n *namespaceREST) finalize(ctx context.Context, ns *corev1.Namespace, rev int64) (deleted bool, err error) {
 	key := n.keyFor(ctx, ns.Name)
-	if len(ns.Finalizers) == 0 {
+	others := slices.DeleteFunc(slices.Clone(ns.Spec.Finalizers), func(f corev1.FinalizerName) bool { return f == finalizerKubernetes })
+	if len(ns.Finalizers) == 0 && len(others) == 0 {
 		_, err := n.store.Delete(ctx, key, rev)
-		return n.retryOrError(err, ns.Name)
+		return err == nil, n.retryOrError(err, ns.Name)
 	}
-	if !hasNamespaceFinalizer(ns.Spec.Finalizers) {
-		return nil
+	if len(others) == len(ns.Spec.Finalizers) {
+		return false, nil
 	}
-	ns.Spec.Finalizers = slices.DeleteFunc(slices.Clone(ns.Spec.Finalizers), func(f corev1.FinalizerName) bool { return f == finalizerKubernetes })
+	ns.Spec.Finalizers = others
 	data, err := n.encode(ns)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return false, apierrors.NewInternalError(err)
 	}
 	_, err = n.store.Update(ctx, key, rev, data)
-	return n.retryOrError(err, ns.Name)
+	return false, n.retryOrError(err, ns.Name)
 }
 
 // namespaceLive is upstream's NamespaceLifecycle admission for creates: no

@@ -36,7 +36,7 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
 			newObj: func() runtime.Object { return &corev1.Namespace{} }, newList: func() runtime.Object { return &corev1.NamespaceList{} },
-			rules: namespaceRules(), subresources: []string{"status"},
+			rules: namespaceRules(), subresources: []string{"status", "finalize"},
 		},
 		{
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,

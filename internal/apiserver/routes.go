@@ -42,6 +42,8 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 		switch sub {
 		case "status", "approval":
 			ep, err = f.statusEndpoint(res, sub, r.forStatus(sub))
+		case "finalize":
+			ep, err = f.updateEndpoint(res, sub, r.forStatus(sub))
 		case "binding":
 			// Every write to pods goes through the node accounting from here on.
 			acct := newPodAccounting(r.objectStore.store, r.objectStore, all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore)

@@ -46,8 +46,18 @@ type kindRules struct {
 	// statusUpdate narrows what a status-like subresource may change
 	// (certificatesigningrequests/approval: only the conditions).
 	statusUpdate func(subresource string, obj, old runtime.Object)
+	// partUpdates are the subresources that change one part of the object
+	// other than status (namespaces/finalize: spec.finalizers), by name.
+	partUpdates map[string]partUpdate
 	// allowCreateOnUpdate lets PUT create a missing object (events, leases).
 	allowCreateOnUpdate bool
+}
+
+// partUpdate is a subresource's update rules: prepare makes obj carry only
+// the change the subresource may make to old; validate checks that part.
+type partUpdate struct {
+	prepare  func(obj, old runtime.Object)
+	validate func(obj runtime.Object) field.ErrorList
 }
 
 // strategy adapts kindRules to k8s.io/apiserver's rest strategy interfaces.
@@ -114,7 +124,11 @@ func (s strategy) AllowCreateOnUpdate(context.Context) bool {
 func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	part, isPart := s.rules.partUpdates[s.subresource]
 	switch {
+	case s.forStatus && isPart:
+		part.prepare(obj, old)
+		return
 	case s.forStatus:
 		keepOnlyStatusChange(obj, old)
 		if s.rules.statusUpdate != nil {
@@ -139,6 +153,9 @@ func (s strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fie
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), errNoMeta(obj))}
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(newMeta, oldMeta, field.NewPath("metadata"))
+	if part, ok := s.rules.partUpdates[s.subresource]; s.forStatus && ok {
+		return append(errs, part.validate(obj)...)
+	}
 	if s.forStatus {
 		return errs
 	}

@@ -30,7 +30,10 @@ func core() []Resource {
 		{Version: "v1", Resource: "namespaces", Kind: "Namespace", SingularName: "namespace",
 			// Upstream does not offer deletecollection on namespaces.
 			Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}, ShortNames: []string{"ns"},
-			Subresources: []Subresource{{Name: "status", Kind: "Namespace", Verbs: statusVerbs}}},
+			Subresources: []Subresource{
+				{Name: "finalize", Kind: "Namespace", Verbs: []string{"update"}},
+				{Name: "status", Kind: "Namespace", Verbs: statusVerbs},
+			}},
 		{Version: "v1", Resource: "nodes", Kind: "Node", SingularName: "node",
 			Verbs: crudVerbs, ShortNames: []string{"no"},
 			Subresources: []Subresource{{Name: "status", Kind: "Node", Verbs: statusVerbs}}},
