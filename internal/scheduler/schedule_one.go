@@ -107,7 +107,7 @@ func (s *Scheduler) bind(ctx context.Context, d delivery, pod *v1.Pod, node stri
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: node},
 	}
-	err := s.bindLimited(ctx, binding)
+	err := s.postBinding(ctx, binding)
 	if err != nil {
 		s.cache.unassume(pod.UID)
 		if ctx.Err() != nil {
@@ -126,19 +126,14 @@ func (s *Scheduler) bind(ctx context.Context, d delivery, pod *v1.Pod, node stri
 		fmt.Sprintf("Successfully assigned %s to %s", d.key, node))
 }
 
-// bindLimited sends binding once the node has a bind slot free.
-func (s *Scheduler) bindLimited(ctx context.Context, binding *v1.Binding) error {
-	// Bounded, the wait for a slot included: a bind stuck on a dead
-	// connection would otherwise keep the pod assumed, and so never
-	// retried, for as long as the process lives; and binds queued behind a
-	// slow node would hold the scheduler's call slots from other nodes.
+// postBinding sends binding. The API server runs the binds to one node one
+// at a time (internal/apiserver node_bind_turns.go), so they no longer
+// conflict there and this scheduler needs no per-node limit of its own.
+func (s *Scheduler) postBinding(ctx context.Context, binding *v1.Binding) error {
+	// Bounded: a bind stuck on a dead connection would otherwise keep the
+	// pod assumed, and so never retried, for as long as the process lives.
 	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
 	defer cancel()
-	release, err := s.binds.acquire(ctx, binding.Target.Name)
-	if err != nil {
-		return fmt.Errorf("waiting for a bind slot on node %s: %w", binding.Target.Name, err)
-	}
-	defer release()
 	return s.cfg.Client.CoreV1().Pods(binding.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 }
 

@@ -61,7 +61,6 @@ type Scheduler struct {
 	log      *slog.Logger
 	cache    *clusterCache
 	queue    *podQueue
-	binds    *nodeBindLimit
 	pods     corelisters.PodLister
 	factory  informers.SharedInformerFactory
 	recorder events.EventRecorder
@@ -96,7 +95,6 @@ func New(cfg Config) *Scheduler {
 		log:           cfg.Logger,
 		cache:         newCache(),
 		queue:         newPodQueue(),
-		binds:         newNodeBindLimit(),
 		pods:          factory.Core().V1().Pods().Lister(),
 		factory:       factory,
 		unschedulable: map[string]struct{}{},
