@@ -168,3 +168,41 @@ func TestReleaseWaitingForItsNodeTurnStopsWithItsContext(t *testing.T) {
 		t.Fatalf("store revision %d (%v) after a cancelled release, want %d", rev, err, podRev)
 	}
 }
+
+// Two servers sharing etcd each run their binds to a node in turns, but not
+// with each other's: their transactions still conflict, and the retry from
+// the store must land every bind and keep the record exact.
+func TestBurstsToOneNodeFromTwoServersAllLand(t *testing.T) {
+	counter := &usageTxnCounter{}
+	s1 := newTestServerWith(t, func(c *Config) {
+		counter.Store = c.Store.(*etcd.Store)
+		c.Store = counter
+	})
+	s2 := newTestServerWith(t, func(c *Config) { c.Store = counter })
+	ctx := testContext(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resourceQuantity("1000"), corev1.ResourceMemory: resourceQuantity("1Ti"), corev1.ResourcePods: resourceQuantity("1000"),
+	}}}
+	if _, err := s1.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const binds = 128
+	for i := range binds {
+		if _, err := s1.client.CoreV1().Pods("default").Create(ctx, requestingPod(fmt.Sprintf("bind-%d", i), "100m", 0), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers := []*testServer{s1, s2}
+	failed := 0
+	for i, err := range burst(binds, func(i int) error {
+		return servers[i%2].client.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bind-%d", i)},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "big"}}, metav1.CreateOptions{})
+	}) {
+		if err != nil {
+			failed++
+			t.Errorf("bind %d through server %d: %v", i, i%2+1, err)
+		}
+	}
+	t.Logf("%d binds through two servers: %d failed, %d usage transactions, %d conflicted", binds, failed, counter.txns.Load(), counter.conflicts.Load())
+	assertUsage(t, s1, "big", binds)
+}
