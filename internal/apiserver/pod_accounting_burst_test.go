@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth/berth/internal/fit"
@@ -205,4 +206,38 @@ func TestBurstsToOneNodeFromTwoServersAllLand(t *testing.T) {
 	}
 	t.Logf("%d binds through two servers: %d failed, %d usage transactions, %d conflicted", binds, failed, counter.txns.Load(), counter.conflicts.Load())
 	assertUsage(t, s1, "big", binds)
+}
+
+// A bind waiting for its node's turn gives up when its request's context
+// ends: a 504 Timeout, as for a store call cut short, and nothing written.
+func TestBindWaitingForItsNodeTurnTimesOutWithItsContext(t *testing.T) {
+	st := etcdtest.New(t)
+	a := newPodAccounting(st, nil, nil)
+	// The wait ends before the pod is read: only the error mapping is used.
+	b := &bindingREST{pods: &objectStore{res: &resource{gvr: corev1.SchemeGroupVersion.WithResource("pods")}, store: a}, accounting: a}
+	hold, err := a.turns.wait(testContext(t), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	before, err := st.CurrentRevision(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(testContext(t))
+	bound := make(chan error, 1)
+	go func() {
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
+		_, err := b.Create(ctx, "p", binding, nil, &metav1.CreateOptions{})
+		bound <- err
+	}()
+	waitForUsers(t, a.turns, "n1", 2)
+	cancel()
+	if err := <-bound; !apierrors.IsTimeout(err) {
+		t.Fatalf("bind cancelled while waiting for n1's turn: %v, want a 504 Timeout", err)
+	}
+	if after, err := st.CurrentRevision(testContext(t)); err != nil || after != before {
+		t.Fatalf("store revision %d -> %d (%v) after a cancelled bind", before, after, err)
+	}
 }
