@@ -52,8 +52,8 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
-// removeSandboxResources deletes the pause container, its rootfs and the
-// sandbox's files; each step tolerates what is already gone.
+// removeSandboxResources deletes the pause container (if any), its rootfs
+// and the sandbox's files; each step tolerates what is already gone.
 func (s *Server) removeSandboxResources(ctx context.Context, sb sandbox) error {
 	if sb.NoPause {
 		return removeSandboxFiles(sb.Dir)

@@ -18,7 +18,8 @@ import (
 	"github.com/berth/berth/internal/runtime/oci"
 )
 
-// DefaultPauseImage is the image of every sandbox's pause container.
+// DefaultPauseImage is the image of the pause container of sandboxes whose
+// containers share a PID namespace (see needsPause).
 const DefaultPauseImage = "registry.k8s.io/pause:3.9"
 
 // Config assembles a Server from its parts.
