@@ -10,8 +10,10 @@ import (
 // time: each waits for its node's turn, reads the node's usage record,
 // checks, writes, and hands the turn on. Without it, concurrent binds to one
 // node each read the same record revision and all but one fail its
-// compare-and-swap and start over (128 binds in flight to one node took
-// hundreds of conflicting transactions, and some failed with 409 after 16).
+// compare-and-swap and start over: 128 binds in flight to one node took
+// 1596 transactions, 69 binds failing with 409 after 16 conflicts; with the
+// turns, 128 transactions and none failed
+// (TestBurstsToOneNodeWriteItsUsageOncePerPod).
 // With it, this server's copy of the record (usageCache) is current for
 // everything this server wrote, so only another server sharing etcd can
 // still make a transaction conflict, and the retry handles that.

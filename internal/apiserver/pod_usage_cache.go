@@ -15,9 +15,12 @@ const maxCachedUsages = 1 << 14
 // usageCache remembers each node's usage record as this server last wrote
 // or read it, with its mod revision. Every bind and every release would
 // otherwise start with a quorum read of the record, which under a write
-// load waits for the writes before it to apply. The transactions guard the
-// record's revision, so a copy that another server (sharing an external
-// etcd) has since changed only costs a conflict and a retry from the store.
+// load waits for the writes before it to apply. A node's transactions take
+// turns within this server (nodeTurns) and a commit updates the copy before
+// the turn passes on, so the copy is current for everything this server
+// wrote. The transactions guard the record's revision, so a copy that
+// another server (sharing an external etcd) has since changed only costs a
+// conflict and a retry from the store; it never decides a check.
 type usageCache struct {
 	mu      sync.Mutex
 	records map[string]usageRecord // by node name
