@@ -44,6 +44,10 @@ type Config struct {
 	Terminal   bool   `json:"terminal,omitempty"`
 	Stdin      bool   `json:"stdin,omitempty"`
 	StdinOnce  bool   `json:"stdinOnce,omitempty"`
+	// Run starts the container as it is created (`runc run --detach`), one
+	// runc process instead of two, for containers the runtime starts at
+	// once (the pod's pause container).
+	Run bool `json:"run,omitempty"`
 }
 
 // ExitStatus is how and when the container's init process ended.

@@ -133,13 +133,19 @@ func (m *monitor) runc(args ...string) *exec.Cmd {
 	return exec.Command(m.cfg.RuncBinary, append(base, args...)...)
 }
 
-// create runs `runc create` with the container's stdio and returns a
-// channel that receives the container's exit status.
+// create runs `runc create` (or `runc run --detach` when the config says
+// Run) with the container's stdio and returns a channel that receives the
+// container's exit status.
 func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
 	pidFile := filepath.Join(m.stateDir, ContainerPidFile)
 	args := []string{"create", "--bundle", m.cfg.Bundle, "--pid-file", pidFile}
+	if m.cfg.Run {
+		args = []string{"run", "--detach", "--bundle", m.cfg.Bundle, "--pid-file", pidFile}
+	}
+	// As in start: taken before the user process can begin (and end).
+	startedAt := time.Now()
 	if m.io.console != nil {
 		args = append(args, "--console-socket", m.io.console.path)
 	}
@@ -179,7 +185,13 @@ func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
 	if err := m.phase.to(phaseCreated); err != nil {
 		return nil, err
 	}
-	return m.reaper.expect(m.pid), nil
+	exited := m.reaper.expect(m.pid)
+	if m.cfg.Run {
+		if err := m.started(startedAt); err != nil {
+			return nil, err
+		}
+	}
+	return exited, nil
 }
 
 func trimSpace(b []byte) []byte {
@@ -224,6 +236,11 @@ func (m *monitor) start(ctx context.Context) error {
 	if ws.ExitStatus() != 0 {
 		return fmt.Errorf("runc start: %s", runcError(filepath.Join(m.stateDir, RuncLogFile), ws))
 	}
+	return m.started(now)
+}
+
+// started records that the user process began at now and moves to running.
+func (m *monitor) started(now time.Time) error {
 	if err := WriteJSON(filepath.Join(m.stateDir, StartedFile), now); err != nil {
 		m.log.Warn("record start time", "err", err)
 	}

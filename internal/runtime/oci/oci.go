@@ -32,6 +32,10 @@ type CreateOptions struct {
 	Terminal  bool
 	Stdin     bool // keep stdin open for attach
 	StdinOnce bool
+	// Start starts the container as part of creating it (one OCI runtime
+	// invocation instead of create and start), for a container nobody
+	// needs to see in the created state: the pod's pause container.
+	Start bool
 }
 
 // State is what the runtime knows about one container.

@@ -23,7 +23,8 @@ import (
 // caller's context has no deadline.
 const createTimeout = time.Minute
 
-// Create starts a monitor for the container, which runs `runc create`.
+// Create starts a monitor for the container, which runs `runc create`
+// (`runc run --detach` when opts.Start).
 // On any failure nothing is left behind: monitor, runc state, state dir.
 func (r *Runc) Create(ctx context.Context, opts CreateOptions) (err error) {
 	dir, err := r.containerDir(opts.ID)
@@ -53,6 +54,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (err error) {
 	cfg := monitor.Config{
 		ID: opts.ID, Bundle: opts.BundleDir, RuncBinary: r.cfg.Binary, RuncRoot: r.cfg.Root,
 		LogPath: opts.LogPath, Terminal: opts.Terminal, Stdin: opts.Stdin, StdinOnce: opts.StdinOnce,
+		Run: opts.Start,
 	}
 	if err := monitor.WriteJSON(filepath.Join(dir, monitor.ConfigFile), cfg); err != nil {
 		return fmt.Errorf("write monitor config: %w", err)

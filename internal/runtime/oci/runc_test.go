@@ -92,6 +92,36 @@ func TestCreateStartWaitWritesCRILogAndExitCode(t *testing.T) {
 	}
 }
 
+// A container created with Start runs at once (one `runc run --detach`):
+// it is never seen created, its start time is recorded, a later Start is
+// refused, and an init that exits at once is still recorded with its code.
+func TestCreateWithStartRunsAtOnce(t *testing.T) {
+	e := newTestEnv(t)
+	for _, tc := range []struct {
+		id   string
+		args []string
+	}{{"sleeper", []string{"sleep", "100"}}, {"quick", []string{"sh", "-c", "exit 7"}}} {
+		opts := e.createOptionsOnly(tc.id, containerOpts{args: tc.args})
+		opts.Start = true
+		if err := e.rt.Create(ctx(t), opts); err != nil {
+			t.Fatalf("Create %s with Start: %v", tc.id, err)
+		}
+		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })
+		if st := e.state(tc.id); st.Status == StatusCreated || st.StartedAt.IsZero() || (st.Status == StatusRunning && st.Pid <= 0) {
+			t.Errorf("%s after Create with Start: %+v, want running (or stopped) with a start time", tc.id, st)
+		}
+		if err := e.rt.Start(ctx(t), tc.id); status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("Start of %s, already started: %v, want FailedPrecondition", tc.id, err)
+		}
+	}
+	if st := e.state("sleeper"); st.Status != StatusRunning {
+		t.Errorf("sleeper: %+v, want running", st)
+	}
+	if st := e.wait("quick"); st.Status != StatusStopped || st.ExitCode != 7 || st.FinishedAt.Before(st.StartedAt) {
+		t.Errorf("quick after exit: %+v, want stopped with code 7", st)
+	}
+}
+
 func TestLongLinesAreSplitIntoPartialRecords(t *testing.T) {
 	e := newTestEnv(t)
 	// 40000 'a's and a newline: two 16 KiB partial records and a full one.
