@@ -1,6 +1,7 @@
 package nspin
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,6 +74,7 @@ func TestPinCreatesNamespacesWithHostname(t *testing.T) {
 	if err := Pin(paths, "pod-a-host"); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { unpinAll(paths) }) // also when an assertion fails
 	for typ, p := range paths {
 		if !IsPinned(p) {
 			t.Fatalf("%s namespace %s is not pinned", typ, p)
@@ -115,11 +117,7 @@ func TestPinTwiceGivesDistinctNamespaces(t *testing.T) {
 		if err := Pin(paths, ""); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			for _, p := range paths {
-				_ = Unpin(p)
-			}
-		})
+		t.Cleanup(func() { unpinAll(paths) })
 	}
 	for _, typ := range Types() {
 		if inode(t, a[typ]) == inode(t, b[typ]) {
@@ -166,5 +164,43 @@ func TestPinRejectsBadInputAndLeavesNothing(t *testing.T) {
 	}
 	if data, err := os.ReadFile(existing); err != nil || string(data) != "keep" || IsPinned(existing) {
 		t.Fatalf("the existing file was touched: %q, %v", data, err)
+	}
+}
+
+// TestPinLeavesTheProcessInItsNamespaces: whichever OS thread Go picks for
+// a pin (the main one included, which Go cannot discard but only wedge),
+// the process's own namespaces, as /proc/self/ns shows them, never change.
+func TestPinLeavesTheProcessInItsNamespaces(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	own := map[Type]uint64{}
+	for _, typ := range Types() {
+		own[typ] = inode(t, "/proc/self/ns/"+string(typ))
+	}
+	dir := t.TempDir()
+	for i := range 50 {
+		paths := pinPaths(dir, fmt.Sprint(i))
+		if err := Pin(paths, "h"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unpinAll(paths) })
+		for _, p := range paths {
+			if err := Unpin(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, typ := range Types() {
+			if got := inode(t, "/proc/self/ns/"+string(typ)); got != own[typ] {
+				t.Fatalf("after pin %d the process's %s namespace is %d, was %d", i, typ, got, own[typ])
+			}
+		}
+	}
+	if host, err := os.Hostname(); err != nil || host == "h" {
+		t.Fatalf("the process's hostname became %q (%v)", host, err)
+	}
+}
+
+func unpinAll(paths map[Type]string) {
+	for _, p := range paths {
+		_ = Unpin(p)
 	}
 }
