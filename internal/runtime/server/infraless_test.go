@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -349,5 +350,27 @@ func TestInfralessPodNetworkMetrics(t *testing.T) {
 	}
 	if !seen {
 		t.Fatalf("no network metrics of the pod's own interface: %v", resp.PodMetrics)
+	}
+}
+
+// TestInfralessFailedNetworkUndoesEverything: when CNI fails, the pinned
+// namespaces, the record and the name are all given back.
+func TestInfralessFailedNetworkUndoesEverything(t *testing.T) {
+	h := newHarness(t)
+	h.net.fail = errors.New("no addresses left")
+	_, err := h.runConfig(infralessConfig("pod"))
+	wantCode(t, err, codes.Internal)
+	h.net.fail = nil
+	for _, dir := range []string{"netns", "utsns", "ipcns", "sandboxes"} {
+		entries, _ := os.ReadDir(filepath.Join(h.stateDir, dir))
+		if len(entries) != 0 {
+			t.Fatalf("%s left in %s after a failed RunPodSandbox", entries[0].Name(), dir)
+		}
+	}
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err != nil || strings.Contains(string(mounts), h.stateDir) {
+		t.Fatalf("mounts left under the state dir (%v)", err)
+	}
+	if _, err := h.runConfig(infralessConfig("pod")); err != nil {
+		t.Fatal(err)
 	}
 }
