@@ -59,7 +59,11 @@ func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) error {
 	if err := os.WriteFile(filepath.Join(o.BundleDir, "config.json"), data, 0o600); err != nil {
 		return err
 	}
-	f.containers[o.ID] = &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusCreated}, done: make(chan struct{})}
+	t := &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusCreated}, done: make(chan struct{})}
+	f.containers[o.ID] = t
+	if o.Start {
+		f.startLocked(t)
+	}
 	return nil
 }
 
@@ -81,9 +85,13 @@ func (f *fakeOCI) Start(ctx context.Context, id string) error {
 	if t.state.Status != oci.StatusCreated {
 		return fmt.Errorf("container %s is %s", id, t.state.Status)
 	}
+	f.startLocked(t)
+	return nil
+}
+
+func (f *fakeOCI) startLocked(t *fakeTask) {
 	f.nextPid++
 	t.state.Status, t.state.Pid, t.state.StartedAt = oci.StatusRunning, f.nextPid, time.Now()
-	return nil
 }
 
 // exit ends a container's process with code, as if it returned.

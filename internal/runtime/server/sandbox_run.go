@@ -164,13 +164,12 @@ func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, undo 
 		return 0, status.Errorf(codes.Internal, "create bundle dir: %v", err)
 	}
 	undo.add("remove pause bundle", func(context.Context) error { return os.RemoveAll(bundle) })
-	if err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec}); err != nil {
+	// Created and started in one OCI runtime invocation: nobody needs to see
+	// the pause container in the created state.
+	if err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec, Start: true}); err != nil {
 		return 0, status.Errorf(codes.Internal, "create pause container: %v", err)
 	}
 	undo.add("delete pause container", func(ctx context.Context) error { return s.deleteTask(ctx, sb.ID) })
-	if err := s.cfg.OCI.Start(ctx, sb.ID); err != nil {
-		return 0, status.Errorf(codes.Internal, "start pause container: %v", err)
-	}
 	st, err := s.cfg.OCI.State(ctx, sb.ID)
 	if err != nil {
 		return 0, status.Errorf(codes.Internal, "pause container state: %v", err)
