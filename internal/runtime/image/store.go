@@ -9,8 +9,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/partial"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -156,21 +154,11 @@ func (s *Service) storeLayer(ctx context.Context, layer v1.Layer, chainID, diffI
 		s.log.DebugContext(ctx, "layer fetched", "digest", digest.String(), "bytes", n)
 	}
 	_, err = s.layers.ensure(ctx, chainID, diffID, func() (io.ReadCloser, error) {
-		// partial's extender decompresses (gzip, zstd or none, detected
-		// from the content) without first hashing the whole layer twice, as
-		// tarball.LayerFromOpener would.
-		stored, err := partial.CompressedToLayer(storedLayer{blobs: s.blobs, digest: digest})
+		rc, err := s.blobs.OpenUncompressed(digest)
 		if err != nil {
 			return nil, err
 		}
-		rc, err := stored.Uncompressed()
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			io.Reader
-			io.Closer
-		}{countingReader{r: rc, n: &progress.unpacked}, rc}, nil
+		return readCloser{Reader: countingReader{r: rc, n: &progress.unpacked}, close: rc.Close}, nil
 	})
 	return n, err
 }
@@ -207,27 +195,4 @@ func extraDigests(extra []namedBlob) []string {
 		out = append(out, b.digest.String())
 	}
 	return out
-}
-
-// storedLayer is a compressed layer blob already in the store.
-type storedLayer struct {
-	blobs  *blobStore
-	digest v1.Hash
-}
-
-func (l storedLayer) Digest() (v1.Hash, error)            { return l.digest, nil }
-func (l storedLayer) Compressed() (io.ReadCloser, error)  { return l.blobs.Open(l.digest) }
-func (l storedLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
-
-func (l storedLayer) Size() (int64, error) {
-	f, err := l.blobs.Open(l.digest)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
 }
