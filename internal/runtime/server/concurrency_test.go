@@ -52,9 +52,22 @@ func TestConcurrentStopsAndRemovesOfOneSandboxAllSucceed(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	h.stopAndRemoveConcurrently(sb, 16)
+	list, err := h.client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("sandboxes left: %v (err %v)", list.GetItems(), err)
+	}
+}
+
+// stopAndRemoveConcurrently sends n StopPodSandbox and RemovePodSandbox
+// calls for sb at once, alternating, and fails the test on any error: CRI
+// asks both to be idempotent.
+func (h *harness) stopAndRemoveConcurrently(sb string, n int) {
+	h.t.Helper()
+	ctx := context.Background()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := range 16 {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Go(func() {
 			var err error
 			if i%2 == 0 {
@@ -69,11 +82,7 @@ func TestConcurrentStopsAndRemovesOfOneSandboxAllSucceed(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			t.Errorf("concurrent stop/remove: %v", err)
+			h.t.Errorf("concurrent stop/remove: %v", err)
 		}
-	}
-	list, err := h.client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil || len(list.Items) != 0 {
-		t.Fatalf("sandboxes left: %v (err %v)", list.GetItems(), err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -39,6 +38,17 @@ func (h *harness) pinPaths(id string) []string {
 		out = append(out, filepath.Join(h.stateDir, string(t)+"ns", id))
 	}
 	return out
+}
+
+// requireAbsent fails the test if any of paths exists; when says at which
+// step they should have gone.
+func requireAbsent(t *testing.T, paths []string, when string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s %s: %v", p, when, err)
+		}
+	}
 }
 
 func (h *harness) sandboxInfo(id string) map[string]any {
@@ -114,11 +124,7 @@ func TestInfralessSandboxLifecycle(t *testing.T) {
 	if h.net.count() != 0 {
 		t.Fatal("network still attached after stop")
 	}
-	for _, p := range h.pinPaths(sb) {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Fatalf("%s left after stop: %v", p, err)
-		}
-	}
+	requireAbsent(t, h.pinPaths(sb), "left after stop")
 	for range 2 {
 		if _, err := h.client.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
 			t.Fatal(err)
@@ -146,11 +152,7 @@ func TestPodSharingPIDNamespaceKeepsPause(t *testing.T) {
 	if info["pid"] == float64(0) || info["pause"] != true || info["utsns"] != "" || info["ipcns"] != "" {
 		t.Fatalf("sandbox info: %v", info)
 	}
-	for _, p := range h.pinPaths(sb)[1:] {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Fatalf("%s pinned for a pod with a pause container: %v", p, err)
-		}
-	}
+	requireAbsent(t, h.pinPaths(sb)[1:], "pinned for a pod with a pause container")
 }
 
 // TestInfralessHostNamespacesPinOnlyWhatIsTheirs: host network means the
@@ -165,11 +167,7 @@ func TestInfralessHostNamespacesPinOnlyWhatIsTheirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range h.pinPaths(sb) {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Fatalf("%s pinned for a host-namespace pod: %v", p, err)
-		}
-	}
+	requireAbsent(t, h.pinPaths(sb), "pinned for a host-namespace pod")
 	c := h.createContainer(sb, cfg, "c")
 	h.startContainer(c)
 	if in := h.specs.lastIn; in.NetNSPath != "" || in.UTSNSPath != "" || in.IPCNSPath != "" {
@@ -233,11 +231,7 @@ func TestRestartRecoversInfralessSandbox(t *testing.T) {
 		if _, err := h.client.RemovePodSandbox(context.Background(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range h.pinPaths(id) {
-			if _, err := os.Stat(p); !os.IsNotExist(err) {
-				t.Fatalf("%s left after remove: %v", p, err)
-			}
-		}
+		requireAbsent(t, h.pinPaths(id), "left after remove")
 	}
 }
 
@@ -272,11 +266,7 @@ func TestRestartReleasesHalfCreatedInfralessSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	for _, p := range h.pinPaths(sb) {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Fatalf("%s left after recovery: %v", p, err)
-		}
-	}
+	requireAbsent(t, h.pinPaths(sb), "left after recovery")
 	if h.net.count() != 0 {
 		t.Fatal("network of the half-created sandbox still attached")
 	}
@@ -289,38 +279,14 @@ func TestRestartReleasesHalfCreatedInfralessSandbox(t *testing.T) {
 // succeed and leave no pinned namespace.
 func TestConcurrentRemovesOfInfralessSandbox(t *testing.T) {
 	h := newHarness(t)
-	ctx := context.Background()
 	cfg := infralessConfig("pod")
 	sb, err := h.runConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.createContainer(sb, cfg, "c")
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
-		wg.Go(func() {
-			var err error
-			if i%2 == 0 {
-				_, err = h.client.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb})
-			} else {
-				_, err = h.client.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb})
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("concurrent stop/remove: %v", err)
-		}
-	}
-	for _, p := range h.pinPaths(sb) {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Fatalf("%s left: %v", p, err)
-		}
-	}
+	h.stopAndRemoveConcurrently(sb, 8)
+	requireAbsent(t, h.pinPaths(sb), "left after concurrent stops and removes")
 }
 
 // TestInfralessPodNetworkMetrics: the pod's interface counters are read
