@@ -31,6 +31,7 @@ func TestNamespaceFinalizeSubresource(t *testing.T) {
 	if want := []corev1.FinalizerName{hold, finalizerKubernetes}; !slices.Equal(ns.Spec.Finalizers, want) {
 		t.Fatalf("spec.finalizers after create = %v, want %v", ns.Spec.Finalizers, want)
 	}
+	waitNamespaceSettled(t, s, "held")
 
 	// As upstream, an update of the namespace itself keeps spec.finalizers.
 	ns.Spec.Finalizers = nil

@@ -24,7 +24,22 @@ func createNamespaceWithContent(t *testing.T, s *testServer, name string, conten
 	if _, err := s.client.CoreV1().ConfigMaps(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create content of %s: %v", name, err)
 	}
+	waitNamespaceSettled(t, s, name)
 	return ns
+}
+
+// waitNamespaceSettled waits until the namespace controller has given a new
+// namespace its default ServiceAccount: the last write it makes on its own,
+// which a test that compares store revisions must not count.
+func waitNamespaceSettled(t *testing.T, s *testServer, name string) {
+	t.Helper()
+	eventually(t, "namespace "+name+" has its default ServiceAccount", func(ctx context.Context) (bool, error) {
+		_, err := s.client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }
 
 func namespaceGone(s *testServer, name string) func(ctx context.Context) (bool, error) {
