@@ -153,7 +153,7 @@ type containerOpts struct {
 func (e *testEnv) create(id string, o containerOpts) CreateOptions {
 	e.t.Helper()
 	opts := e.createOptionsOnly(id, o)
-	if err := e.rt.Create(ctx(e.t), opts); err != nil {
+	if _, err := e.rt.Create(ctx(e.t), opts); err != nil {
 		e.t.Fatalf("Create %s: %v", id, err)
 	}
 	e.t.Cleanup(func() {

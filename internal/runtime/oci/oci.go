@@ -88,8 +88,9 @@ type Stats struct {
 // Runtime is the whole of what the CRI layer may ask of the OCI runtime and monitor.
 type Runtime interface {
 	// Create starts a monitor for the container and runs `<oci-runtime> create`
-	// under it; the container's process is created but not started.
-	Create(ctx context.Context, opts CreateOptions) error
+	// under it; the container's process is created but not started (started
+	// too when opts.Start). It returns the process's pid.
+	Create(ctx context.Context, opts CreateOptions) (pid int, err error)
 	Start(ctx context.Context, id string) error
 	// Kill signals the container's init process (all=true: every process).
 	Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error

@@ -45,7 +45,7 @@ func TestPodContainerJoinsSandboxNamespaces(t *testing.T) {
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rt.Create(ctx(t), CreateOptions{ID: "app", SandboxID: "sandbox", BundleDir: bundle, Spec: s}); err != nil {
+	if _, err := e.rt.Create(ctx(t), CreateOptions{ID: "app", SandboxID: "sandbox", BundleDir: bundle, Spec: s}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.rt.Delete(context.Background(), "app") })
@@ -123,7 +123,7 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 		if err := os.MkdirAll(bundle, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.rt.Create(ctx(t), CreateOptions{ID: tc.id, BundleDir: bundle, Spec: s}); err != nil {
+		if _, err := e.rt.Create(ctx(t), CreateOptions{ID: tc.id, BundleDir: bundle, Spec: s}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })

@@ -26,19 +26,19 @@ const createTimeout = time.Minute
 // Create starts a monitor for the container, which runs `runc create`
 // (`runc run --detach` when opts.Start).
 // On any failure nothing is left behind: monitor, runc state, state dir.
-func (r *Runc) Create(ctx context.Context, opts CreateOptions) (err error) {
+func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err error) {
 	dir, err := r.containerDir(opts.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !filepath.IsAbs(opts.BundleDir) {
-		return status.Errorf(codes.InvalidArgument, "bundle dir %q is not absolute", opts.BundleDir)
+		return 0, status.Errorf(codes.InvalidArgument, "bundle dir %q is not absolute", opts.BundleDir)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return status.Errorf(codes.AlreadyExists, "container %s already exists", opts.ID)
+			return 0, status.Errorf(codes.AlreadyExists, "container %s already exists", opts.ID)
 		}
-		return fmt.Errorf("create state dir: %w", err)
+		return 0, fmt.Errorf("create state dir: %w", err)
 	}
 	var mon *exec.Cmd
 	defer func() {
@@ -48,7 +48,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (err error) {
 	}()
 	if opts.Spec != nil {
 		if err := writeSpec(opts.BundleDir, opts); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	cfg := monitor.Config{
@@ -57,11 +57,11 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (err error) {
 		Run: opts.Start,
 	}
 	if err := monitor.WriteJSON(filepath.Join(dir, monitor.ConfigFile), cfg); err != nil {
-		return fmt.Errorf("write monitor config: %w", err)
+		return 0, fmt.Errorf("write monitor config: %w", err)
 	}
 	mon, syncR, err := r.startMonitor(dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer syncR.Close()
 	if _, ok := ctx.Deadline(); !ok {
@@ -71,10 +71,10 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (err error) {
 	}
 	msg, err := readSync(ctx, syncR)
 	if err != nil {
-		return fmt.Errorf("create container %s: %w", opts.ID, err)
+		return 0, fmt.Errorf("create container %s: %w", opts.ID, err)
 	}
 	r.log.Debug("container created", "id", opts.ID, "pid", msg.Pid, "monitor", mon.Process.Pid)
-	return nil
+	return msg.Pid, nil
 }
 
 func writeSpec(bundle string, opts CreateOptions) error {

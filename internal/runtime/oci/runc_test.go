@@ -97,15 +97,18 @@ func TestCreateStartWaitWritesCRILogAndExitCode(t *testing.T) {
 // refused, and an init that exits at once is still recorded with its code.
 func TestCreateWithStartRunsAtOnce(t *testing.T) {
 	e := newTestEnv(t)
+	pids := map[string]int{}
 	for _, tc := range []struct {
 		id   string
 		args []string
 	}{{"sleeper", []string{"sleep", "100"}}, {"quick", []string{"sh", "-c", "exit 7"}}} {
 		opts := e.createOptionsOnly(tc.id, containerOpts{args: tc.args})
 		opts.Start = true
-		if err := e.rt.Create(ctx(t), opts); err != nil {
-			t.Fatalf("Create %s with Start: %v", tc.id, err)
+		pid, err := e.rt.Create(ctx(t), opts)
+		if err != nil || pid <= 0 {
+			t.Fatalf("Create %s with Start: pid %d, %v", tc.id, pid, err)
 		}
+		pids[tc.id] = pid
 		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })
 		if st := e.state(tc.id); st.Status == StatusCreated || st.StartedAt.IsZero() || (st.Status == StatusRunning && st.Pid <= 0) {
 			t.Errorf("%s after Create with Start: %+v, want running (or stopped) with a start time", tc.id, st)
@@ -114,8 +117,8 @@ func TestCreateWithStartRunsAtOnce(t *testing.T) {
 			t.Errorf("Start of %s, already started: %v, want FailedPrecondition", tc.id, err)
 		}
 	}
-	if st := e.state("sleeper"); st.Status != StatusRunning {
-		t.Errorf("sleeper: %+v, want running", st)
+	if st := e.state("sleeper"); st.Status != StatusRunning || st.Pid != pids["sleeper"] {
+		t.Errorf("sleeper: %+v, want running as pid %d, the one Create returned", st, pids["sleeper"])
 	}
 	if st := e.wait("quick"); st.Status != StatusStopped || st.ExitCode != 7 || st.FinishedAt.Before(st.StartedAt) {
 		t.Errorf("quick after exit: %+v, want stopped with code 7", st)
@@ -146,14 +149,14 @@ func TestLongLinesAreSplitIntoPartialRecords(t *testing.T) {
 func TestCreateRejectsDuplicateAndBadInput(t *testing.T) {
 	e := newTestEnv(t)
 	opts := e.create("dup", containerOpts{args: []string{"sleep", "100"}})
-	if err := e.rt.Create(ctx(t), opts); status.Code(err) != codes.AlreadyExists {
+	if _, err := e.rt.Create(ctx(t), opts); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("duplicate Create: %v", err)
 	}
 	if st := e.state("dup"); st.Status != StatusCreated {
 		t.Errorf("duplicate Create disturbed the first: %+v", st)
 	}
 	for _, id := range []string{"", "../x", "a/b", ".."} {
-		if err := e.rt.Create(ctx(t), CreateOptions{ID: id, BundleDir: "/tmp"}); status.Code(err) != codes.InvalidArgument {
+		if _, err := e.rt.Create(ctx(t), CreateOptions{ID: id, BundleDir: "/tmp"}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("Create(%q): %v", id, err)
 		}
 	}
@@ -170,7 +173,7 @@ func TestFailedCreateLeavesNothingBehind(t *testing.T) {
 	}
 	// A network namespace path that does not exist makes runc create fail.
 	opts := e.createOptionsOnly("bad", containerOpts{args: []string{"true"}, netns: "/nonexistent/netns"})
-	err := e.rt.Create(ctx(t), opts)
+	_, err := e.rt.Create(ctx(t), opts)
 	if err == nil {
 		t.Fatal("Create with a missing netns succeeded")
 	}

@@ -115,7 +115,7 @@ func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img I
 		return status.Errorf(codes.Internal, "create bundle dir: %v", err)
 	}
 	undo.add("remove bundle", func(context.Context) error { return os.RemoveAll(c.BundleDir) })
-	err = s.cfg.OCI.Create(ctx, oci.CreateOptions{
+	_, err = s.cfg.OCI.Create(ctx, oci.CreateOptions{
 		ID: c.ID, SandboxID: sb.ID, BundleDir: c.BundleDir, Spec: spec, LogPath: c.LogPath,
 		Terminal: c.Config.GetTty(), Stdin: c.Config.GetStdin(), StdinOnce: c.Config.GetStdinOnce(),
 	})

@@ -43,28 +43,28 @@ func (t *fakeTask) finish() {
 
 func newFakeOCI() *fakeOCI { return &fakeOCI{containers: map[string]*fakeTask{}, nextPid: 1000} }
 
-func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) error {
+func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failCreate != nil {
-		return f.failCreate
+		return 0, f.failCreate
 	}
 	if _, ok := f.containers[o.ID]; ok {
-		return fmt.Errorf("container %s exists", o.ID)
+		return 0, fmt.Errorf("container %s exists", o.ID)
 	}
 	if err := os.MkdirAll(o.BundleDir, 0o700); err != nil {
-		return err
+		return 0, err
 	}
 	data, _ := json.Marshal(o.Spec)
 	if err := os.WriteFile(filepath.Join(o.BundleDir, "config.json"), data, 0o600); err != nil {
-		return err
+		return 0, err
 	}
 	t := &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusCreated}, done: make(chan struct{})}
 	f.containers[o.ID] = t
 	if o.Start {
 		f.startLocked(t)
 	}
-	return nil
+	return t.state.Pid, nil
 }
 
 func (f *fakeOCI) task(id string) (*fakeTask, error) {

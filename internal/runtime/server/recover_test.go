@@ -32,7 +32,7 @@ func TestRestartRecoversState(t *testing.T) {
 	h.oci.exit(exitsWhileDown, 7)
 	_ = h.oci.Delete(ctx, monitorGone) // its monitor was killed
 	// A create that crashed before its record was written.
-	_ = h.oci.Create(ctx, oci.CreateOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated")})
+	_, _ = h.oci.Create(ctx, oci.CreateOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated")})
 	// A rootfs prepared by a create that crashed before recording its owner.
 	if _, err := h.images.PrepareRootfs(ctx, "sha256:ghost", "ghost", false); err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func (s *Server) attachNetwork(ctx context.Context, pod network.Pod) <-chan atta
 }
 
 // startPause creates and starts the sandbox's pause container, whose
-// namespaces the pod's containers join.
+// namespaces the pod's containers join, and returns its pid.
 func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, undo *undoStack) (int, error) {
 	// Writable like containerd's: runc must create mount points (/proc,
 	// /dev, ...) in it; the spec itself makes the root read-only.
@@ -166,15 +166,12 @@ func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, undo 
 	undo.add("remove pause bundle", func(context.Context) error { return os.RemoveAll(bundle) })
 	// Created and started in one OCI runtime invocation: nobody needs to see
 	// the pause container in the created state.
-	if err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec, Start: true}); err != nil {
+	pid, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec, Start: true})
+	if err != nil {
 		return 0, status.Errorf(codes.Internal, "create pause container: %v", err)
 	}
 	undo.add("delete pause container", func(ctx context.Context) error { return s.deleteTask(ctx, sb.ID) })
-	st, err := s.cfg.OCI.State(ctx, sb.ID)
-	if err != nil {
-		return 0, status.Errorf(codes.Internal, "pause container state: %v", err)
-	}
-	return st.Pid, nil
+	return pid, nil
 }
 
 func podNetwork(sb *sandbox) network.Pod {
