@@ -2,11 +2,7 @@ package network
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/berth/berth/internal/runtime/nspin"
 )
@@ -33,37 +29,6 @@ func RemoveNetNS(path string) error { return nspin.Unpin(path) }
 // leftover plain file after a reboot, or nothing at all).
 func IsNetNS(path string) bool { return nspin.IsPinned(path) }
 
-// WithNetNS runs fn on an OS thread that has entered the namespace at path.
-// Sockets fn opens stay in that namespace after it returns, which is how
-// port-forward dials a pod's localhost.
-func WithNetNS(path string, fn func() error) error {
-	ns, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open network namespace: %w", err)
-	}
-	defer ns.Close()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("open own network namespace: %w", err)
-			return
-		}
-		defer orig.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("enter network namespace %s: %w", path, err)
-			return
-		}
-		fnErr := fn()
-		// Only a thread that made it back home may be reused by Go; on
-		// failure it stays locked and dies with the goroutine.
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- fnErr
-	}()
-	return <-errc
-}
+// WithNetNS runs fn on an OS thread that has entered the network namespace
+// at path (see nspin.Enter).
+func WithNetNS(path string, fn func() error) error { return nspin.Enter(path, nspin.Net, fn) }

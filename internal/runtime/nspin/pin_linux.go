@@ -109,12 +109,35 @@ func onNewThread(types []Type, fn func() error) error {
 			errc <- err
 			return
 		}
-		errc <- fn()
+		err = fn()
+		// Back home before the caller learns the result, so no moment
+		// exists in which a caller could see the process in fn's namespaces.
 		if restore() == nil {
 			runtime.UnlockOSThread()
 		}
+		errc <- err
 	}()
 	return <-errc
+}
+
+// Enter runs fn on an OS thread that has joined the namespace of type t at
+// path. What fn opens there (sockets) stays in that namespace after it
+// returns, which is how port-forward dials a pod's localhost.
+func Enter(path string, t Type, fn func() error) error {
+	if err := t.valid(); err != nil {
+		return err
+	}
+	ns, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("nspin: open %s namespace: %w", t, err)
+	}
+	defer ns.Close()
+	return onNewThread([]Type{t}, func() error {
+		if err := unix.Setns(int(ns.Fd()), int(cloneFlag(t))); err != nil {
+			return fmt.Errorf("nspin: enter %s namespace %s: %w", t, path, err)
+		}
+		return fn()
+	})
 }
 
 // saveNamespaces opens the calling thread's namespaces of the given types
@@ -127,7 +150,7 @@ func saveNamespaces(types []Type) (restore func() error, err error) {
 		}
 	}
 	for _, t := range types {
-		f, err := os.Open(fmt.Sprintf("/proc/thread-self/ns/%s", t))
+		f, err := os.Open("/proc/thread-self/ns/" + string(t))
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("nspin: open own %s namespace: %w", t, err)
@@ -154,14 +177,12 @@ func unshareAndMount(flags uintptr, paths map[Type]string, hostname string) erro
 			return fmt.Errorf("nspin: set hostname %q: %w", hostname, err)
 		}
 	}
-	tid := unix.Gettid()
 	for _, t := range Types() {
 		p, ok := paths[t]
 		if !ok {
 			continue
 		}
-		src := fmt.Sprintf("/proc/self/task/%d/ns/%s", tid, t)
-		if err := unix.Mount(src, p, "none", unix.MS_BIND, ""); err != nil {
+		if err := unix.Mount("/proc/thread-self/ns/"+string(t), p, "none", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("nspin: bind-mount %s namespace on %s: %w", t, p, err)
 		}
 	}

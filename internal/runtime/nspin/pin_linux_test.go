@@ -12,39 +12,14 @@ import (
 	"github.com/berth/berth/internal/testkit/hostcheck"
 )
 
-// hostnameIn reads the hostname seen inside the UTS namespace at path, from
-// a thread that joins it and is then thrown away.
+// hostnameIn reads the hostname seen inside the UTS namespace at path.
 func hostnameIn(t *testing.T, path string) string {
 	t.Helper()
-	type result struct {
-		name string
-		err  error
+	var u unix.Utsname
+	if err := Enter(path, UTS, func() error { return unix.Uname(&u) }); err != nil {
+		t.Fatalf("hostname in %s: %v", path, err)
 	}
-	out := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread leaves our namespace
-		f, err := os.Open(path)
-		if err != nil {
-			out <- result{err: err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWUTS); err != nil {
-			out <- result{err: err}
-			return
-		}
-		var u unix.Utsname
-		if err := unix.Uname(&u); err != nil {
-			out <- result{err: err}
-			return
-		}
-		out <- result{name: unix.ByteSliceToString(u.Nodename[:])}
-	}()
-	r := <-out
-	if r.err != nil {
-		t.Fatalf("hostname in %s: %v", path, r.err)
-	}
-	return r.name
+	return unix.ByteSliceToString(u.Nodename[:])
 }
 
 func inode(t *testing.T, path string) uint64 {
@@ -197,6 +172,59 @@ func TestPinLeavesTheProcessInItsNamespaces(t *testing.T) {
 	if host, err := os.Hostname(); err != nil || host == "h" {
 		t.Fatalf("the process's hostname became %q (%v)", host, err)
 	}
+}
+
+// TestRestoreReturnsTheThreadToItsNamespaces: what onNewThread relies on
+// to hand a thread back to Go. A thread that unshared every type is, after
+// restore, in exactly the namespaces it started in.
+func TestRestoreReturnsTheThreadToItsNamespaces(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // unlocked only once the thread is back home
+		errc <- unshareAndRestore()
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func unshareAndRestore() error {
+	own := threadNamespaces()
+	restore, err := saveNamespaces(Types())
+	if err != nil {
+		return err
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNET | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC); err != nil {
+		return err
+	}
+	for typ, ino := range threadNamespaces() {
+		if ino == own[typ] {
+			return fmt.Errorf("unshare left the thread in its %s namespace", typ)
+		}
+	}
+	if err := restore(); err != nil {
+		return err
+	}
+	for typ, ino := range threadNamespaces() {
+		if ino != own[typ] {
+			return fmt.Errorf("after restore the thread's %s namespace is %d, was %d", typ, ino, own[typ])
+		}
+	}
+	runtime.UnlockOSThread()
+	return nil
+}
+
+// threadNamespaces is the calling thread's namespace inodes by type (0 if unreadable).
+func threadNamespaces() map[Type]uint64 {
+	out := map[Type]uint64{}
+	for _, typ := range Types() {
+		var st unix.Stat_t
+		if unix.Stat("/proc/thread-self/ns/"+string(typ), &st) == nil {
+			out[typ] = st.Ino
+		}
+	}
+	return out
 }
 
 func unpinAll(paths map[Type]string) {

@@ -11,3 +11,4 @@ var errNoNamespaces = errors.New("nspin: namespaces need Linux")
 func Pin(paths map[Type]string, hostname string) error { return errNoNamespaces }
 func Unpin(path string) error                          { return nil }
 func IsPinned(path string) bool                        { return false }
+func Enter(path string, t Type, fn func() error) error { return errNoNamespaces }
