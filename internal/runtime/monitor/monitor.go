@@ -141,11 +141,12 @@ func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
 	defer cancel()
 	pidFile := filepath.Join(m.stateDir, ContainerPidFile)
 	args := []string{"create", "--bundle", m.cfg.Bundle, "--pid-file", pidFile}
+	var startedAt time.Time
 	if m.cfg.Run {
 		args = []string{"run", "--detach", "--bundle", m.cfg.Bundle, "--pid-file", pidFile}
+		// As in start: taken before the user process can begin (and end).
+		startedAt = time.Now()
 	}
-	// As in start: taken before the user process can begin (and end).
-	startedAt := time.Now()
 	if m.io.console != nil {
 		args = append(args, "--console-socket", m.io.console.path)
 	}

@@ -25,10 +25,6 @@ func NewNetNS(dir, name string) (string, error) {
 // is already gone is not an error, so teardown can be retried.
 func RemoveNetNS(path string) error { return nspin.Unpin(path) }
 
-// IsNetNS reports whether path is a mounted namespace (false for a
-// leftover plain file after a reboot, or nothing at all).
-func IsNetNS(path string) bool { return nspin.IsPinned(path) }
-
 // WithNetNS runs fn on an OS thread that has entered the network namespace
 // at path (see nspin.Enter).
 func WithNetNS(path string, fn func() error) error { return nspin.Enter(path, nspin.Net, fn) }

@@ -10,5 +10,4 @@ var errNoNetNS = errors.New("network namespaces need Linux")
 
 func NewNetNS(dir, name string) (string, error)    { return "", errNoNetNS }
 func RemoveNetNS(path string) error                { return nil }
-func IsNetNS(path string) bool                     { return false }
 func WithNetNS(path string, fn func() error) error { return errNoNetNS }

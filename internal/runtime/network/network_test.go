@@ -12,6 +12,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 )
 
@@ -96,8 +97,8 @@ func TestSetupAssignsIPInsideNetNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { RemoveNetNS(nsPath) })
-	if !IsNetNS(nsPath) {
-		t.Fatal("IsNetNS false for a fresh namespace")
+	if !nspin.IsPinned(nsPath) {
+		t.Fatal("a fresh namespace is not a pinned namespace")
 	}
 	pod := Pod{ID: "sandbox1", Name: "p", Namespace: "default", UID: "u1", NetNS: nsPath,
 		Ports: []PortMapping{{HostPort: 18080, ContainerPort: 80, Protocol: "tcp", HostIP: "127.0.0.1"}}}
@@ -129,7 +130,7 @@ func TestSetupAssignsIPInsideNetNS(t *testing.T) {
 	if err := RemoveNetNS(nsPath); err != nil {
 		t.Fatal(err)
 	}
-	if IsNetNS(nsPath) || fileExists(nsPath) {
+	if nspin.IsPinned(nsPath) || fileExists(nsPath) {
 		t.Fatal("namespace left behind")
 	}
 	if err := RemoveNetNS(nsPath); err != nil {

@@ -69,8 +69,8 @@ type SpecInput struct {
 type Specs interface {
 	Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error)
 	Container(ctx context.Context, in SpecInput) (*specs.Spec, error)
-	// ValidateSandbox checks the hostname and sysctls of a pod that gets no
-	// pause container, whose spec generation would otherwise check them.
+	// ValidateSandbox checks a pod's hostname and sysctls before anything
+	// of it is created.
 	ValidateSandbox(cfg *PodSandboxConfig) error
 }
 

@@ -11,7 +11,6 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/oci"
 )
@@ -79,7 +78,6 @@ func (s *Server) recover(ctx context.Context) error {
 func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[string]oci.State) {
 	st, running := live[sb.ID]
 	running = running && st.Status == oci.StatusRunning
-	netnsOK := sb.NetNS == "" || network.IsNetNS(sb.NetNS)
 	switch lost := pinnedNamespacesLost(sb); {
 	case sb.State != runtimeapi.PodSandboxState_SANDBOX_READY:
 		if !running {
@@ -87,9 +85,6 @@ func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[strin
 		}
 	case !sb.NoPause && !running:
 		s.log.Warn("recovery: sandbox's pause container is gone; marked not ready", "id", sb.ID)
-		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	case !netnsOK:
-		s.log.Warn("recovery: sandbox's network namespace is gone; marked not ready", "id", sb.ID, "netns", sb.NetNS)
 		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	case lost != "":
 		s.log.Warn("recovery: sandbox's pinned namespace is gone; marked not ready", "id", sb.ID, "namespace", lost)
@@ -119,7 +114,7 @@ func (s *Server) releaseHalfCreatedSandbox(ctx context.Context, sb *sandbox) {
 	if err := s.cfg.Network.Teardown(ctx, podNetwork(sb)); err != nil {
 		s.log.Warn("recovery: network teardown of half-created sandbox", "id", sb.ID, "err", err)
 	}
-	if err := network.RemoveNetNS(nsPath); err != nil {
+	if err := nspin.Unpin(nsPath); err != nil {
 		s.log.Warn("recovery: netns removal", "id", sb.ID, "err", err)
 	}
 }

@@ -77,10 +77,10 @@ func unpinAll(paths ...string) error {
 	return errors.Join(errs...)
 }
 
-// pinnedNamespacesLost names a pinned UTS or IPC namespace of the sandbox
-// that is no longer mounted (after a reboot, or removed by hand); "" if none.
+// pinnedNamespacesLost names a pinned namespace of the sandbox that is no
+// longer mounted (after a reboot, or removed by hand); "" if none.
 func pinnedNamespacesLost(sb *sandbox) string {
-	for _, p := range []string{sb.UTSNS, sb.IPCNS} {
+	for _, p := range []string{sb.NetNS, sb.UTSNS, sb.IPCNS} {
 		if p != "" && !nspin.IsPinned(p) {
 			return p
 		}

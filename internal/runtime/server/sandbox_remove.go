@@ -52,22 +52,26 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
-// removeSandboxResources deletes the pause container (if any), its rootfs
-// and the sandbox's files; each step tolerates what is already gone.
+// removeSandboxResources deletes the pause container (if any) with its
+// rootfs and bundle, and the sandbox's files; each step tolerates what is
+// already gone.
 func (s *Server) removeSandboxResources(ctx context.Context, sb sandbox) error {
-	if sb.NoPause {
-		return removeSandboxFiles(sb.Dir)
+	if !sb.NoPause {
+		if err := s.removePause(ctx, sb.ID); err != nil {
+			return err
+		}
 	}
-	if err := s.deleteTask(ctx, sb.ID); err != nil {
+	return removeSandboxFiles(sb.Dir)
+}
+
+func (s *Server) removePause(ctx context.Context, id string) error {
+	if err := s.deleteTask(ctx, id); err != nil {
 		return err
 	}
-	if err := s.cfg.Images.RemoveRootfs(ctx, sb.ID); err != nil {
+	if err := s.cfg.Images.RemoveRootfs(ctx, id); err != nil {
 		return fmt.Errorf("remove pause rootfs: %w", err)
 	}
-	if err := removeSandboxFiles(sb.Dir); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(s.bundleDir(sb.ID)); err != nil {
+	if err := os.RemoveAll(s.bundleDir(id)); err != nil {
 		return fmt.Errorf("remove pause bundle: %w", err)
 	}
 	return nil

@@ -26,12 +26,12 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if h := req.GetRuntimeHandler(); h != "" && h != "runc" {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown runtime handler %q (berth has the default handler only)", h)
 	}
-	noPause := !needsPause(cfg)
-	if noPause {
-		if err := s.cfg.Specs.ValidateSandbox(cfg); err != nil {
-			return nil, err
-		}
+	// The pod's hostname and sysctls are checked before anything exists,
+	// whether or not a pause container's spec would check them later.
+	if err := s.cfg.Specs.ValidateSandbox(cfg); err != nil {
+		return nil, err
 	}
+	noPause := !needsPause(cfg)
 	id := newID()
 	name := sandboxName(cfg.GetMetadata())
 	if err := s.sandboxes.reserveName(name, id); err != nil {

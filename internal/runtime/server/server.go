@@ -24,7 +24,7 @@ const DefaultPauseImage = "registry.k8s.io/pause:3.9"
 
 // Config assembles a Server from its parts.
 type Config struct {
-	StateDir   string // sandboxes/, containers/, netns/ live here
+	StateDir   string // sandboxes/, containers/, netns/, utsns/, ipcns/ live here
 	PauseImage string
 	OCI        oci.Runtime
 	Images     Images
