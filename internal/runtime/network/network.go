@@ -69,6 +69,13 @@ type Manager struct {
 	mu       sync.RWMutex
 	netConf  *libcni.NetworkConfigList
 	confPath string
+	// withoutPorts is netConf for pods with no hostPort: berth's default
+	// network minus its portmap plugin, which has nothing to do for them
+	// but costs an exec on setup and on teardown. An operator's network
+	// runs as written (withoutPorts is netConf).
+	withoutPorts *libcni.NetworkConfigList
+	// loopback is only for tearing down pods set up before lo came up in
+	// nspin.Pin: their loopback attachment is still in the CNI cache.
 	loopback *libcni.PluginConfig
 }
 
@@ -123,8 +130,12 @@ func (m *Manager) load() error {
 	if err != nil {
 		return fmt.Errorf("load CNI config %s: %w", files[0], err)
 	}
+	withoutPorts := conf
+	if filepath.Base(files[0]) == DefaultConfFile {
+		withoutPorts = withoutPlugin(conf, "portmap")
+	}
 	m.mu.Lock()
-	m.netConf, m.confPath = conf, files[0]
+	m.netConf, m.confPath, m.withoutPorts = conf, files[0], withoutPorts
 	m.mu.Unlock()
 	m.log.Info("CNI network loaded", "name", conf.Name, "file", files[0])
 	return nil
@@ -190,6 +201,29 @@ func (m *Manager) current() *libcni.NetworkConfigList {
 	return m.netConf
 }
 
+// listFor is the network list a pod is attached with. It depends only on
+// the pod's own (immutable) config, so teardown runs the same plugins.
+func (m *Manager) listFor(pod Pod) *libcni.NetworkConfigList {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if len(pod.Ports) == 0 {
+		return m.withoutPorts
+	}
+	return m.netConf
+}
+
+// withoutPlugin is a copy of list without its plugins of type typ.
+func withoutPlugin(list *libcni.NetworkConfigList, typ string) *libcni.NetworkConfigList {
+	out := *list
+	out.Plugins = nil
+	for _, p := range list.Plugins {
+		if p.Network.Type != typ {
+			out.Plugins = append(out.Plugins, p)
+		}
+	}
+	return &out
+}
+
 func runtimeConf(pod Pod) *libcni.RuntimeConf {
 	ports := make([]map[string]any, 0, len(pod.Ports))
 	for _, p := range pod.Ports {
@@ -213,17 +247,14 @@ func runtimeConf(pod Pod) *libcni.RuntimeConf {
 	}
 }
 
-// Setup attaches the pod's namespace to loopback and the network. On error
-// whatever was attached is torn down again.
+// Setup attaches the pod's namespace, whose lo nspin.Pin brought up, to the
+// network. On error whatever was attached is torn down again.
 func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
-	conf := m.current()
+	conf := m.listFor(pod)
 	if conf == nil {
 		return Result{}, errNoPodCIDR
 	}
 	rt := runtimeConf(pod)
-	if _, err := m.cni.AddNetwork(ctx, m.loopback, rt); err != nil {
-		return Result{}, fmt.Errorf("CNI loopback: %w", err)
-	}
 	res, err := m.cni.AddNetworkList(ctx, conf, rt)
 	if err != nil {
 		if delErr := m.Teardown(context.WithoutCancel(ctx), pod); delErr != nil {
@@ -252,7 +283,7 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
 // Teardown detaches the pod. It is safe to repeat and works when the
 // namespace is already gone (plugins then release what they hold on the host).
 func (m *Manager) Teardown(ctx context.Context, pod Pod) error {
-	conf := m.current()
+	conf := m.listFor(pod)
 	if conf == nil {
 		return nil // no network was ever configured, so none was attached
 	}
@@ -260,7 +291,7 @@ func (m *Manager) Teardown(ctx context.Context, pod Pod) error {
 	if err := m.cni.DelNetworkList(ctx, conf, rt); err != nil {
 		return fmt.Errorf("CNI teardown of %q: %w", conf.Name, err)
 	}
-	if pod.NetNS != "" {
+	if cached, _ := m.cni.GetNetworkCachedResult(m.loopback, rt); cached != nil {
 		if err := m.cni.DelNetwork(ctx, m.loopback, rt); err != nil {
 			m.log.Debug("CNI loopback teardown", "sandbox", pod.ID, "err", err)
 		}

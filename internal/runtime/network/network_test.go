@@ -170,3 +170,66 @@ func TestNewNetNSRejectsBadName(t *testing.T) {
 		}
 	}
 }
+
+// TestPortmapRunsOnlyForPodsWithHostPorts: on berth's default network a pod
+// without hostPorts is attached and detached without the portmap plugin (it
+// would have nothing to do), a pod with one goes through it both ways; an
+// operator's network runs every plugin as written. A wrapper ahead of the
+// real plugin in the search path records each call.
+func TestPortmapRunsOnlyForPodsWithHostPorts(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root, hostcheck.CNIPlugins)
+	for _, tc := range []struct {
+		file          string
+		portlessCalls string
+	}{
+		{DefaultConfFile, ""},
+		{"10-operator.conflist", "ADD DEL "},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			ctx := context.Background()
+			bridge := fmt.Sprintf("bp%d", os.Getpid()%100000)
+			t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
+			confDir, stateDir, wrapDir := t.TempDir(), t.TempDir(), t.TempDir()
+			calls := filepath.Join(wrapDir, "calls")
+			wrapper := "#!/bin/sh\nprintf '%s ' \"$CNI_COMMAND\" >>" + calls + "\nexec /usr/lib/cni/portmap\n"
+			if err := os.WriteFile(filepath.Join(wrapDir, "portmap"), []byte(wrapper), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"t","plugins":[{"type":"bridge","bridge":%q,"isGateway":true,
+				"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.201.9.0/24"}]]}},
+				{"type":"portmap","capabilities":{"portMappings":true}}]}`, bridge, filepath.Join(stateDir, "ipam"))
+			if err := os.WriteFile(filepath.Join(confDir, tc.file), []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := New(Config{BinDirs: []string{wrapDir, "/usr/lib/cni"}, ConfDir: confDir, StateDir: stateDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			attach := func(name string, ports []PortMapping) string {
+				t.Helper()
+				os.Remove(calls)
+				nsPath, err := NewNetNS(filepath.Join(stateDir, "netns"), name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { RemoveNetNS(nsPath) })
+				pod := Pod{ID: name, Name: name, Namespace: "default", UID: name, NetNS: nsPath, Ports: ports}
+				if _, err := m.Setup(ctx, pod); err != nil {
+					t.Fatalf("Setup %s: %v", name, err)
+				}
+				if err := m.Teardown(ctx, pod); err != nil {
+					t.Fatalf("Teardown %s: %v", name, err)
+				}
+				got, _ := os.ReadFile(calls)
+				return string(got)
+			}
+			if got := attach("portless", nil); got != tc.portlessCalls {
+				t.Fatalf("portmap calls for a pod without hostPorts = %q, want %q", got, tc.portlessCalls)
+			}
+			ports := []PortMapping{{HostPort: 18081, ContainerPort: 80, Protocol: "tcp", HostIP: "127.0.0.1"}}
+			if got := attach("ported", ports); got != "ADD DEL " {
+				t.Fatalf("portmap calls for a pod with a hostPort = %q, want ADD then DEL", got)
+			}
+		})
+	}
+}

@@ -2,10 +2,12 @@ package nspin
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -230,5 +232,58 @@ func threadNamespaces() map[Type]uint64 {
 func unpinAll(paths map[Type]string) {
 	for _, p := range paths {
 		_ = Unpin(p)
+	}
+}
+
+// TestPinnedNetworkNamespaceHasLoopbackUp: a pod's network namespace comes
+// with lo up, so 127.0.0.1 answers inside it without any CNI plugin.
+func TestPinnedNetworkNamespaceHasLoopbackUp(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	path := filepath.Join(t.TempDir(), "net", "pod-lo")
+	if err := Pin(map[Type]string{Net: path}, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Unpin(path) })
+	err := Enter(path, Net, func() error {
+		ifr, err := unix.NewIfreq("lo")
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+			return err
+		}
+		if ifr.Uint16()&unix.IFF_UP == 0 {
+			return fmt.Errorf("lo flags %#x: not up", ifr.Uint16())
+		}
+		// A datagram to 127.0.0.1 reaches a socket bound there only if
+		// lo is up (connect fails with ENETUNREACH otherwise).
+		l, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		c, err := net.Dial("udp4", l.LocalAddr().String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return err
+		}
+		buf := make([]byte, 4)
+		_ = l.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := l.ReadFrom(buf)
+		if err != nil || string(buf[:n]) != "ping" {
+			return fmt.Errorf("read on 127.0.0.1: %q, %v", buf[:n], err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("loopback in the pinned namespace: %v", err)
 	}
 }
