@@ -45,6 +45,15 @@ func BootstrapPolicy() []Binding {
 			rule([]string{"create"}, "", "pods/binding"),
 			rule([]string{"patch", "update"}, "", "pods/status"),
 			rule(readWrite, "coordination.k8s.io", "leases"),
+			// What kube-scheduler's default profile and DRA manager list and
+			// watch besides (upstream's system:kube-scheduler and
+			// system:volume-scheduler roles): berth serves these collections
+			// read-only and empty (internal/apiserver/empty_collections.go).
+			rule(read, "", "persistentvolumes", "persistentvolumeclaims", "services", "replicationcontrollers"),
+			rule(read, "apps", "replicasets", "statefulsets"),
+			rule(read, "policy", "poddisruptionbudgets"),
+			rule(read, "storage.k8s.io", "storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"),
+			rule(read, "resource.k8s.io", "resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules"),
 		), Users: []string{SchedulerUser}},
 		{Role: clusterRole(ControllerUser,
 			rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
