@@ -26,6 +26,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/berth/berth/internal/runtime/cgroupstats"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/registry"
@@ -367,5 +368,100 @@ func (e *e2e) checkStreamingExec(id string) {
 	out, _, err = run("from-stdin\n", "cat")
 	if err != nil || out != "from-stdin\n" {
 		e.t.Fatalf("streamed exec with stdin: %q %v", out, err)
+	}
+}
+
+// TestCreatedContainerRunsOnlyAtStart: a created container has no monitor
+// and no runc state, survives a restart of the runtime as created, takes a
+// resource update into the spec it then starts with, and one never started
+// stops as a no-op and is removed without a trace.
+func TestCreatedContainerRunsOnlyAtStart(t *testing.T) {
+	e := newE2E(t)
+	ctx := context.Background()
+	if _, err := e.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: images.Busybox}}); err != nil {
+		t.Fatalf("PullImage: %v", err)
+	}
+	sb := e.runSandbox("lazy")
+	create := func(name string) string {
+		resp, err := e.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, SandboxConfig: e.sandboxConfig("lazy"),
+			Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: images.Busybox},
+				Command: []string{"sleep", "100000"}, LogPath: name + ".log", Linux: &runtimeapi.LinuxContainerConfig{}}})
+		if err != nil {
+			t.Fatalf("CreateContainer %s: %v", name, err)
+		}
+		return resp.ContainerId
+	}
+	limited, idle := create("limited"), create("idle")
+	checkCreated := func(when string) {
+		t.Helper()
+		for _, id := range []string{limited, idle} {
+			if st := e.status(id).Status; st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+				t.Fatalf("%s: %s is %s, want created", when, id, st.State)
+			}
+			e.requireNoTask(id)
+			if _, err := os.Stat(filepath.Join(e.cfg.StateDir, "bundles", id, "config.json")); err != nil {
+				t.Fatalf("%s: the spec of %s: %v", when, id, err)
+			}
+		}
+	}
+	checkCreated("after create")
+	const limit = 96 << 20
+	if _, err := e.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: limited,
+		Linux: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: limit}}); err != nil {
+		t.Fatalf("UpdateContainerResources of a created container: %v", err)
+	}
+
+	// The service goes away without a word to anything and comes back.
+	e.stop()
+	e.start()
+	checkCreated("after restart")
+
+	if _, err := e.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: idle, Timeout: 5}); err != nil {
+		t.Fatalf("StopContainer of a created container: %v", err)
+	}
+	checkCreated("after stopping one")
+	if _, err := e.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: idle}); err != nil {
+		t.Fatalf("RemoveContainer of a created container: %v", err)
+	}
+	if _, err := e.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: idle}); status.Code(err) != codes.NotFound {
+		t.Fatalf("status of a removed container: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.StateDir, "bundles", idle)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("bundle of a removed container: %v", err)
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), idle) {
+		t.Fatal("rootfs of a removed container still mounted")
+	}
+
+	if _, err := e.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: limited}); err != nil {
+		t.Fatalf("StartContainer after restart: %v", err)
+	}
+	st := e.status(limited)
+	if st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("after start: %+v", st.Status)
+	}
+	sample, err := cgroupstats.NewHost().ReadPid(pidOf(t, st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sample.Memory.Limit != limit {
+		t.Fatalf("memory limit of the started container %d, want the update's %d", sample.Memory.Limit, limit)
+	}
+}
+
+// requireNoTask fails unless the container has no monitor (state dir or
+// process) and runc has no state for it.
+func (e *e2e) requireNoTask(id string) {
+	e.t.Helper()
+	for _, dir := range []string{filepath.Join(e.cfg.StateDir, "monitors", id), filepath.Join(e.cfg.StateDir, "runc", id)} {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			e.t.Fatalf("%s exists for a container not started: %v", dir, err)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if cmdline, err := os.ReadFile(p); err == nil && strings.Contains(string(cmdline), id) {
+			e.t.Fatalf("a process runs for a container not started: %s %q", p, cmdline)
+		}
 	}
 }

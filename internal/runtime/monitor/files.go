@@ -1,6 +1,6 @@
 // Package monitor is the small per-container process that parents a
-// container instead of the runtime service: it runs `runc create` and
-// `runc start`, holds the container's stdio, writes its CRI-format log,
+// container instead of the runtime service: it runs `runc run --detach`,
+// holds the container's stdio, writes its CRI-format log,
 // records its exit in the state directory and serves a control socket for
 // attach, resize, log reopening, state and wait. The runtime service may
 // die and restart; the monitor and its container carry on.
@@ -34,7 +34,7 @@ const (
 	consoleSocketFile = "console.sock"
 )
 
-// Config tells a monitor which container to create and how.
+// Config tells a monitor which container to run and how.
 type Config struct {
 	ID         string `json:"id"`
 	Bundle     string `json:"bundle"`
@@ -44,10 +44,6 @@ type Config struct {
 	Terminal   bool   `json:"terminal,omitempty"`
 	Stdin      bool   `json:"stdin,omitempty"`
 	StdinOnce  bool   `json:"stdinOnce,omitempty"`
-	// Run starts the container as it is created (`runc run --detach`), one
-	// runc process instead of two, for containers the runtime starts at
-	// once (the pod's pause container).
-	Run bool `json:"run,omitempty"`
 }
 
 // ExitStatus is how and when the container's init process ended.
@@ -59,7 +55,7 @@ type ExitStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-// SyncMessage is what the monitor writes on its sync pipe once `runc create`
+// SyncMessage is what the monitor writes on its sync pipe once `runc run --detach`
 // has finished: the container's pid, or why it failed.
 type SyncMessage struct {
 	Pid   int    `json:"pid,omitempty"`

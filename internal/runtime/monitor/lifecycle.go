@@ -46,13 +46,3 @@ func (l *lifecycle) to(next phase) error {
 	}
 	return fmt.Errorf("container is %s, cannot become %s", l.at, next)
 }
-
-// check returns an error unless the current phase is want.
-func (l *lifecycle) check(want phase) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.at != want {
-		return fmt.Errorf("container is %s, not %s", l.at, want)
-	}
-	return nil
-}

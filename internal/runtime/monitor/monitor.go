@@ -54,7 +54,7 @@ func Run(ctx context.Context, stateDir string, startPipe io.Reader, syncPipe io.
 		return reportSync(syncPipe, 0, err)
 	}
 	// Orphaned descendants of the container, and the container itself once
-	// `runc create` exits, become our children.
+	// `runc run --detach` exits, become our children.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return reportSync(syncPipe, 0, fmt.Errorf("become subreaper: %w", err))
 	}
@@ -124,8 +124,8 @@ func (m *monitor) prepare() (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// createTimeout bounds `runc create`; the runtime's own timeout on the sync
-// pipe is the one the caller sees.
+// createTimeout bounds `runc run --detach`; the runtime's own timeout on
+// the sync pipe is the one the caller sees.
 const createTimeout = 2 * time.Minute
 
 func (m *monitor) runc(args ...string) *exec.Cmd {
@@ -133,20 +133,18 @@ func (m *monitor) runc(args ...string) *exec.Cmd {
 	return exec.Command(m.cfg.RuncBinary, append(base, args...)...)
 }
 
-// create runs `runc create` (or `runc run --detach` when the config says
-// Run) with the container's stdio and returns a channel that receives the
+// create runs `runc run --detach` (create and start in one runc process)
+// with the container's stdio and returns a channel that receives the
 // container's exit status.
 func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
 	pidFile := filepath.Join(m.stateDir, ContainerPidFile)
-	args := []string{"create", "--bundle", m.cfg.Bundle, "--pid-file", pidFile}
-	var startedAt time.Time
-	if m.cfg.Run {
-		args = []string{"run", "--detach", "--bundle", m.cfg.Bundle, "--pid-file", pidFile}
-		// As in start: taken before the user process can begin (and end).
-		startedAt = time.Now()
-	}
+	args := []string{"run", "--detach", "--bundle", m.cfg.Bundle, "--pid-file", pidFile}
+	// The user process begins during `runc run`, possibly exiting before it
+	// returns: the start time is taken before, so it never follows the
+	// finish time.
+	startedAt := time.Now()
 	if m.io.console != nil {
 		args = append(args, "--console-socket", m.io.console.path)
 	}
@@ -158,7 +156,7 @@ func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
 	}
 	ws, err := m.reaper.runCmd(ctx, cmd)
 	if err == nil && ws.ExitStatus() != 0 {
-		err = fmt.Errorf("runc create: %s", runcError(filepath.Join(m.stateDir, RuncLogFile), ws))
+		err = fmt.Errorf("runc run: %s", runcError(filepath.Join(m.stateDir, RuncLogFile), ws))
 	}
 	if m.io.console != nil {
 		if err != nil {
@@ -187,10 +185,8 @@ func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
 		return nil, err
 	}
 	exited := m.reaper.expect(m.pid)
-	if m.cfg.Run {
-		if err := m.started(startedAt); err != nil {
-			return nil, err
-		}
+	if err := m.started(startedAt); err != nil {
+		return nil, err
 	}
 	return exited, nil
 }
@@ -219,25 +215,6 @@ func runcError(logPath string, ws unix.WaitStatus) string {
 		}
 	}
 	return msg
-}
-
-// start runs `runc start` (the container's user process begins).
-func (m *monitor) start(ctx context.Context) error {
-	if err := m.phase.check(phaseCreated); err != nil {
-		return err
-	}
-	// The user process begins during `runc start`, possibly exiting before
-	// it returns: the start time is taken before, so it never follows the
-	// finish time.
-	now := time.Now()
-	ws, err := m.reaper.runCmd(ctx, m.runc("start", m.cfg.ID))
-	if err != nil {
-		return err
-	}
-	if ws.ExitStatus() != 0 {
-		return fmt.Errorf("runc start: %s", runcError(filepath.Join(m.stateDir, RuncLogFile), ws))
-	}
-	return m.started(now)
 }
 
 // started records that the user process began at now and moves to running.

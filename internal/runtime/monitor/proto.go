@@ -15,7 +15,6 @@ import (
 // Operations a client may request.
 const (
 	OpState  = "state"
-	OpStart  = "start"
 	OpWait   = "wait"
 	OpReopen = "reopen"
 	OpAttach = "attach"

@@ -12,7 +12,7 @@ import (
 
 // reaper reaps every child of the monitor. The monitor is a child
 // subreaper, so besides the runc commands it starts it inherits the
-// container's init process (when `runc create` exits) and any orphaned
+// container's init process (when `runc run --detach` exits) and any orphaned
 // descendants; exec.Cmd.Wait cannot be used because a wait4(-1) for those
 // would steal its child's status.
 type reaper struct {

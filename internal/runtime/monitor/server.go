@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -12,9 +11,6 @@ import (
 
 // requestTimeout bounds how long a client may take to send its request.
 const requestTimeout = 10 * time.Second
-
-// startTimeout bounds `runc start`.
-const startTimeout = time.Minute
 
 // serve answers control connections until ln is closed.
 func (m *monitor) serve(ln *net.UnixListener, handlers *sync.WaitGroup) {
@@ -48,10 +44,6 @@ func (m *monitor) handle(conn *net.UnixConn) {
 	switch req.Op {
 	case OpState:
 		respond(conn, m.state())
-	case OpStart:
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		defer cancel()
-		respond(conn, errResponse(m.start(ctx)))
 	case OpWait:
 		<-m.exitCh
 		respond(conn, m.state())

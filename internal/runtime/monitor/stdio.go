@@ -20,7 +20,7 @@ type output struct {
 // stdio is the monitor's side of the container's standard streams: pipes,
 // or a pseudo-terminal master received from runc over a console socket.
 type stdio struct {
-	child   []*os.File     // runc create's stdin, stdout, stderr; closed once it has run
+	child   []*os.File     // runc run's stdin, stdout, stderr; closed once it has run
 	stdin   io.WriteCloser // nil unless the container keeps stdin open
 	outputs []output
 	console *console // terminal containers only

@@ -148,9 +148,9 @@ type containerOpts struct {
 	netns     string
 }
 
-// create makes a bundle whose spec comes from the real spec generator (a
-// pod sandbox spec: own namespaces, no capabilities) and creates it.
-func (e *testEnv) create(id string, o containerOpts) CreateOptions {
+// run makes a bundle whose spec comes from the real spec generator (a
+// pod sandbox spec: own namespaces, no capabilities) and runs it.
+func (e *testEnv) run(id string, o containerOpts) CreateOptions {
 	e.t.Helper()
 	opts := e.createOptionsOnly(id, o)
 	if _, err := e.rt.Create(ctx(e.t), opts); err != nil {
@@ -160,16 +160,6 @@ func (e *testEnv) create(id string, o containerOpts) CreateOptions {
 		// Best effort: a test that already deleted it gets NotFound.
 		_ = e.rt.Delete(context.Background(), id)
 	})
-	return opts
-}
-
-// run creates and starts a container.
-func (e *testEnv) run(id string, o containerOpts) CreateOptions {
-	e.t.Helper()
-	opts := e.create(id, o)
-	if err := e.rt.Start(ctx(e.t), id); err != nil {
-		e.t.Fatalf("Start %s: %v", id, err)
-	}
 	return opts
 }
 

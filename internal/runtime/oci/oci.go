@@ -22,20 +22,18 @@ const (
 	StatusUnknown Status = "unknown"
 )
 
-// CreateOptions describes a container to create.
+// CreateOptions describes a container to create and start.
 type CreateOptions struct {
 	ID        string
 	SandboxID string
 	BundleDir string // holds config.json; rootfs is at Spec.Root.Path
+	// Spec is written to the bundle's config.json first; nil runs the
+	// config.json already there.
 	Spec      *specs.Spec
 	LogPath   string // CRI-format log file the monitor writes ("" = discard)
 	Terminal  bool
 	Stdin     bool // keep stdin open for attach
 	StdinOnce bool
-	// Start starts the container as part of creating it (one OCI runtime
-	// invocation instead of create and start), for a container nobody
-	// needs to see in the created state: the pod's pause container.
-	Start bool
 }
 
 // State is what the runtime knows about one container.
@@ -87,11 +85,10 @@ type Stats struct {
 
 // Runtime is the whole of what the CRI layer may ask of the OCI runtime and monitor.
 type Runtime interface {
-	// Create starts a monitor for the container and runs `<oci-runtime> create`
-	// under it; the container's process is created but not started (started
-	// too when opts.Start). It returns the process's pid.
+	// Create starts a monitor for the container, which creates and starts
+	// it in one OCI runtime invocation (`<oci-runtime> run --detach`). It
+	// returns the container process's pid.
 	Create(ctx context.Context, opts CreateOptions) (pid int, err error)
-	Start(ctx context.Context, id string) error
 	// Kill signals the container's init process (all=true: every process).
 	Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error
 	// Wait blocks until the container has exited or ctx ends.

@@ -49,9 +49,6 @@ func TestPodContainerJoinsSandboxNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.rt.Delete(context.Background(), "app") })
-	if err := e.rt.Start(ctx(t), "app"); err != nil {
-		t.Fatal(err)
-	}
 
 	execOut := func(args ...string) string {
 		t.Helper()
@@ -127,9 +124,6 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })
-		if err := e.rt.Start(ctx(t), tc.id); err != nil {
-			t.Fatal(err)
-		}
 		var out syncBuffer
 		code, err := e.rt.Exec(ctx(t), tc.id, ExecOptions{
 			Process: &specs.Process{Args: []string{"sh", "-c", "echo x > /vol/sub/f"}, Cwd: "/", Env: []string{"PATH=/bin"}},

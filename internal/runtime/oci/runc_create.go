@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gorunc "github.com/containerd/go-runc"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -23,8 +24,7 @@ import (
 // caller's context has no deadline.
 const createTimeout = time.Minute
 
-// Create starts a monitor for the container, which runs `runc create`
-// (`runc run --detach` when opts.Start).
+// Create starts a monitor for the container, which runs `runc run --detach`.
 // On any failure nothing is left behind: monitor, runc state, state dir.
 func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err error) {
 	dir, err := r.containerDir(opts.ID)
@@ -47,14 +47,13 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 		}
 	}()
 	if opts.Spec != nil {
-		if err := writeSpec(opts.BundleDir, opts); err != nil {
+		if err := WriteSpec(opts.BundleDir, opts.Spec); err != nil {
 			return 0, err
 		}
 	}
 	cfg := monitor.Config{
 		ID: opts.ID, Bundle: opts.BundleDir, RuncBinary: r.cfg.Binary, RuncRoot: r.cfg.Root,
 		LogPath: opts.LogPath, Terminal: opts.Terminal, Stdin: opts.Stdin, StdinOnce: opts.StdinOnce,
-		Run: opts.Start,
 	}
 	if err := monitor.WriteJSON(filepath.Join(dir, monitor.ConfigFile), cfg); err != nil {
 		return 0, fmt.Errorf("write monitor config: %w", err)
@@ -77,15 +76,33 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 	return msg.Pid, nil
 }
 
-func writeSpec(bundle string, opts CreateOptions) error {
-	data, err := json.Marshal(opts.Spec)
+// specFile is the OCI bundle's runtime spec.
+const specFile = "config.json"
+
+// WriteSpec writes spec as bundle's config.json, which Create runs when
+// given no spec of its own.
+func WriteSpec(bundle string, spec *specs.Spec) error {
+	data, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("encode spec: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(bundle, specFile), data, 0o600); err != nil {
 		return fmt.Errorf("write spec: %w", err)
 	}
 	return nil
+}
+
+// ReadSpec reads bundle's config.json.
+func ReadSpec(bundle string) (*specs.Spec, error) {
+	data, err := os.ReadFile(filepath.Join(bundle, specFile))
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("decode spec %s: %w", filepath.Join(bundle, specFile), err)
+	}
+	return &spec, nil
 }
 
 // startMonitor starts the monitor in its own session with a start pipe and
@@ -134,7 +151,7 @@ func (r *Runc) startMonitor(dir string) (*exec.Cmd, *os.File, error) {
 	return cmd, syncR, nil
 }
 
-// readSync waits for the monitor's report on `runc create`.
+// readSync waits for the monitor's report on `runc run --detach`.
 func readSync(ctx context.Context, syncR *os.File) (monitor.SyncMessage, error) {
 	type result struct {
 		msg monitor.SyncMessage

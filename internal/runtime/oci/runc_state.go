@@ -10,8 +10,6 @@ import (
 	"time"
 
 	gorunc "github.com/containerd/go-runc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/berth/berth/internal/runtime/monitor"
 )
@@ -101,21 +99,6 @@ func (r *Runc) brokenReason(ctx context.Context, id, dir string) string {
 		return "monitor gone and the OCI runtime has no such container"
 	}
 	return fmt.Sprintf("monitor gone while the OCI runtime has the container %s", c.Status)
-}
-
-// Start asks the monitor to run `runc start`.
-func (r *Runc) Start(ctx context.Context, id string) error {
-	dir, err := r.existingDir(id)
-	if err != nil {
-		return err
-	}
-	if _, err := monitor.Call(ctx, dir, monitor.Request{Op: monitor.OpStart}); err != nil {
-		if errors.Is(err, monitor.ErrGone) {
-			return status.Errorf(codes.FailedPrecondition, "container %s cannot start: %v", id, err)
-		}
-		return status.Errorf(codes.FailedPrecondition, "start container %s: %v", id, err)
-	}
-	return nil
 }
 
 // Kill signals the container; a container that has exited is left alone.

@@ -54,17 +54,10 @@ func readLog(t *testing.T, path string) []logRecord {
 	return out
 }
 
-func TestCreateStartWaitWritesCRILogAndExitCode(t *testing.T) {
+func TestCreateWaitWritesCRILogAndExitCode(t *testing.T) {
 	e := newTestEnv(t)
-	opts := e.create("c1", containerOpts{args: []string{"sh", "-c", "echo out; echo err >&2; echo -n tail; exit 3"}})
-	st := e.state("c1")
-	if st.Status != StatusCreated || st.Pid <= 0 {
-		t.Fatalf("after Create: %+v", st)
-	}
-	if err := e.rt.Start(ctx(t), "c1"); err != nil {
-		t.Fatal(err)
-	}
-	st = e.wait("c1")
+	opts := e.run("c1", containerOpts{args: []string{"sh", "-c", "echo out; echo err >&2; echo -n tail; exit 3"}})
+	st := e.wait("c1")
 	if st.Status != StatusStopped || st.ExitCode != 3 || st.FinishedAt.IsZero() || st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
 		t.Fatalf("after exit: %+v", st)
 	}
@@ -78,9 +71,6 @@ func TestCreateStartWaitWritesCRILogAndExitCode(t *testing.T) {
 			t.Errorf("log lacks full record %q: %+v", want, recs)
 		}
 	}
-	if err := e.rt.Start(ctx(t), "c1"); status.Code(err) != codes.FailedPrecondition {
-		t.Errorf("Start of an exited container: %v", err)
-	}
 	if err := e.rt.Delete(ctx(t), "c1"); err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +82,10 @@ func TestCreateStartWaitWritesCRILogAndExitCode(t *testing.T) {
 	}
 }
 
-// A container created with Start runs at once (one `runc run --detach`):
-// it is never seen created, its start time is recorded, a later Start is
-// refused, and an init that exits at once is still recorded with its code.
-func TestCreateWithStartRunsAtOnce(t *testing.T) {
+// A container runs as it is created (one `runc run --detach`): it is never
+// seen created, its start time is recorded, and an init that exits at once
+// is still recorded with its code.
+func TestCreateRunsAtOnce(t *testing.T) {
 	e := newTestEnv(t)
 	pids := map[string]int{}
 	for _, tc := range []struct {
@@ -103,18 +93,14 @@ func TestCreateWithStartRunsAtOnce(t *testing.T) {
 		args []string
 	}{{"sleeper", []string{"sleep", "100"}}, {"quick", []string{"sh", "-c", "exit 7"}}} {
 		opts := e.createOptionsOnly(tc.id, containerOpts{args: tc.args})
-		opts.Start = true
 		pid, err := e.rt.Create(ctx(t), opts)
 		if err != nil || pid <= 0 {
-			t.Fatalf("Create %s with Start: pid %d, %v", tc.id, pid, err)
+			t.Fatalf("Create %s: pid %d, %v", tc.id, pid, err)
 		}
 		pids[tc.id] = pid
 		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })
 		if st := e.state(tc.id); st.Status == StatusCreated || st.StartedAt.IsZero() || (st.Status == StatusRunning && st.Pid <= 0) {
-			t.Errorf("%s after Create with Start: %+v, want running (or stopped) with a start time", tc.id, st)
-		}
-		if err := e.rt.Start(ctx(t), tc.id); status.Code(err) != codes.FailedPrecondition {
-			t.Errorf("Start of %s, already started: %v, want FailedPrecondition", tc.id, err)
+			t.Errorf("%s after Create: %+v, want running (or stopped) with a start time", tc.id, st)
 		}
 	}
 	if st := e.state("sleeper"); st.Status != StatusRunning || st.Pid != pids["sleeper"] {
@@ -148,11 +134,11 @@ func TestLongLinesAreSplitIntoPartialRecords(t *testing.T) {
 
 func TestCreateRejectsDuplicateAndBadInput(t *testing.T) {
 	e := newTestEnv(t)
-	opts := e.create("dup", containerOpts{args: []string{"sleep", "100"}})
+	opts := e.run("dup", containerOpts{args: []string{"sleep", "100"}})
 	if _, err := e.rt.Create(ctx(t), opts); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("duplicate Create: %v", err)
 	}
-	if st := e.state("dup"); st.Status != StatusCreated {
+	if st := e.state("dup"); st.Status != StatusRunning {
 		t.Errorf("duplicate Create disturbed the first: %+v", st)
 	}
 	for _, id := range []string{"", "../x", "a/b", ".."} {
@@ -193,7 +179,6 @@ func TestRecoverAfterRuntimeRestart(t *testing.T) {
 	e := newTestEnv(t)
 	e.run("running", containerOpts{args: []string{"sleep", "1000"}})
 	e.run("exited", containerOpts{args: []string{"sh", "-c", "exit 7"}})
-	e.create("created", containerOpts{args: []string{"true"}})
 	e.wait("exited")
 	runningPid := e.state("running").Pid
 
@@ -213,16 +198,7 @@ func TestRecoverAfterRuntimeRestart(t *testing.T) {
 	if s := byID["exited"]; s.Status != StatusStopped || s.ExitCode != 7 {
 		t.Errorf("exited container after restart: %+v", s)
 	}
-	if s := byID["created"]; s.Status != StatusCreated {
-		t.Errorf("created container after restart: %+v", s)
-	}
-	// The new runtime drives the old containers: start, kill, wait.
-	if err := e.rt.Start(ctx(t), "created"); err != nil {
-		t.Fatal(err)
-	}
-	if st := e.wait("created"); st.Status != StatusStopped || st.ExitCode != 0 {
-		t.Errorf("created then started after restart: %+v", st)
-	}
+	// The new runtime drives the old containers: kill, wait.
 	if err := e.rt.Kill(ctx(t), "running", syscall.SIGKILL, false); err != nil {
 		t.Fatal(err)
 	}

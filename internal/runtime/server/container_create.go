@@ -15,8 +15,10 @@ import (
 )
 
 // CreateContainer builds a container in a ready sandbox: image resolved,
-// rootfs mounted, spec generated, process created (not started) under its
-// monitor. On failure every step is undone.
+// rootfs mounted, spec generated and written to its bundle. The OCI runtime
+// and the monitor only come in at StartContainer (as in containerd, whose
+// task is created there), so a created container has no process, monitor
+// or OCI runtime state. On failure every step is undone.
 func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (_ *runtimeapi.CreateContainerResponse, retErr error) {
 	if err := requireID("sandbox", req.GetPodSandboxId()); err != nil {
 		return nil, err
@@ -64,7 +66,7 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	undo.add("release name", func(context.Context) error { s.containers.releaseName(c.nameKey()); return nil })
 	unblock := s.cfg.NRI.BlockSync()
 	defer unblock()
-	if err := s.createTask(ctx, sb, c, img, &undo); err != nil {
+	if err := s.prepareBundle(ctx, sb, c, img, &undo); err != nil {
 		return nil, err
 	}
 	if err := s.containers.put(c.ID, c); err != nil {
@@ -77,9 +79,9 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.ID}, nil
 }
 
-// createTask mounts the rootfs, generates the spec and creates the
-// container under its monitor.
-func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img Image, undo *undoStack) error {
+// prepareBundle mounts the rootfs, generates the spec and writes it into
+// the container's bundle, for StartContainer to run.
+func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, img Image, undo *undoStack) error {
 	if c.LogPath != "" {
 		if err := os.MkdirAll(filepath.Dir(c.LogPath), 0o755); err != nil {
 			return status.Errorf(codes.Internal, "create log dir: %v", err)
@@ -115,14 +117,9 @@ func (s *Server) createTask(ctx context.Context, sb sandbox, c *container, img I
 		return status.Errorf(codes.Internal, "create bundle dir: %v", err)
 	}
 	undo.add("remove bundle", func(context.Context) error { return os.RemoveAll(c.BundleDir) })
-	_, err = s.cfg.OCI.Create(ctx, oci.CreateOptions{
-		ID: c.ID, SandboxID: sb.ID, BundleDir: c.BundleDir, Spec: spec, LogPath: c.LogPath,
-		Terminal: c.Config.GetTty(), Stdin: c.Config.GetStdin(), StdinOnce: c.Config.GetStdinOnce(),
-	})
-	if err != nil {
-		return status.Errorf(codes.Internal, "create container: %v", err)
+	if err := oci.WriteSpec(c.BundleDir, spec); err != nil {
+		return status.Errorf(codes.Internal, "%v", err)
 	}
-	undo.add("delete container", func(ctx context.Context) error { return s.deleteTask(ctx, c.ID) })
 	return nil
 }
 

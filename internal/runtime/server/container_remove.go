@@ -51,8 +51,11 @@ func (s *Server) removeContainer(ctx context.Context, id string) error {
 }
 
 func (s *Server) removeContainerResources(ctx context.Context, c container) error {
-	if err := s.deleteTask(ctx, c.ID); err != nil {
-		return err
+	// A container never started has no task: its start is what creates one.
+	if c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		if err := s.deleteTask(ctx, c.ID); err != nil {
+			return err
+		}
 	}
 	if err := s.cfg.Images.RemoveRootfs(ctx, c.ID); err != nil {
 		return fmt.Errorf("remove rootfs: %w", err)

@@ -10,7 +10,7 @@ import (
 )
 
 // StopContainer sends SIGTERM, waits up to the timeout, then SIGKILL.
-// Stopping a container that is gone or stopped is no error.
+// Stopping a container that is gone, stopped or never started is no error.
 func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	if err := requireID("container", req.GetContainerId()); err != nil {
 		return nil, err
@@ -39,15 +39,11 @@ func (s *Server) stopContainer(ctx context.Context, id string, timeout time.Dura
 		return err
 	}
 	switch c.State {
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return nil
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		// Never started: it has nothing to stop, but it must not be
-		// startable any more.
-		if _, err := s.stopTask(ctx, id, 0); err != nil {
-			return status.Errorf(codes.Internal, "%v", err)
-		}
-		s.recordExit(id, exitedNow(0))
+	case runtimeapi.ContainerState_CONTAINER_EXITED,
+		// Never started, it has no process, monitor or OCI runtime state to
+		// stop, and stays created, as in containerd (stop acts only on a
+		// running container) and as kubelet expects.
+		runtimeapi.ContainerState_CONTAINER_CREATED:
 		return nil
 	}
 	st, err := s.stopTask(ctx, id, timeout)

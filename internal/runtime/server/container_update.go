@@ -7,10 +7,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/oci"
 )
 
-// UpdateContainerResources changes a created or running container's CPU
-// and memory limits in place.
+// UpdateContainerResources changes a running container's CPU and memory
+// limits in place, and a created one's in the spec it will start with.
 func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	if err := requireID("container", req.GetContainerId()); err != nil {
 		return nil, err
@@ -25,6 +27,9 @@ func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.U
 	}
 	unlock := s.locks.lock(c.ID)
 	defer unlock()
+	if c, err = s.containers.get(c.ID); err != nil {
+		return nil, err
+	}
 	if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s has exited", c.ID)
 	}
@@ -36,7 +41,7 @@ func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.U
 	if err != nil {
 		return nil, status.Errorf(codes.Unknown, "NRI UpdateContainer: %v", err)
 	}
-	if err := s.cfg.OCI.UpdateResources(ctx, c.ID, ociRes); err != nil {
+	if err := s.applyResources(ctx, c, ociRes); err != nil {
 		return nil, status.Errorf(codes.Internal, "update resources of %s: %v", c.ID, err)
 	}
 	if _, err := s.containers.update(c.ID, func(v *container) {
@@ -48,6 +53,88 @@ func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.U
 		s.log.Warn("NRI PostUpdateContainer", "id", c.ID, "err", err)
 	}
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// applyResources sets a container's resources; the caller holds its lock.
+func (s *Server) applyResources(ctx context.Context, c container, res *specs.LinuxResources) error {
+	if c.State == runtimeapi.ContainerState_CONTAINER_CREATED {
+		// No cgroup yet: the limits go into the spec it will start with.
+		return updateSpecResources(c.BundleDir, res)
+	}
+	return s.cfg.OCI.UpdateResources(ctx, c.ID, res)
+}
+
+// updateSpecResources applies res to the resources in bundle's spec, as
+// `runc update` applies it to a running container's cgroup: what res
+// leaves unset is kept.
+func updateSpecResources(bundle string, res *specs.LinuxResources) error {
+	spec, err := oci.ReadSpec(bundle)
+	if err != nil {
+		return err
+	}
+	if spec.Linux == nil {
+		spec.Linux = &specs.Linux{}
+	}
+	if spec.Linux.Resources == nil {
+		spec.Linux.Resources = &specs.LinuxResources{}
+	}
+	mergeResources(spec.Linux.Resources, res)
+	return oci.WriteSpec(bundle, spec)
+}
+
+// mergeResources sets in dst every limit res sets.
+func mergeResources(dst, res *specs.LinuxResources) {
+	if c := res.CPU; c != nil {
+		if dst.CPU == nil {
+			dst.CPU = &specs.LinuxCPU{}
+		}
+		setIf(&dst.CPU.Shares, c.Shares)
+		setIf(&dst.CPU.Quota, c.Quota)
+		setIf(&dst.CPU.Burst, c.Burst)
+		setIf(&dst.CPU.Period, c.Period)
+		setIf(&dst.CPU.RealtimeRuntime, c.RealtimeRuntime)
+		setIf(&dst.CPU.RealtimePeriod, c.RealtimePeriod)
+		setIf(&dst.CPU.Idle, c.Idle)
+		if c.Cpus != "" {
+			dst.CPU.Cpus = c.Cpus
+		}
+		if c.Mems != "" {
+			dst.CPU.Mems = c.Mems
+		}
+	}
+	if m := res.Memory; m != nil {
+		if dst.Memory == nil {
+			dst.Memory = &specs.LinuxMemory{}
+		}
+		setIf(&dst.Memory.Limit, m.Limit)
+		setIf(&dst.Memory.Reservation, m.Reservation)
+		setIf(&dst.Memory.Swap, m.Swap)
+		setIf(&dst.Memory.Swappiness, m.Swappiness)
+	}
+	if p := res.Pids; p != nil {
+		dst.Pids = p
+	}
+	if b := res.BlockIO; b != nil && b.Weight != nil {
+		if dst.BlockIO == nil {
+			dst.BlockIO = &specs.LinuxBlockIO{}
+		}
+		dst.BlockIO.Weight = b.Weight
+	}
+	if len(res.HugepageLimits) > 0 {
+		dst.HugepageLimits = res.HugepageLimits
+	}
+	for k, v := range res.Unified {
+		if dst.Unified == nil {
+			dst.Unified = map[string]string{}
+		}
+		dst.Unified[k] = v
+	}
+}
+
+func setIf[T any](dst **T, v *T) {
+	if v != nil {
+		*dst = v
+	}
 }
 
 // ociResources maps CRI's Linux resources onto the OCI cgroup settings.

@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -26,10 +26,14 @@ type fakeOCI struct {
 	containers map[string]*fakeTask
 	nextPid    int
 	failCreate error
+	// acted lists, per container, the calls that act on it (Create, Kill,
+	// Delete, UpdateResources), whether they succeeded or not.
+	acted map[string][]string
 }
 
 type fakeTask struct {
 	state oci.State
+	spec  *specs.Spec   // the spec it was started with
 	done  chan struct{} // closed once the task is no longer running
 }
 
@@ -41,29 +45,43 @@ func (t *fakeTask) finish() {
 	}
 }
 
-func newFakeOCI() *fakeOCI { return &fakeOCI{containers: map[string]*fakeTask{}, nextPid: 1000} }
+func newFakeOCI() *fakeOCI {
+	return &fakeOCI{containers: map[string]*fakeTask{}, nextPid: 1000, acted: map[string][]string{}}
+}
+
+// actedOn returns the calls that acted on container id.
+func (f *fakeOCI) actedOn(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.acted[id])
+}
 
 func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.acted[o.ID] = append(f.acted[o.ID], "Create")
 	if f.failCreate != nil {
 		return 0, f.failCreate
 	}
 	if _, ok := f.containers[o.ID]; ok {
 		return 0, fmt.Errorf("container %s exists", o.ID)
 	}
-	if err := os.MkdirAll(o.BundleDir, 0o700); err != nil {
+	if o.Spec != nil {
+		if err := os.MkdirAll(o.BundleDir, 0o700); err != nil {
+			return 0, err
+		}
+		if err := oci.WriteSpec(o.BundleDir, o.Spec); err != nil {
+			return 0, err
+		}
+	}
+	// As runc: what runs is the bundle's config.json.
+	spec, err := oci.ReadSpec(o.BundleDir)
+	if err != nil {
 		return 0, err
 	}
-	data, _ := json.Marshal(o.Spec)
-	if err := os.WriteFile(filepath.Join(o.BundleDir, "config.json"), data, 0o600); err != nil {
-		return 0, err
-	}
-	t := &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusCreated}, done: make(chan struct{})}
+	f.nextPid++
+	t := &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusRunning, Pid: f.nextPid, StartedAt: time.Now()}, spec: spec, done: make(chan struct{})}
 	f.containers[o.ID] = t
-	if o.Start {
-		f.startLocked(t)
-	}
 	return t.state.Pid, nil
 }
 
@@ -73,25 +91,6 @@ func (f *fakeOCI) task(id string) (*fakeTask, error) {
 		return nil, fmt.Errorf("container %s: %w", id, fs.ErrNotExist)
 	}
 	return t, nil
-}
-
-func (f *fakeOCI) Start(ctx context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, err := f.task(id)
-	if err != nil {
-		return err
-	}
-	if t.state.Status != oci.StatusCreated {
-		return fmt.Errorf("container %s is %s", id, t.state.Status)
-	}
-	f.startLocked(t)
-	return nil
-}
-
-func (f *fakeOCI) startLocked(t *fakeTask) {
-	f.nextPid++
-	t.state.Status, t.state.Pid, t.state.StartedAt = oci.StatusRunning, f.nextPid, time.Now()
 }
 
 // exit ends a container's process with code, as if it returned.
@@ -116,6 +115,7 @@ func (f *fakeOCI) loseMonitor(id string) {
 
 func (f *fakeOCI) Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error {
 	f.mu.Lock()
+	f.acted[id] = append(f.acted[id], "Kill")
 	_, err := f.task(id)
 	f.mu.Unlock()
 	if err != nil {
@@ -143,6 +143,7 @@ func (f *fakeOCI) Wait(ctx context.Context, id string) (oci.State, error) {
 func (f *fakeOCI) Delete(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.acted[id] = append(f.acted[id], "Delete")
 	if _, err := f.task(id); err != nil {
 		return err
 	}
@@ -172,6 +173,20 @@ func (f *fakeOCI) Exec(ctx context.Context, id string, o oci.ExecOptions) (int32
 
 func (f *fakeOCI) Attach(ctx context.Context, id string, o oci.AttachOptions) error { return nil }
 func (f *fakeOCI) UpdateResources(ctx context.Context, id string, r *specs.LinuxResources) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acted[id] = append(f.acted[id], "UpdateResources")
+	_, err := f.task(id)
+	return err
+}
+
+// startedSpec is the spec a container was started with.
+func (f *fakeOCI) startedSpec(id string) *specs.Spec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.containers[id]; ok {
+		return t.spec
+	}
 	return nil
 }
 func (f *fakeOCI) Stats(ctx context.Context, id string) (oci.Stats, error) {

@@ -128,8 +128,8 @@ func (h nriHost) Snapshot(ctx context.Context) ([]*nriapi.PodSandbox, []*nriapi.
 	return pods, ctrs
 }
 
-// UpdateContainers applies plugins' resource updates to running
-// containers; it returns those that failed.
+// UpdateContainers applies plugins' resource updates to containers (to
+// the spec of one not started yet); it returns those that failed.
 func (h nriHost) UpdateContainers(ctx context.Context, updates []*nriapi.ContainerUpdate) ([]*nriapi.ContainerUpdate, error) {
 	var failed []*nriapi.ContainerUpdate
 	for _, u := range updates {
@@ -137,12 +137,7 @@ func (h nriHost) UpdateContainers(ctx context.Context, updates []*nriapi.Contain
 		if res == nil {
 			continue
 		}
-		c, err := h.s.containers.get(u.GetContainerId())
-		if err == nil {
-			unlock := h.s.locks.lock(c.ID)
-			err = h.s.cfg.OCI.UpdateResources(ctx, c.ID, res.ToOCI())
-			unlock()
-		}
+		err := h.updateContainer(ctx, u.GetContainerId(), res.ToOCI())
 		if err != nil {
 			h.s.log.Warn("NRI container update", "id", u.GetContainerId(), "err", err)
 			if !u.GetIgnoreFailure() {
@@ -151,6 +146,16 @@ func (h nriHost) UpdateContainers(ctx context.Context, updates []*nriapi.Contain
 		}
 	}
 	return failed, nil
+}
+
+func (h nriHost) updateContainer(ctx context.Context, id string, res *specs.LinuxResources) error {
+	unlock := h.s.locks.lock(id)
+	defer unlock()
+	c, err := h.s.containers.get(id)
+	if err != nil {
+		return err
+	}
+	return h.s.applyResources(ctx, c, res)
 }
 
 // noNRI is the NRI of a runtime without plugins.

@@ -58,7 +58,7 @@ func (s *Server) recover(ctx context.Context) error {
 			continue
 		}
 		known[c.ID] = true
-		s.recoverContainer(c, live)
+		s.recoverContainer(ctx, c, live)
 	}
 	s.releaseUnownedRootfs(ctx, rootfs, known, containers)
 	for id := range live {
@@ -119,7 +119,7 @@ func (s *Server) releaseHalfCreatedSandbox(ctx context.Context, sb *sandbox) {
 	}
 }
 
-func (s *Server) recoverContainer(c *container, live map[string]oci.State) {
+func (s *Server) recoverContainer(ctx context.Context, c *container, live map[string]oci.State) {
 	st, ok := live[c.ID]
 	switch c.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
@@ -133,9 +133,18 @@ func (s *Server) recoverContainer(c *container, live map[string]oci.State) {
 			markUnknownExit(c, brokenMessage(st))
 		}
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		if !ok || st.Status != oci.StatusCreated {
-			s.log.Warn("recovery: created container is not in the OCI runtime", "id", c.ID)
-			markUnknownExit(c, "the container was lost before it started")
+		// A created container has no task until StartContainer runs it; one
+		// it has (a monitor, or only its state dir) is a start the runtime
+		// died in. That start never answered and nobody watched it: what
+		// it left is removed and the container reported exited, unknown,
+		// as containerd does with a task it finds never started.
+		if ok {
+			s.log.Warn("recovery: container whose start was cut short cleaned", "id", c.ID, "oci", st.Status, "broken", st.Broken)
+			if err := s.deleteTask(ctx, c.ID); err != nil {
+				s.log.Warn("recovery: delete task of interrupted start", "id", c.ID, "err", err)
+			}
+			c.FinishedAt = time.Now().UnixNano()
+			markUnknownExit(c, "the runtime stopped while the container was starting")
 		}
 	}
 	if err := s.containers.persist(c.ID, c); err != nil {

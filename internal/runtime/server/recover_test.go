@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -32,7 +34,9 @@ func TestRestartRecoversState(t *testing.T) {
 	h.oci.exit(exitsWhileDown, 7)
 	_ = h.oci.Delete(ctx, monitorGone) // its monitor was killed
 	// A create that crashed before its record was written.
-	_, _ = h.oci.Create(ctx, oci.CreateOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated")})
+	if _, err := h.oci.Create(ctx, oci.CreateOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated"), Spec: &specs.Spec{}}); err != nil {
+		t.Fatal(err)
+	}
 	// A rootfs prepared by a create that crashed before recording its owner.
 	if _, err := h.images.PrepareRootfs(ctx, "sha256:ghost", "ghost", false); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // containers share a PID namespace, whose init (PID 1, the reaper) the pause
 // process is. Every other pod runs without one, as CRI-O's drop_infra_ctr
 // does: its namespaces are pinned files that the containers join, which
-// saves a runc create and start and a monitor process per pod.
+// saves a `runc run` and a monitor process per pod.
 func needsPause(cfg *PodSandboxConfig) bool {
 	return cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD
 }

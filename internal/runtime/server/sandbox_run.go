@@ -164,9 +164,7 @@ func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, undo 
 		return 0, status.Errorf(codes.Internal, "create bundle dir: %v", err)
 	}
 	undo.add("remove pause bundle", func(context.Context) error { return os.RemoveAll(bundle) })
-	// Created and started in one OCI runtime invocation: nobody needs to see
-	// the pause container in the created state.
-	pid, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec, Start: true})
+	pid, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec})
 	if err != nil {
 		return 0, status.Errorf(codes.Internal, "create pause container: %v", err)
 	}

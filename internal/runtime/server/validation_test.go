@@ -119,16 +119,18 @@ func TestBadInputGetsCodeAndChangesNothing(t *testing.T) {
 	}
 }
 
-// TestFailedCreatesLeaveNothing makes the OCI runtime and the network fail
-// part-way and checks every earlier step was undone.
+// TestFailedCreatesLeaveNothing makes the spec generator, the OCI runtime
+// and the network fail part-way and checks every earlier step was undone.
 func TestFailedCreatesLeaveNothing(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	sb, sbCfg := h.runSandbox("pod")
 
+	bad := containerConfig("a")
+	bad.Annotations = map[string]string{"invalid": "the spec generator refuses it"}
+	_, err := h.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: bad})
+	wantCode(t, err, codes.InvalidArgument)
 	h.oci.failCreate = errors.New("runc exploded")
-	_, err := h.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("a")})
-	wantCode(t, err, codes.Internal)
 	_, err = h.client.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("other")})
 	wantCode(t, err, codes.Internal)
 	h.oci.failCreate = nil
