@@ -84,14 +84,13 @@ func sideBySideMarkdown(o options, berth, kube measurement) string {
 		row("store writes per scheduled pod (lease renewals excluded)", "%.2f", func(m measurement) any { return m.writesPerPod() }) +
 		row("1-minute load average", "%s", func(m measurement) any { return m.load }) + `
 Both schedulers act as system:kube-scheduler with the client limits berth server gives its own
-components (QPS 5000, burst 10000; protobuf), and reach berth the same way: through the bench's API
-shim (plain HTTP on loopback, forwarded over HTTPS with the system:kube-scheduler certificate). The
-shim answers list and watch of resource.k8s.io and storage.k8s.io, which berth does not serve and
-kube-scheduler v1.37 always watches (its DRA manager is locked on), with empty collections; every
-other request is berth's. kube-scheduler runs its default profile without the plugins that need
-unserved resources (VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits,
-DynamicResources, DefaultPreemption, PodTopologySpread), with leader election off. The machine is
-shared: compare the two columns of one run, not runs of different days.
+components (QPS 5000, burst 10000) and reach berth's HTTPS API directly with the
+system:kube-scheduler certificate. kube-scheduler runs unchanged with its default profile (every
+default plugin, including the volume, DRA, preemption and topology-spread ones), with leader
+election off; what it lists and watches that berth has nothing for (persistent volumes and claims,
+storage.k8s.io, resource.k8s.io, services, workload controllers, PodDisruptionBudgets) berth serves
+read-only and always empty. The machine is shared: compare the two columns of one run, not runs of
+different days.
 `
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,33 +34,34 @@ const (
 type schedulerUnderTest struct {
 	name      string // column heading
 	namespace string // where its pods are created
-	// start runs the scheduler against the API at apiURL until the returned stop.
-	start func(ctx context.Context, apiURL string) (stop func(), err error)
+	// start runs the scheduler until the returned stop.
+	start func(ctx context.Context) (stop func(), err error)
 }
 
 // runSideBySide measures berth's scheduler, then kube-scheduler, each on
 // its own o.pods pods, against the one berth server (started with
-// DisableScheduler). Both reach it through the same apiShim.
+// DisableScheduler). Both reach its HTTPS API directly, as
+// system:kube-scheduler: berth serves everything kube-scheduler's default
+// profile lists and watches (the collections it has nothing for read-only
+// and empty).
 func runSideBySide(ctx context.Context, cs kubernetes.Interface, dir string, port int, o options, leaseWrites *atomic.Int64) (string, error) {
-	schedCfg, err := schedulerIdentity(dir, fmt.Sprintf("https://127.0.0.1:%d", port))
+	kubeconfig, err := schedulerKubeconfig(dir, fmt.Sprintf("https://127.0.0.1:%d", port))
 	if err != nil {
 		return "", err
 	}
-	shim, err := newAPIShim(schedCfg)
+	schedCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	schedCfg.QPS, schedCfg.Burst = schedulerQPS, schedulerBurst
+	kubeconfigPath := filepath.Join(dir, "kube-scheduler.kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		return "", err
 	}
-	defer l.Close()
-	go func() { _ = shim.serve(l) }() // ends when l is closed
-	apiURL := "http://" + l.Addr().String()
 
 	var results []measurement
-	for _, s := range []schedulerUnderTest{berthScheduler(), kubeScheduler(o.peerBinary, o.peerLog, dir)} {
-		m, err := measureScheduler(ctx, cs, s, apiURL, o, leaseWrites)
+	for _, s := range []schedulerUnderTest{berthScheduler(schedCfg), kubeScheduler(o.peerBinary, o.peerLog, dir, kubeconfigPath)} {
+		m, err := measureScheduler(ctx, cs, s, o, leaseWrites)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -70,12 +70,12 @@ func runSideBySide(ctx context.Context, cs kubernetes.Interface, dir string, por
 	return sideBySideMarkdown(o, results[0], results[1]), nil
 }
 
-func measureScheduler(ctx context.Context, cs kubernetes.Interface, s schedulerUnderTest, apiURL string, o options, leaseWrites *atomic.Int64) (measurement, error) {
+func measureScheduler(ctx context.Context, cs kubernetes.Interface, s schedulerUnderTest, o options, leaseWrites *atomic.Int64) (measurement, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return measurement{}, err
 	}
-	stop, err := s.start(ctx, apiURL)
+	stop, err := s.start(ctx)
 	if err != nil {
 		return measurement{}, err
 	}
@@ -104,9 +104,9 @@ func warmUp(ctx context.Context, cs kubernetes.Interface, namespace string) erro
 	return nil
 }
 
-// schedulerIdentity is a client configuration for berth's API at server as
-// system:kube-scheduler, from the client CA in the server's data directory.
-func schedulerIdentity(dir, server string) (*rest.Config, error) {
+// schedulerKubeconfig is a kubeconfig for berth's API at server as
+// system:kube-scheduler, from the CAs in the server's data directory.
+func schedulerKubeconfig(dir, server string) ([]byte, error) {
 	pkiDir := filepath.Join(dir, "pki")
 	clientCA, err := pki.LoadOrCreateCA(pkiDir, "client-ca")
 	if err != nil {
@@ -120,25 +120,16 @@ func schedulerIdentity(dir, server string) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, err := pki.Kubeconfig(pki.KubeconfigData{Server: server, CAPEM: serverCA.CertPEM, CertPEM: certPEM, KeyPEM: keyPEM,
+	return pki.Kubeconfig(pki.KubeconfigData{Server: server, CAPEM: serverCA.CertPEM, CertPEM: certPEM, KeyPEM: keyPEM,
 		UserName: pki.SchedulerIdentity.CommonName})
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = schedulerQPS, schedulerBurst
-	return cfg, nil
 }
 
 // berthScheduler is internal/scheduler with the settings berth server
 // gives it, run in this process.
-func berthScheduler() schedulerUnderTest {
+func berthScheduler(cfg *rest.Config) schedulerUnderTest {
 	return schedulerUnderTest{name: "berth scheduler", namespace: "bench-berth",
-		start: func(ctx context.Context, apiURL string) (func(), error) {
-			client, err := kubernetes.NewForConfig(&rest.Config{Host: apiURL, QPS: schedulerQPS, Burst: schedulerBurst})
+		start: func(ctx context.Context) (func(), error) {
+			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -152,10 +143,10 @@ func berthScheduler() schedulerUnderTest {
 }
 
 // kubeScheduler runs the kube-scheduler binary as a child process.
-func kubeScheduler(bin, logPath, dir string) schedulerUnderTest {
+func kubeScheduler(bin, logPath, dir, kubeconfigPath string) schedulerUnderTest {
 	return schedulerUnderTest{name: "kube-scheduler v1.37.2", namespace: "bench-kube-scheduler",
-		start: func(ctx context.Context, apiURL string) (func(), error) {
-			config, err := writeKubeSchedulerConfig(dir, apiURL)
+		start: func(ctx context.Context) (func(), error) {
+			config, err := writeKubeSchedulerConfig(dir, kubeconfigPath)
 			if err != nil {
 				return nil, err
 			}
@@ -163,22 +154,11 @@ func kubeScheduler(bin, logPath, dir string) schedulerUnderTest {
 		}}
 }
 
-// writeKubeSchedulerConfig writes a kubeconfig for apiURL and a
-// KubeSchedulerConfiguration using it, and returns the latter's path.
-//
-// The default profile minus the plugins whose informers need resources
-// berth does not serve (volumes, PodDisruptionBudgets, Services and
-// workload controllers, DRA); none of them has anything to do for the
-// bench's pods, which have no volumes, claims or spread constraints.
-func writeKubeSchedulerConfig(dir, apiURL string) (string, error) {
-	kubeconfig, err := pki.Kubeconfig(pki.KubeconfigData{Server: apiURL, UserName: "kube-scheduler"})
-	if err != nil {
-		return "", err
-	}
-	kubeconfigPath := filepath.Join(dir, "kube-scheduler.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return "", err
-	}
+// writeKubeSchedulerConfig writes a KubeSchedulerConfiguration that uses
+// kubeconfigPath and returns its path: the default profile, every default
+// plugin enabled, only the scheduler name and client limits set and
+// leader election off.
+func writeKubeSchedulerConfig(dir, kubeconfigPath string) (string, error) {
 	config := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -189,16 +169,6 @@ leaderElection:
   leaderElect: false
 profiles:
 - schedulerName: %s
-  plugins:
-    multiPoint:
-      disabled:
-      - name: VolumeBinding
-      - name: VolumeRestrictions
-      - name: VolumeZone
-      - name: NodeVolumeLimits
-      - name: DynamicResources
-      - name: DefaultPreemption
-      - name: PodTopologySpread
 `, kubeconfigPath, schedulerQPS, schedulerBurst, scheduler.DefaultName)
 	configPath := filepath.Join(dir, "kube-scheduler.yaml")
 	return configPath, os.WriteFile(configPath, []byte(config), 0o600)
