@@ -69,8 +69,8 @@ func newOf[T any, PT interface {
 //   - resourceclaims, resourceslices, devicetaintrules: scheduler.go's DRA
 //     set-up (DynamicResourceAllocation is locked on; DRADeviceTaintRules is
 //     on by default in 1.37);
-//   - deviceclasses: the DRA manager (dynamicresources/dra_manager.go) and
-//     eventhandlers.go (DRAExtendedResource).
+//   - deviceclasses: the DRA manager's lister (dynamicresources/dra_manager.go)
+//     and eventhandlers.go (DeviceClass events).
 //
 // PodGroups and CompositePodGroups (scheduling.k8s.io) are watched only
 // with the GenericWorkload gate, off by default in 1.37.
