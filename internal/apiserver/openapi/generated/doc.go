@@ -2,8 +2,9 @@
 // serves, generated from the k8s.io/api Go types (and the apimachinery types
 // they use) by kube-openapi's openapi-gen, exactly as kube-apiserver's are.
 // The list of input packages must cover every group in
-// discovery.Default/RBAC/Authorization; regenerate after changing it or
-// after bumping k8s.io/api:
+// discovery.Default/RBAC/Authorization and the API server's read-only empty
+// collections (internal/apiserver/empty_collections.go); regenerate after
+// changing it or after bumping k8s.io/api:
 //
 //	go generate ./internal/apiserver/openapi/generated
 //
