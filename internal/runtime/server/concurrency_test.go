@@ -86,3 +86,30 @@ func (h *harness) stopAndRemoveConcurrently(sb string, n int) {
 		}
 	}
 }
+
+// TestRemoveAfterStopTearsDownOnce: kubelet stops a sandbox, may stop it
+// again, then removes it; the network is torn down by the first stop only
+// (each teardown execs every CNI plugin), and the sandbox is still gone.
+func TestRemoveAfterStopTearsDownOnce(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, _ := h.runSandbox("pod")
+	for range 2 {
+		if _, err := h.client.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.client.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	h.net.mu.Lock()
+	teardowns := h.net.teardowns
+	h.net.mu.Unlock()
+	if teardowns != 1 {
+		t.Fatalf("network torn down %d times, want once", teardowns)
+	}
+	list, err := h.client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("sandboxes left: %v (err %v)", list.GetItems(), err)
+	}
+}

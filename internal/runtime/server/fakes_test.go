@@ -298,12 +298,13 @@ func (f *fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, e
 	return &specs.Spec{Process: &specs.Process{Args: args, Cwd: "/", Env: []string{"PATH=/bin"}, User: user}, Root: &specs.Root{Path: in.RootfsPath}}, nil
 }
 
-// fakeNetwork hands out addresses and counts attachments.
+// fakeNetwork hands out addresses and counts attachments and teardowns.
 type fakeNetwork struct {
-	mu       sync.Mutex
-	attached map[string]bool
-	n        int
-	fail     error
+	mu        sync.Mutex
+	attached  map[string]bool
+	n         int
+	teardowns int
+	fail      error
 }
 
 func newFakeNetwork() *fakeNetwork { return &fakeNetwork{attached: map[string]bool{}} }
@@ -323,6 +324,7 @@ func (f *fakeNetwork) Teardown(ctx context.Context, pod network.Pod) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.attached, pod.ID)
+	f.teardowns++
 	return nil
 }
 

@@ -38,15 +38,23 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 	defer unlock()
 	// Not ready from the first step on: a half-done stop is not a usable
 	// sandbox, and the pause watcher then knows this exit was asked for.
-	if _, err := s.sandboxes.update(sb.ID, func(v *sandbox) {
+	cur, err := s.sandboxes.update(sb.ID, func(v *sandbox) {
 		v.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	for _, c := range s.containersOf(sb.ID) {
 		if err := s.stopContainer(ctx, c.ID, 0); err != nil && !removedMeanwhile(err) {
 			return err
 		}
+	}
+	if cur.Stopped {
+		// An earlier stop completed every step below (kubelet stops a pod's
+		// sandbox before it removes it): running them again would only exec
+		// each CNI plugin and the OCI runtime once more, as containerd skips
+		// a teardown whose namespace is already gone.
+		return nil
 	}
 	if !sb.NoPause {
 		if _, err := s.stopTask(ctx, sb.ID, 0); err != nil {
