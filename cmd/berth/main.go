@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/berth/berth/internal/cli"
+	// Before kubectl's packages initialize: see the package comment.
+	_ "github.com/berth/berth/internal/cli/kubectli18n"
 )
 
 func main() {

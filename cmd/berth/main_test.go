@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,4 +61,49 @@ func TestBinary(t *testing.T) {
 			t.Errorf("unexpected output:\n%s", out)
 		}
 	})
+
+	t.Run("only kubectl loads kubectl's message catalog", func(t *testing.T) {
+		// Go's init trace shows what each package's init allocated: the
+		// first of kubectl's packages to translate a help text loads the
+		// catalog (megabytes) if the process is to load it at all.
+		const firstTranslator = "k8s.io/kubectl/pkg/cmd/options"
+		if b := initAllocBytes(t, bin, firstTranslator, "version"); b > 64<<10 {
+			t.Errorf("berth version: %s allocated %d bytes at init, want no catalog", firstTranslator, b)
+		}
+		if b := initAllocBytes(t, bin, firstTranslator, "kubectl", "version", "--client"); b < 1<<20 {
+			t.Errorf("berth kubectl: %s allocated %d bytes at init, want the catalog loaded", firstTranslator, b)
+		}
+		cmd := exec.Command(bin, "kubectl", "--help")
+		cmd.Env = append(os.Environ(), "LANG=de_DE.UTF-8", "LC_ALL=", "LC_MESSAGES=")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Aktualisiere die Labels") {
+			t.Errorf("berth kubectl --help under LANG=de_DE.UTF-8 is not translated (%v):\n%s", err, out)
+		}
+	})
+}
+
+// initAllocBytes runs bin with args under GODEBUG=inittrace=1 and returns
+// the bytes pkg's init allocated.
+func initAllocBytes(t *testing.T, bin, pkg string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var trace bytes.Buffer
+	cmd.Stderr = &trace
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("berth %v: %v\n%s", args, err, trace.String())
+	}
+	// init PKG @T ms, D ms clock, N bytes, A allocs
+	for _, line := range strings.Split(trace.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 9 && f[0] == "init" && f[1] == pkg && f[8] == "bytes," {
+			n, err := strconv.Atoi(f[7])
+			if err != nil {
+				t.Fatalf("init trace line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no init trace line for %s in:\n%s", pkg, trace.String())
+	return 0
 }
