@@ -21,6 +21,7 @@ import (
 	"github.com/berth/berth/internal/agent/failover"
 	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/agent/node"
+	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/agent/pods"
 	nodeserver "github.com/berth/berth/internal/agent/server"
 	"github.com/berth/berth/internal/version"
@@ -145,6 +146,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// The runtime never removes the pods' cgroups: the pod workers and the
+	// collector do.
+	cgroups := podcgroup.NewCleaner(podcgroup.HostOS{}, a.log.With("component", "cgroups"))
 	podManager := pods.New(pods.Config{
 		NodeName:    a.cfg.NodeName,
 		NodeIP:      facts.InternalIP,
@@ -154,6 +158,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		RuntimeName: a.version.RuntimeName,
 		Clock:       a.clock,
 		Metrics:     a.metrics.pods,
+		Cgroups:     cgroups,
 	}, a.client, a.rt.Runtime, a.rt.Images, a.log.With("component", "pods"))
 	// Listen before registering: the Node reports the bound port.
 	serveNode, err := a.listenNodeServer(podManager)
@@ -174,7 +179,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error { return podManager.Run(ctx) })
-	g.Go(func() error { return a.runGarbageCollector(ctx, podManager) })
+	g.Go(func() error { return a.runGarbageCollector(ctx, podManager, cgroups) })
 	g.Go(func() error { return a.podNetwork().Run(ctx) })
 	if serveNode != nil {
 		g.Go(func() error { return serveNode(ctx) })

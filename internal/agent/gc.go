@@ -9,13 +9,14 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/agent/podcgroup"
 )
 
-// runGarbageCollector collects dead containers and unused images (cfg.GC)
-// until ctx ends, reporting its failures as events on the Node. A zero
-// policy (ContainerPeriod 0, as in tests that build a Config by hand)
+// runGarbageCollector collects dead containers, unused images and orphaned
+// pod cgroups (cfg.GC) until ctx ends, reporting its failures as events on
+// the Node. A zero policy (ContainerPeriod 0, as in tests that build a Config by hand)
 // leaves it off.
-func (a *Agent) runGarbageCollector(ctx context.Context, podSource gc.PodSource) error {
+func (a *Agent) runGarbageCollector(ctx context.Context, podSource gc.PodSource, cgroups *podcgroup.Cleaner) error {
 	if a.cfg.GC.ContainerPeriod == 0 {
 		return nil
 	}
@@ -28,6 +29,7 @@ func (a *Agent) runGarbageCollector(ctx context.Context, podSource gc.PodSource)
 		Images:    a.rt.Images,
 		Pods:      podSource,
 		PodLogDir: a.cfg.podLogDir(),
+		Cgroups:   cgroups,
 		Recorder:  broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "berth-agent", Host: a.cfg.NodeName}),
 		Policy:    a.cfg.GC,
 		Clock:     a.clock,

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -26,8 +27,8 @@ const (
 //   - of a pod that no longer exists, every container not running is removed;
 //   - sandboxes that are not ready and hold no running container are removed
 //     if their pod no longer exists or a newer sandbox of the pod does;
-//   - log directories of pods that no longer exist and have no sandbox left
-//     are removed.
+//   - the cgroups and log directories of pods that no longer exist and have
+//     no sandbox left are removed.
 //
 // Objects without the pod labels are not the agent's and are left alone.
 // Until the pod source knows the node's pods, nothing is done: an empty
@@ -60,9 +61,21 @@ func (c *Collector) CollectContainers(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("CRI ListPodSandbox: %w", err))...)
 	}
+	left := map[string]int{} // pod UID -> its sandboxes not removed
+	for _, sb := range sandboxes.GetItems() {
+		left[sb.Labels[labelPodUID]]++
+	}
 	for _, sb := range deadSandboxes(sandboxes.GetItems(), containers, exists) {
 		if err := c.removeSandbox(ctx, sb); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		uid := sb.Labels[labelPodUID]
+		if left[uid]--; left[uid] == 0 && !exists[uid] {
+			// The deleted pod's last sandbox: its cgroup can go.
+			if err := c.removePodCgroup(types.UID(uid)); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := c.collectPodLogDirs(ctx, exists); err != nil {

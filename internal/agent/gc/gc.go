@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/agent/podcgroup"
 )
 
 // PodSource says which pods exist: the agent's informer cache
@@ -35,6 +37,9 @@ type Policy struct {
 	MaxDeadPerContainer int
 	// ContainerPeriod and ImagePeriod pace the two collections.
 	ContainerPeriod, ImagePeriod time.Duration
+	// CgroupPeriod paces the sweep of orphaned pod cgroups (the first runs
+	// as soon as the node's pods are known); 0 means DefaultPolicy's.
+	CgroupPeriod time.Duration
 	// Image GC starts when the image filesystem is at least HighPercent
 	// full and frees unused images until it would be below LowPercent.
 	HighPercent, LowPercent int
@@ -51,6 +56,7 @@ var DefaultPolicy = Policy{
 	MaxDeadPerContainer: 1,
 	ContainerPeriod:     time.Minute,
 	ImagePeriod:         5 * time.Minute,
+	CgroupPeriod:        5 * time.Minute,
 	HighPercent:         85,
 	LowPercent:          80,
 	MinImageAge:         2 * time.Minute,
@@ -70,7 +76,7 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("image GC low threshold %d%%: want 0-100", p.LowPercent)
 	case p.LowPercent > p.HighPercent:
 		return fmt.Errorf("image GC low threshold %d%% is above the high threshold %d%%", p.LowPercent, p.HighPercent)
-	case p.ContainerPeriod <= 0 || p.ImagePeriod <= 0:
+	case p.ContainerPeriod <= 0 || p.ImagePeriod <= 0 || p.CgroupPeriod < 0:
 		return errors.New("GC periods must be positive")
 	case p.MinImageAge < 0:
 		return fmt.Errorf("minimum image age %s: must not be negative", p.MinImageAge)
@@ -87,6 +93,9 @@ type Config struct {
 	// PodLogDir holds the pods' log directories (NS_NAME_UID); those of
 	// deleted pods are removed with their sandboxes. Empty: left alone.
 	PodLogDir string
+	// Cgroups removes the cgroups of deleted pods with their last sandbox
+	// and sweeps orphaned ones; nil leaves pod cgroups alone.
+	Cgroups *podcgroup.Cleaner
 	// Usage reads the image filesystem's size; nil uses CRI ImageFsInfo's
 	// mount point and statfs (NewCRIFsUsage).
 	Usage    FsUsage
@@ -114,6 +123,9 @@ func New(cfg Config) (*Collector, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.Policy.CgroupPeriod == 0 {
+		cfg.Policy.CgroupPeriod = DefaultPolicy.CgroupPeriod
+	}
 	if cfg.Usage == nil {
 		cfg.Usage = NewCRIFsUsage(cfg.Images)
 	}
@@ -123,15 +135,27 @@ func New(cfg Config) (*Collector, error) {
 	return &Collector{cfg: cfg, log: cfg.Logger, images: imageRecords{}}, nil
 }
 
-// Run collects containers every ContainerPeriod and images every
-// ImagePeriod until ctx ends. Failures are logged (and reported as events)
-// and retried on the next period; they never stop the agent.
+// Run collects containers every ContainerPeriod, images every ImagePeriod
+// and orphaned pod cgroups every CgroupPeriod (and first at the first
+// container collection that knows the node's pods) until ctx ends.
+// Failures are logged (and reported as events) and retried on the next
+// period; they never stop the agent.
 func (c *Collector) Run(ctx context.Context) error {
 	containers := c.cfg.Clock.NewTicker(c.cfg.Policy.ContainerPeriod)
 	defer containers.Stop()
 	images := c.cfg.Clock.NewTicker(c.cfg.Policy.ImagePeriod)
 	defer images.Stop()
+	cgroups := c.cfg.Clock.NewTicker(c.cfg.Policy.CgroupPeriod)
+	defer cgroups.Stop()
 	imageFailedBefore := false
+	firstCgroupSweepDone := false
+	sweepCgroups := func() {
+		done, err := c.CollectPodCgroups(ctx)
+		firstCgroupSweepDone = firstCgroupSweepDone || done
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("pod cgroup garbage collection failed", "err", err)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -140,6 +164,11 @@ func (c *Collector) Run(ctx context.Context) error {
 			if err := c.CollectContainers(ctx); err != nil && ctx.Err() == nil {
 				c.log.Warn("container garbage collection failed", "err", err)
 			}
+			if !firstCgroupSweepDone {
+				sweepCgroups()
+			}
+		case <-cgroups.C():
+			sweepCgroups()
 		case <-images.C():
 			err := c.CollectImages(ctx)
 			if err != nil && ctx.Err() == nil {

@@ -16,7 +16,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{removedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "berth_agent", Subsystem: "gc",
 		Name: "removed_total",
-		Help: "Objects the agent's garbage collector removed, by kind (container, sandbox, image).",
+		Help: "Objects the agent's garbage collector removed, by kind (container, sandbox, image, log-directory, pod-cgroup).",
 	}, []string{"kind"})}
 	if err := reg.Register(m.removedTotal); err != nil {
 		return nil, fmt.Errorf("register GC metrics: %w", err)

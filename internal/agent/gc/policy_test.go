@@ -23,6 +23,7 @@ func TestPolicyValidate(t *testing.T) {
 		{"negative low", func(p *Policy) { p.LowPercent = -1 }, "low threshold -1%"},
 		{"low above high", func(p *Policy) { p.LowPercent, p.HighPercent = 90, 85 }, "above the high threshold"},
 		{"zero period", func(p *Policy) { p.ContainerPeriod = 0 }, "periods must be positive"},
+		{"negative cgroup period", func(p *Policy) { p.CgroupPeriod = -time.Second }, "periods must be positive"},
 		{"negative image age", func(p *Policy) { p.MinImageAge = -time.Second }, "must not be negative"},
 	} {
 		p := DefaultPolicy

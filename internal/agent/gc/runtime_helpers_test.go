@@ -67,11 +67,23 @@ type sandbox struct {
 // CNI needed for what GC looks at).
 func (n *node) runSandbox(uid string, attempt uint32) sandbox {
 	n.t.Helper()
+	return n.startSandbox(uid, attempt, "")
+}
+
+// runSandboxWithCgroup starts pod uid's first sandbox under cgroupParent,
+// as the pod workers place it.
+func (n *node) runSandboxWithCgroup(uid, cgroupParent string) sandbox {
+	n.t.Helper()
+	return n.startSandbox(uid, 0, cgroupParent)
+}
+
+func (n *node) startSandbox(uid string, attempt uint32, cgroupParent string) sandbox {
+	n.t.Helper()
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "pod-" + uid, Uid: uid, Namespace: "default", Attempt: attempt},
 		Labels:       map[string]string{labelPodUID: uid, "io.kubernetes.pod.name": "pod-" + uid, "io.kubernetes.pod.namespace": "default"},
 		LogDirectory: n.t.TempDir(),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: cgroupParent, SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
 		}},
 	}

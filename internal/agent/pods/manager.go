@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/agent/podcgroup"
 )
 
 // Config configures the pod Manager.
@@ -42,6 +44,9 @@ type Config struct {
 	Clock clock.WithTicker
 	// Metrics, when set, receive the worker count and sync and pull times.
 	Metrics *Metrics
+	// Cgroups removes a pod's cgroup once its last sandbox is removed; nil
+	// leaves pod cgroups alone.
+	Cgroups *podcgroup.Cleaner
 }
 
 // Manager runs the pods bound to one node.

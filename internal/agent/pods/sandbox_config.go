@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/agent/podcgroup"
 )
 
 // sandboxConfig builds the CRI sandbox for pod, as the kubelet does.
@@ -100,16 +102,10 @@ func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
 	}
 }
 
-// cgroupParent places the pod in the kubelet's cgroupfs hierarchy by QoS class.
+// cgroupParent places the pod in the kubelet's cgroupfs hierarchy by QoS
+// class; the agent removes it when the pod is gone (podcgroup.Cleaner).
 func cgroupParent(pod *corev1.Pod) string {
-	switch qosClass(pod) {
-	case corev1.PodQOSGuaranteed:
-		return "/kubepods/pod" + string(pod.UID)
-	case corev1.PodQOSBestEffort:
-		return "/kubepods/besteffort/pod" + string(pod.UID)
-	default:
-		return "/kubepods/burstable/pod" + string(pod.UID)
-	}
+	return podcgroup.Parent(qosClass(pod), pod.UID)
 }
 
 func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {

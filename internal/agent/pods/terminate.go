@@ -49,6 +49,7 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (
 		return syncResult{}, err
 	}
 	m.removeSandboxes(ctx, st)
+	m.removePodCgroup(pod.UID)
 	m.removePodDir(string(pod.UID))
 	err = m.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64),
@@ -65,6 +66,8 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (
 // has (deleted meanwhile, or never known to this agent).
 func (m *Manager) cleanup(ctx context.Context, uid types.UID, st podState) (syncResult, error) {
 	defer m.removePodDir(string(uid))
+	// Also when no sandbox is left: the collector may have removed it.
+	defer m.removePodCgroup(uid)
 	m.prober.stopPod(uid)
 	if len(st.sandboxes) == 0 {
 		return syncResult{done: true}, nil
@@ -91,5 +94,13 @@ func (m *Manager) removeSandboxes(ctx context.Context, st podState) {
 		if _, err := m.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
 			m.log.Warn("remove sandbox", "id", sb.Id, "err", err)
 		}
+	}
+}
+
+// removePodCgroup removes the pod's cgroup once its sandboxes are gone: the
+// runtime never does. One still in use stays for the collector's sweep.
+func (m *Manager) removePodCgroup(uid types.UID) {
+	if _, err := m.cfg.Cgroups.RemovePod(uid); err != nil {
+		m.log.Warn("remove pod cgroup", "podUID", uid, "err", err)
 	}
 }
