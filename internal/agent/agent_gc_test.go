@@ -16,12 +16,15 @@ import (
 
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/agent/podcgroup/podcgrouptest"
 )
 
 // TestAgentCollectsDeletedPodsLogDirectory runs the whole agent against
 // containerd with a fast collection period: once a pod is deleted and its
 // worker has removed its sandbox, the collector (fed by the agent's own pod
-// cache) removes the pod's log directory, which nothing else removes.
+// cache) removes the pod's log directory, which nothing else removes; and
+// the pod's cgroup, which the runtime never removes, is gone from every
+// hierarchy.
 func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 	ctd := containerdtest.Start(t)
 	client := fake.NewClientset()
@@ -44,6 +47,9 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 	if _, err := os.Stat(logDir); err != nil {
 		t.Fatalf("the running pod's log directory: %v", err)
 	}
+	if dirs := hostPodCgroups(t, "uid-short"); len(dirs) == 0 {
+		t.Fatal("the running pod has no cgroup under its cgroup parent")
+	}
 	// Several collections pass while the pod runs: its directory stays.
 	before := gcRemoved(t, m.registry, "log-directory")
 	time.Sleep(500 * time.Millisecond)
@@ -61,6 +67,20 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 	if got := gcRemoved(t, m.registry, "log-directory"); got != before+1 {
 		t.Errorf("gc removed_total{kind=log-directory} = %v, want %v", got, before+1)
 	}
+	// The worker removes it after the sandbox, so maybe just after the
+	// collector removed the log directory.
+	poll(t, "the deleted pod's cgroup removed", func(context.Context) bool {
+		return len(hostPodCgroups(t, "uid-short")) == 0
+	})
+}
+
+func hostPodCgroups(t *testing.T, uid string) []string {
+	t.Helper()
+	dirs, err := podcgrouptest.HostPodDirs(uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }
 
 func gcRemoved(t *testing.T, reg *prometheus.Registry, kind string) float64 {

@@ -19,9 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/registry"
@@ -205,9 +207,11 @@ func ServeImages(t testing.TB) string {
 }
 
 // RemoveAllSandboxes stops and removes every pod sandbox client's runtime
-// holds (so CNI releases its addresses and the shims or monitors exit); a
-// test runtime's cleanup calls it before stopping the runtime. A nil client
-// (the runtime never answered) is nothing to do.
+// holds (so CNI releases its addresses and the shims or monitors exit), and
+// then the pods' cgroups, which runtimes never remove (the agent does when
+// a pod is deleted, but tests end with pods running); a test runtime's
+// cleanup calls it before stopping the runtime. A nil client (the runtime
+// never answered) is nothing to do.
 func RemoveAllSandboxes(t testing.TB, client *cri.Client) {
 	if client == nil {
 		return
@@ -225,6 +229,12 @@ func RemoveAllSandboxes(t testing.TB, client *cri.Client) {
 		}
 		if _, err := client.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
 			t.Logf("cleanup: remove sandbox %s: %v", s.Id, err)
+		}
+	}
+	cgroups := podcgroup.NewCleaner(podcgroup.HostOS{}, nil)
+	for _, s := range list.Items {
+		if _, err := cgroups.RemovePod(types.UID(s.GetMetadata().GetUid())); err != nil {
+			t.Logf("cleanup: %v", err)
 		}
 	}
 }

@@ -21,6 +21,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/agent/podcgroup"
+	"github.com/berth/berth/internal/agent/podcgroup/podcgrouptest"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -51,7 +53,7 @@ func newHarness(t *testing.T) *harness {
 	h.cfg = Config{
 		NodeName: testNode, NodeIP: "127.0.0.1", DataDir: t.TempDir(), PodLogDir: t.TempDir(),
 		RuntimeName: ctd.Version.RuntimeName, RelistPeriod: 100 * time.Millisecond, ResyncPeriod: time.Second,
-		Clock: h.clock,
+		Clock: h.clock, Cgroups: podcgroup.NewCleaner(podcgroup.HostOS{}, nil),
 	}
 	// Memory emptyDirs are tmpfs mounts the agent leaves for its next run.
 	t.Cleanup(func() { containerdtest.UnmountUnder(h.cfg.DataDir) })
@@ -382,6 +384,9 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 		},
 	})
 	p := h.waitPod(pod, "Ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) == corev1.ConditionTrue })
+	if dirs := hostPodCgroups(t, pod.UID); len(dirs) == 0 {
+		t.Fatal("the running pod has no cgroup under its cgroup parent")
+	}
 
 	// What the API server does on a graceful delete: set the deletion
 	// timestamp and grace period, and leave the final delete to the node.
@@ -424,6 +429,20 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 	if err != nil {
 		t.Fatal("the pod's sandbox is still in the runtime")
 	}
+	// The runtime never removes the pod's cgroup: the worker does, in
+	// every hierarchy, before it deletes the pod.
+	if dirs := hostPodCgroups(t, pod.UID); len(dirs) != 0 {
+		t.Errorf("the deleted pod's cgroup is left: %v", dirs)
+	}
+}
+
+func hostPodCgroups(t *testing.T, uid types.UID) []string {
+	t.Helper()
+	dirs, err := podcgrouptest.HostPodDirs(string(uid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }
 
 func TestAgentRestartRestartsNothing(t *testing.T) {
