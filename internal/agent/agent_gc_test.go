@@ -47,7 +47,7 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 	if _, err := os.Stat(logDir); err != nil {
 		t.Fatalf("the running pod's log directory: %v", err)
 	}
-	if dirs := hostPodCgroups(t, "uid-short"); len(dirs) == 0 {
+	if dirs := podcgrouptest.HostPodDirs(t, "uid-short"); len(dirs) == 0 {
 		t.Fatal("the running pod has no cgroup under its cgroup parent")
 	}
 	// Several collections pass while the pod runs: its directory stays.
@@ -70,17 +70,8 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 	// The worker removes it after the sandbox, so maybe just after the
 	// collector removed the log directory.
 	poll(t, "the deleted pod's cgroup removed", func(context.Context) bool {
-		return len(hostPodCgroups(t, "uid-short")) == 0
+		return len(podcgrouptest.HostPodDirs(t, "uid-short")) == 0
 	})
-}
-
-func hostPodCgroups(t *testing.T, uid string) []string {
-	t.Helper()
-	dirs, err := podcgrouptest.HostPodDirs(uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dirs
 }
 
 func gcRemoved(t *testing.T, reg *prometheus.Registry, kind string) float64 {

@@ -35,21 +35,17 @@ func (c *Collector) CollectPodCgroups(ctx context.Context) (bool, error) {
 	if len(uids) == 0 {
 		return true, nil
 	}
-	keep := map[types.UID]bool{}
-	for _, p := range pods {
-		keep[p.UID] = true
-	}
 	sandboxes, err := c.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return true, fmt.Errorf("CRI ListPodSandbox: %w", err)
 	}
-	for _, sb := range sandboxes.GetItems() {
-		keep[types.UID(sb.GetMetadata().GetUid())] = true
-		keep[types.UID(sb.Labels[labelPodUID])] = true
+	keep := sandboxPodUIDs(sandboxes.GetItems())
+	for _, p := range pods {
+		keep[string(p.UID)] = true
 	}
 	var errs []error
 	for _, uid := range uids {
-		if keep[uid] {
+		if keep[string(uid)] {
 			continue
 		}
 		if err := c.removePodCgroup(uid); err != nil {

@@ -116,7 +116,7 @@ func testCollectContainersRemovesDeletedPodsCgroup(t *testing.T, n *node) {
 
 	sb := n.runSandboxWithCgroup(gone, podcgroup.Parent(corev1.PodQOSBestEffort, gone))
 	n.container(sb, containerSpec{name: "app", image: containerdtest.Image(images.Busybox), cmd: []string{"sleep", "3600"}, start: true})
-	if dirs := hostPodDirs(t, gone); len(dirs) == 0 {
+	if dirs := podcgrouptest.HostPodDirs(t, gone); len(dirs) == 0 {
 		t.Fatal("the runtime created no cgroup for the pod under its cgroup parent")
 	}
 	n.stopSandbox(sb)
@@ -139,7 +139,7 @@ func testCollectContainersRemovesDeletedPodsCgroup(t *testing.T, n *node) {
 	if n.sandboxIDs()[sb.id] {
 		t.Fatal("the deleted pod's sandbox was not collected")
 	}
-	if dirs := hostPodDirs(t, gone); len(dirs) != 0 {
+	if dirs := podcgrouptest.HostPodDirs(t, gone); len(dirs) != 0 {
 		t.Errorf("the deleted pod's cgroup is left: %v", dirs)
 	}
 	if got := removedCount(t, metrics, "pod-cgroup"); got != 1 {
@@ -162,19 +162,10 @@ func testCollectContainersRemovesDeletedPodsCgroup(t *testing.T, n *node) {
 	if done, err := c.CollectPodCgroups(t.Context()); !done || err != nil {
 		t.Fatalf("CollectPodCgroups = %v, %v", done, err)
 	}
-	if dirs := hostPodDirs(t, orphan); len(dirs) != 0 {
+	if dirs := podcgrouptest.HostPodDirs(t, orphan); len(dirs) != 0 {
 		t.Errorf("the orphaned cgroup is left: %v", dirs)
 	}
-	if dirs := hostPodDirs(t, kept); len(dirs) != len(roots) {
+	if dirs := podcgrouptest.HostPodDirs(t, kept); len(dirs) != len(roots) {
 		t.Errorf("the existing pod's cgroups = %v, want one in each of %v", dirs, roots)
 	}
-}
-
-func hostPodDirs(t *testing.T, uid string) []string {
-	t.Helper()
-	dirs, err := podcgrouptest.HostPodDirs(uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dirs
 }

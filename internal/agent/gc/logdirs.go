@@ -30,11 +30,7 @@ func (c *Collector) collectPodLogDirs(ctx context.Context, exists map[string]boo
 	if err != nil {
 		return fmt.Errorf("CRI ListPodSandbox: %w", err)
 	}
-	inRuntime := map[string]bool{}
-	for _, sb := range sandboxes.GetItems() {
-		inRuntime[sb.GetMetadata().GetUid()] = true
-		inRuntime[sb.Labels[labelPodUID]] = true
-	}
+	inRuntime := sandboxPodUIDs(sandboxes.GetItems())
 	var errs []error
 	for _, e := range entries {
 		uid := podLogDirUID(e.Name())
@@ -61,4 +57,15 @@ func podLogDirUID(name string) string {
 		return ""
 	}
 	return parts[2]
+}
+
+// sandboxPodUIDs are the pods the sandboxes belong to, by the pod UID label
+// or the sandbox metadata's UID.
+func sandboxPodUIDs(sandboxes []*runtimeapi.PodSandbox) map[string]bool {
+	out := map[string]bool{}
+	for _, sb := range sandboxes {
+		out[sb.GetMetadata().GetUid()] = true
+		out[sb.Labels[labelPodUID]] = true
+	}
+	return out
 }

@@ -384,7 +384,7 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 		},
 	})
 	p := h.waitPod(pod, "Ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) == corev1.ConditionTrue })
-	if dirs := hostPodCgroups(t, pod.UID); len(dirs) == 0 {
+	if dirs := podcgrouptest.HostPodDirs(t, string(pod.UID)); len(dirs) == 0 {
 		t.Fatal("the running pod has no cgroup under its cgroup parent")
 	}
 
@@ -431,18 +431,9 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 	}
 	// The runtime never removes the pod's cgroup: the worker does, in
 	// every hierarchy, before it deletes the pod.
-	if dirs := hostPodCgroups(t, pod.UID); len(dirs) != 0 {
+	if dirs := podcgrouptest.HostPodDirs(t, string(pod.UID)); len(dirs) != 0 {
 		t.Errorf("the deleted pod's cgroup is left: %v", dirs)
 	}
-}
-
-func hostPodCgroups(t *testing.T, uid types.UID) []string {
-	t.Helper()
-	dirs, err := podcgrouptest.HostPodDirs(string(uid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dirs
 }
 
 func TestAgentRestartRestartsNothing(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 )
 
 // FakeOS is cgroup filesystems in memory: directories, some of them
@@ -132,8 +133,9 @@ func (f *FakeOS) Rmdir(dir string) error {
 // HostPodDirs lists the cgroup directories of pod uid on this machine,
 // wherever the kubelet's cgroupfs layout puts them: under /kubepods or a
 // QoS class's parent, in any v1 hierarchy or the v2 root. It does not use
-// the podcgroup package, so tests can check it independently.
-func HostPodDirs(uid string) ([]string, error) {
+// the podcgroup package, so tests check the package's work independently.
+func HostPodDirs(t testing.TB, uid string) []string {
+	t.Helper()
 	var out []string
 	for _, pattern := range []string{
 		"/sys/fs/cgroup/*/kubepods/pod", "/sys/fs/cgroup/*/kubepods/*/pod",
@@ -141,9 +143,9 @@ func HostPodDirs(uid string) ([]string, error) {
 	} {
 		matches, err := filepath.Glob(pattern + uid)
 		if err != nil {
-			return nil, err
+			t.Fatal(err)
 		}
 		out = append(out, matches...)
 	}
-	return out, nil
+	return out
 }
