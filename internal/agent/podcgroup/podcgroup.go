@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,12 @@ type OS interface {
 type Cleaner struct {
 	fs  OS
 	log *slog.Logger
+
+	// mounted is the hierarchies, read once: cgroup filesystems are
+	// mounted at boot, and a sweep of many orphans would otherwise read the
+	// whole mount table again for each.
+	mu      sync.Mutex
+	mounted []string
 }
 
 // NewCleaner returns a Cleaner working on fs.
@@ -86,7 +93,7 @@ func (c *Cleaner) RemovePod(uid types.UID) (int, error) {
 	if c == nil || uid == "" {
 		return 0, nil
 	}
-	hierarchies, err := c.fs.Hierarchies()
+	hierarchies, err := c.hierarchies()
 	if err != nil {
 		return 0, fmt.Errorf("pod %s cgroups: %w", uid, err)
 	}
@@ -119,7 +126,7 @@ func (c *Cleaner) PodUIDs() ([]types.UID, error) {
 	if c == nil {
 		return nil, nil
 	}
-	hierarchies, err := c.fs.Hierarchies()
+	hierarchies, err := c.hierarchies()
 	if err != nil {
 		return nil, fmt.Errorf("pod cgroups: %w", err)
 	}
@@ -145,6 +152,21 @@ func (c *Cleaner) PodUIDs() ([]types.UID, error) {
 		}
 	}
 	return out, nil
+}
+
+// hierarchies returns the mounted hierarchies, read on first use (a
+// failure is retried on the next call).
+func (c *Cleaner) hierarchies() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mounted == nil {
+		h, err := c.fs.Hierarchies()
+		if err != nil {
+			return nil, err
+		}
+		c.mounted = h
+	}
+	return c.mounted, nil
 }
 
 // removeTree removes dir after its descendants, deepest first (a crashed
