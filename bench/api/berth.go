@@ -13,17 +13,20 @@ import (
 
 // startBerth runs `berth server` with its embedded etcd (one process, no
 // agent) in a fresh data directory under dir.
-func startBerth(ctx context.Context, bin, dir, logDir string) (*target, error) {
+func startBerth(ctx context.Context, bin, dir, logDir string, profiling bool) (*target, error) {
 	dataDir := filepath.Join(dir, "berth")
 	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess("berth server", filepath.Join(logDir, "berth-server.log"), bin,
-		"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--disable-agent",
+	args := []string{"server", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--disable-agent",
 		// Sized for the large shape's 1000 nodes (the default /16 of /24s
 		// holds 256), as a cluster of that size would be configured.
-		"--cluster-cidr", "10.64.0.0/12")
+		"--cluster-cidr", "10.64.0.0/12"}
+	if profiling {
+		args = append(args, "--profiling")
+	}
+	p, err := startProcess("berth server", filepath.Join(logDir, "berth-server.log"), bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ const listRepeats = 3
 
 // measure runs the whole workload of s against t: register nodes and
 // start their watchers, then create, list, status-patch and delete pods.
-func measure(ctx context.Context, t *target, s shape, log *slog.Logger) (*result, error) {
+func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileDir string) (*result, error) {
 	r := &result{target: t.name}
 	var err error
 	if r.memStarted, err = t.memory(); err != nil {
@@ -64,7 +64,14 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger) (*result
 	defer w.close()
 
 	log.Info("creating pods", "pods", s.pods, "clients", s.clients)
+	profiled := make(chan struct{})
+	if profileDir != "" && t.name == "berth" {
+		go func() { defer close(profiled); profileDuring(ctx, t.config, profileDir, s.name, log) }()
+	} else {
+		close(profiled)
+	}
 	create := createPods(ctx, clients, w, s)
+	<-profiled
 	if err := create.check("create pods", log); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ type options struct {
 	workDir string // data directories and server logs
 	out     string
 	note    string
+	profile string // where to save berth's CPU profile and trace of the create phase; empty: none
 }
 
 func main() {
@@ -45,6 +46,7 @@ func main() {
 	flag.StringVar(&o.binDir, "peer-bin-dir", "_output/bench", "directory holding kube-apiserver and etcd")
 	flag.StringVar(&o.workDir, "work-dir", "_output/bench/api", "directory for the servers' data and logs (wiped per server)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report file (empty: print only)")
+	flag.StringVar(&o.profile, "profile-dir", "", "save a CPU profile and an execution trace of berth during the create phase here (starts berth with --profiling)")
 	flag.StringVar(&o.note, "note", "", "a sentence to add to the report, e.g. about the machine's state")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -142,7 +144,7 @@ func runTarget(ctx context.Context, o options, s shape, which string, log *slog.
 	log.Info("starting server", "dir", dir)
 	var t *target
 	if which == "berth" {
-		t, err = startBerth(ctx, o.berth, dir, dir)
+		t, err = startBerth(ctx, o.berth, dir, dir, o.profile != "")
 	} else {
 		t, err = startPeer(ctx, o.binDir, dir, dir)
 	}
@@ -150,7 +152,7 @@ func runTarget(ctx context.Context, o options, s shape, which string, log *slog.
 		return nil, err
 	}
 	defer t.stop()
-	r, err := measure(ctx, t, s, log)
+	r, err := measure(ctx, t, s, log, o.profile)
 	if err != nil {
 		return nil, fmt.Errorf("%s, %s shape: %w (server logs in %s)", t.name, s.name, err, dir)
 	}
