@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -58,7 +59,10 @@ func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store,
 		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
 	}
 	client := v3client.New(member.Server)
+	stopped := make(chan struct{})
+	var stopOnce sync.Once
 	closeFn := func() error {
+		stopOnce.Do(func() { close(stopped) })
 		err := client.Close()
 		member.Close()
 		lock.Close() // only once the member has let go of its files
@@ -71,7 +75,9 @@ func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store,
 	// watchers before a write is visible to new read transactions, so a
 	// serializable read right after a watch event can miss the object the
 	// event announced (TestWhatAWatchDeliveredIsReadable).
-	return newStore(client, logger, closeFn), nil
+	s := newStore(client, logger, closeFn)
+	s.watches = newMemberWatches(member.Server.Watchable(), stopped)
+	return s, nil
 }
 
 // startMember starts the member and waits until it serves.

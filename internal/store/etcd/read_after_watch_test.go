@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berth/berth/internal/store"
+	"github.com/berth/berth/internal/store/etcd"
 )
 
 // TestWhatAWatchDeliveredIsReadable: a component that learns of an object
@@ -16,7 +17,11 @@ import (
 // miss it: berth's scheduler got 404 binding pods that existed and dropped
 // them. Reads must wait for what the watch already showed.
 func TestWhatAWatchDeliveredIsReadable(t *testing.T) {
-	ctx, s, start := newStoreToWatch(t)
+	forEachWatchSource(t, testWhatAWatchDeliveredIsReadable)
+}
+
+func testWhatAWatchDeliveredIsReadable(t *testing.T, s *etcd.Store) {
+	ctx, start := t.Context(), startRevision(t, s)
 	const writers, perWriter = 16, 500
 	events := s.Watch(ctx, "/registry/raw/", start)
 

@@ -19,8 +19,9 @@ import (
 
 // Store is a store.Interface over one etcd client.
 type Store struct {
-	client *clientv3.Client
-	logger *slog.Logger
+	client  *clientv3.Client
+	watches watchSource
+	logger  *slog.Logger
 	// closeFn releases what the constructor started (client, embedded member).
 	closeFn func() error
 }
@@ -35,7 +36,7 @@ func newStore(client *clientv3.Client, logger *slog.Logger, closeFn func() error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{client: client, logger: logger, closeFn: closeFn}
+	return &Store{client: client, watches: clientWatches{client}, logger: logger, closeFn: closeFn}
 }
 
 // Close releases the client and, for an embedded member, stops it.

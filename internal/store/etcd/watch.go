@@ -13,9 +13,29 @@ import (
 	"github.com/berth/berth/internal/store"
 )
 
+// watchSource is how a Store follows changes: through the etcd client (any
+// cluster), or for the embedded member from its MVCC store (memberWatches).
+type watchSource interface {
+	watch(ctx context.Context, prefix string, fromRevision int64) <-chan store.WatchResult
+	requestProgress(ctx context.Context, prefix string) error
+}
+
 // Watch streams the changes under prefix after fromRevision. The goroutine it
-// starts ends, closing the channel, when ctx ends or the etcd watch fails.
+// starts ends, closing the channel, when ctx ends or the watch fails.
 func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-chan store.WatchResult {
+	return s.watches.watch(ctx, prefix, fromRevision)
+}
+
+// RequestProgress asks for a progress notification on the watches under
+// prefix, so a watcher that saw no events learns the current revision.
+func (s *Store) RequestProgress(ctx context.Context, prefix string) error {
+	return s.watches.requestProgress(ctx, prefix)
+}
+
+// clientWatches follows changes through the etcd client.
+type clientWatches struct{ client *clientv3.Client }
+
+func (s clientWatches) watch(ctx context.Context, prefix string, fromRevision int64) <-chan store.WatchResult {
 	out := make(chan store.WatchResult)
 	// WithPrevKV gives deletes and updates their previous value;
 	// WithProgressNotify lets idle watchers learn that the revision moved on.
@@ -28,21 +48,13 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-
 			if res.Err != nil {
 				res.Err = fmt.Errorf("store watch %q from %d: %w", prefix, fromRevision, res.Err)
 			}
-			select {
-			case out <- res:
-			case <-ctx.Done():
-				return
-			}
-			if final {
+			if !sendResult(ctx, out, res) || final {
 				return
 			}
 		}
 		if ctx.Err() == nil {
 			// The client closed the watch without an error response (client shut down).
-			select {
-			case out <- store.WatchResult{Err: fmt.Errorf("store watch %q: watch channel closed", prefix)}:
-			case <-ctx.Done():
-			}
+			sendResult(ctx, out, store.WatchResult{Err: fmt.Errorf("store watch %q: watch channel closed", prefix)})
 		}
 	}()
 	return out
@@ -82,9 +94,7 @@ func convertEvent(ev *clientv3.Event) store.Event {
 	return out
 }
 
-// RequestProgress asks etcd to send a progress notification to the watches
-// under prefix, so a watcher that saw no events learns the current revision.
-func (s *Store) RequestProgress(ctx context.Context, prefix string) error {
+func (s clientWatches) requestProgress(ctx context.Context, prefix string) error {
 	if err := s.client.RequestProgress(watchStream(ctx, prefix)); err != nil {
 		return fmt.Errorf("store request progress for %q: %w", prefix, err)
 	}

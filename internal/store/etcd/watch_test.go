@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/store/etcd"
 	"github.com/berth/berth/internal/testkit/etcdtest"
@@ -29,21 +31,30 @@ func nextEvents(t *testing.T, ch <-chan store.WatchResult, n int) []store.Event 
 	return out
 }
 
-// newStoreToWatch starts an embedded store and returns it with its
-// current revision, the point a test's watch starts from.
-func newStoreToWatch(t *testing.T) (context.Context, *etcd.Store, int64) {
+// forEachWatchSource runs test on an embedded store twice: watching the
+// member's MVCC store directly (what Embedded does) and through the etcd
+// client (what External does), so both keep the same contract.
+func forEachWatchSource(t *testing.T, test func(t *testing.T, s *etcd.Store)) {
+	t.Run("member", func(t *testing.T) { test(t, etcdtest.New(t)) })
+	t.Run("client", func(t *testing.T) { test(t, etcd.WithClientWatches(etcdtest.New(t))) })
+}
+
+// startRevision is s's current revision, the point a test's watch starts from.
+func startRevision(t *testing.T, s *etcd.Store) int64 {
 	t.Helper()
-	ctx := t.Context()
-	s := etcdtest.New(t)
-	start, err := s.CurrentRevision(ctx)
+	start, err := s.CurrentRevision(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, s, start
+	return start
 }
 
 func TestWatchOrderPrevValuesAndResume(t *testing.T) {
-	ctx, s, start := newStoreToWatch(t)
+	forEachWatchSource(t, testWatchOrderPrevValuesAndResume)
+}
+
+func testWatchOrderPrevValuesAndResume(t *testing.T, s *etcd.Store) {
+	ctx, start := t.Context(), startRevision(t, s)
 	ch := s.Watch(ctx, "/registry/pods/", start)
 
 	r1, _ := s.Create(ctx, "/registry/pods/ns/a", []byte("a1"))
@@ -88,9 +99,12 @@ func assertEvents(t *testing.T, got, want []store.Event) {
 }
 
 func TestWatchCompactedRevision(t *testing.T) {
+	forEachWatchSource(t, testWatchCompactedRevision)
+}
+
+func testWatchCompactedRevision(t *testing.T, s *etcd.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := etcdtest.New(t)
 	r1, _ := s.Create(ctx, "/registry/pods/ns/a", []byte("1"))
 	r2, _ := s.Update(ctx, "/registry/pods/ns/a", r1, []byte("2"))
 	if _, err := s.Update(ctx, "/registry/pods/ns/a", r2, []byte("3")); err != nil {
@@ -114,9 +128,11 @@ func TestWatchCompactedRevision(t *testing.T) {
 }
 
 func TestRequestProgressReportsCurrentRevision(t *testing.T) {
-	ctx, s, start := newStoreToWatch(t)
-	ch := s.Watch(ctx, "/registry/pods/", start)
-	awaitProgressPast(ctx, t, s, ch, start)
+	forEachWatchSource(t, func(t *testing.T, s *etcd.Store) {
+		ctx, start := t.Context(), startRevision(t, s)
+		ch := s.Watch(ctx, "/registry/pods/", start)
+		awaitProgressPast(ctx, t, s, ch, start)
+	})
 }
 
 // TestProgressOfOnePrefixIsNotHeldBackByAnother: etcd answers a progress
@@ -125,13 +141,14 @@ func TestRequestProgressReportsCurrentRevision(t *testing.T) {
 // which etcd counts the same way) must not keep this prefix's watch from
 // learning the current revision.
 func TestProgressOfOnePrefixIsNotHeldBackByAnother(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s := etcdtest.New(t)
-	start, _ := s.CurrentRevision(ctx)
-	_ = s.Watch(ctx, "/registry/events/", start+1000)
-	ch := s.Watch(ctx, "/registry/pods/", start)
-	awaitProgressPast(ctx, t, s, ch, start)
+	forEachWatchSource(t, func(t *testing.T, s *etcd.Store) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := startRevision(t, s)
+		_ = s.Watch(ctx, "/registry/events/", start+1000)
+		ch := s.Watch(ctx, "/registry/pods/", start)
+		awaitProgressPast(ctx, t, s, ch, start)
+	})
 }
 
 // awaitProgressPast writes under another prefix than ch's and asks for
@@ -213,4 +230,68 @@ func TestListPagesAtOneRevision(t *testing.T) {
 	if _, err := s.List(ctx, "/registry/pods/", store.ListOptions{StartKey: "/registry/nodes/a"}); err == nil {
 		t.Fatal("start key outside the prefix was accepted")
 	}
+}
+
+// TestClosingTheStoreEndsItsWatches: a watch of a closed store ends with an
+// error instead of waiting forever for a member that is gone.
+func TestClosingTheStoreEndsItsWatches(t *testing.T) {
+	s, err := etcd.Embedded(t.Context(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := s.Watch(t.Context(), "/registry/pods/", startRevision(t, s))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, ok := <-ch
+	if !ok || res.Err == nil {
+		t.Fatalf("watch of a closed store: got %+v (open %v), want an error", res, ok)
+	}
+	if _, ok := <-ch; ok {
+		t.Fatal("watch channel still open after its error")
+	}
+}
+
+// TestMemberWatchStaysOnTheFastPathWhileItsConsumerWaits: the member sets a
+// watcher whose channel is full aside and then serves it only every 100 ms,
+// so a member watch takes responses as they come, whether or not its
+// consumer is reading, and hands them on later, all of them, in order.
+func TestMemberWatchStaysOnTheFastPathWhileItsConsumerWaits(t *testing.T) {
+	s := etcdtest.New(t)
+	ctx := t.Context()
+	ch := s.Watch(ctx, "/registry/pods/", startRevision(t, s))
+	const writes = 400 // well past the member's 128 responses per watch channel
+	var revs []int64
+	for i := range writes {
+		rev, err := s.Create(ctx, fmt.Sprintf("/registry/pods/ns/p%03d", i), []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, rev)
+	}
+	if slow := slowWatchers(t); slow != 0 {
+		t.Errorf("the member counts %v slow watchers while the consumer waited, want 0", slow)
+	}
+	got := nextEvents(t, ch, writes)
+	for i, ev := range got {
+		if ev.KV.ModRevision != revs[i] {
+			t.Fatalf("event %d at revision %d, want %d", i, ev.KV.ModRevision, revs[i])
+		}
+	}
+}
+
+// slowWatchers reads etcd's own gauge of watchers it has set aside.
+func slowWatchers(t *testing.T) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "etcd_debugging_mvcc_slow_watcher_total" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("etcd_debugging_mvcc_slow_watcher_total is not registered")
+	return 0
 }
