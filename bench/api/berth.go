@@ -13,7 +13,7 @@ import (
 
 // startBerth runs `berth server` with its embedded etcd (one process, no
 // agent) in a fresh data directory under dir.
-func startBerth(ctx context.Context, bin, dir, logDir string, profiling bool) (*target, error) {
+func startBerth(ctx context.Context, bin, dir, logDir string, extraArgs []string) (*target, error) {
 	dataDir := filepath.Join(dir, "berth")
 	ports, err := freePorts(1)
 	if err != nil {
@@ -23,9 +23,7 @@ func startBerth(ctx context.Context, bin, dir, logDir string, profiling bool) (*
 		// Sized for the large shape's 1000 nodes (the default /16 of /24s
 		// holds 256), as a cluster of that size would be configured.
 		"--cluster-cidr", "10.64.0.0/12"}
-	if profiling {
-		args = append(args, "--profiling")
-	}
+	args = append(args, extraArgs...)
 	p, err := startProcess("berth server", filepath.Join(logDir, "berth-server.log"), bin, args...)
 	if err != nil {
 		return nil, err

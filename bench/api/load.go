@@ -87,6 +87,9 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	if r.memLoaded, err = t.memory(); err != nil {
 		return nil, err
 	}
+	if profileDir != "" && t.name == "berth" {
+		saveHeapProfile(ctx, t.config, profileDir, s.name, log)
+	}
 
 	log.Info("patching pod status")
 	status := patchPodStatuses(ctx, clients, s.pods)

@@ -26,15 +26,16 @@ import (
 )
 
 type options struct {
-	shape   string
-	runs    int
-	peer    bool
-	berth   string // berth binary; empty builds ./cmd/berth
-	binDir  string // where build-peer.sh put kube-apiserver and etcd
-	workDir string // data directories and server logs
-	out     string
-	note    string
-	profile string // where to save berth's CPU profile and trace of the create phase; empty: none
+	shape     string
+	runs      int
+	peer      bool
+	berth     string // berth binary; empty builds ./cmd/berth
+	binDir    string // where build-peer.sh put kube-apiserver and etcd
+	workDir   string // data directories and server logs
+	out       string
+	note      string
+	berthArgs string // extra `berth server` flags, space-separated
+	profile   string // where to save berth's CPU profile and trace of the create phase; empty: none
 }
 
 func main() {
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&o.binDir, "peer-bin-dir", "_output/bench", "directory holding kube-apiserver and etcd")
 	flag.StringVar(&o.workDir, "work-dir", "_output/bench/api", "directory for the servers' data and logs (wiped per server)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report file (empty: print only)")
+	flag.StringVar(&o.berthArgs, "berth-args", "", "extra flags for berth server, space-separated (e.g. --disable-scheduler)")
 	flag.StringVar(&o.profile, "profile-dir", "", "save a CPU profile and an execution trace of berth during the create phase here (starts berth with --profiling)")
 	flag.StringVar(&o.note, "note", "", "a sentence to add to the report, e.g. about the machine's state")
 	flag.Parse()
@@ -144,7 +146,7 @@ func runTarget(ctx context.Context, o options, s shape, which string, log *slog.
 	log.Info("starting server", "dir", dir)
 	var t *target
 	if which == "berth" {
-		t, err = startBerth(ctx, o.berth, dir, dir, o.profile != "")
+		t, err = startBerth(ctx, o.berth, dir, dir, berthFlags(o))
 	} else {
 		t, err = startPeer(ctx, o.binDir, dir, dir)
 	}
@@ -158,6 +160,15 @@ func runTarget(ctx context.Context, o options, s shape, which string, log *slog.
 	}
 	log.Info("done", "creates/s", int(r.createPerSec), "watch p99", r.watchP99)
 	return r, nil
+}
+
+// berthFlags are the extra flags of `berth server` the options ask for.
+func berthFlags(o options) []string {
+	extra := strings.Fields(o.berthArgs)
+	if o.profile != "" {
+		extra = append(extra, "--profiling")
+	}
+	return extra
 }
 
 // buildBerth builds the berth binary from this checkout, so the figures

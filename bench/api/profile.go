@@ -42,6 +42,22 @@ func profileDuring(ctx context.Context, cfg *rest.Config, dir, shape string, log
 	}
 }
 
+// saveHeapProfile saves berth's heap profile (-profile-dir) as the
+// loaded RSS is read, to show what the memory holds.
+func saveHeapProfile(ctx context.Context, cfg *rest.Config, dir, shape string, log *slog.Logger) {
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		log.Warn("profile: no client", "err", err)
+		return
+	}
+	path := filepath.Join(dir, shape+"-berth-heap.pprof")
+	if err := fetchTo(ctx, client, cfg.Host+"/debug/pprof/heap", path); err != nil {
+		log.Warn("profile: fetch failed", "what", "heap", "err", err)
+		return
+	}
+	log.Info("profile saved", "path", path)
+}
+
 func fetchTo(ctx context.Context, client *http.Client, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
