@@ -34,10 +34,11 @@ func TestMetricsCountWatchersEventsCutOffsAndRelists(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
 	}
-	drainUntilClosed(t, slow) // cut off: it read nothing while 4 events came
+	// A consistent list returns once the cache has dispatched every write.
 	if _, _, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	drainUntilClosed(t, slow) // cut off: it read nothing while 4 events came
 	for name, want := range map[string]float64{
 		"berth_watchcache_events_total":           4,
 		"berth_watchcache_relists_total":          1,

@@ -28,6 +28,13 @@ type watcher struct {
 
 var _ watch.Interface = (*watcher)(nil)
 
+// maxResultBuffer bounds the events a watcher hands on ahead of its client.
+// The API's watch handler flushes only once the result channel is empty
+// (as with kube-apiserver's buffered cache watchers), so a client behind by
+// a burst gets it in one write instead of one TLS record and syscall per
+// event; unbuffered, every event was flushed alone.
+const maxResultBuffer = 16
+
 // ResultChan implements watch.Interface.
 func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 
@@ -68,7 +75,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, 
 		bookmarks: opts.AllowBookmarks && c.cfg.NewObject != nil,
 		view:      opts.View,
 		input:     make(chan *event, c.cfg.WatcherBuffer),
-		result:    make(chan watch.Event),
+		result:    make(chan watch.Event, min(c.cfg.WatcherBuffer, maxResultBuffer)),
 		done:      make(chan struct{}),
 	}
 	init, err := c.register(w, opts, sendInitial, fromRV)

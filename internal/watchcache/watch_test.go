@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,7 +107,8 @@ func TestWatchOfOneNodeIgnoresOtherNodesAndSeesMoves(t *testing.T) {
 func TestSlowWatcherIsCutOffWithoutDelayingOthers(t *testing.T) {
 	ctx := context.Background()
 	// The fast watcher only fails if it falls 8 events behind; the slow one,
-	// reading nothing, is cut off after 9 (1 in hand + 8 buffered).
+	// reading nothing, is cut off after 17 (1 in hand, 8 in its result
+	// channel, 8 dispatched to it).
 	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.WatcherBuffer = 8 })
 	slow, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0"})
 	if err != nil {
@@ -139,6 +141,32 @@ func TestSlowWatcherIsCutOffWithoutDelayingOthers(t *testing.T) {
 	// channel closed: its client resumes or re-lists.
 	if slowGot := drainUntilClosed(t, slow); len(slowGot) >= n {
 		t.Fatalf("slow watcher was never cut off: %v", slowGot)
+	}
+}
+
+// TestWatcherHandsABusyClientItsBacklogAtOnce: events wait in the result
+// channel while the client is busy, so that the watch handler, which
+// flushes when that channel is empty, writes a burst in one go.
+func TestWatcherHandsABusyClientItsBacklogAtOnce(t *testing.T) {
+	c, s := newPodCache(t, nil)
+	w, err := c.Watch(context.Background(), watchcache.WatchOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const n = 5
+	for i := range n {
+		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
+	}
+	deadline := time.Now().Add(time.Minute) // a bound for a broken cache, not a measurement
+	for len(w.ResultChan()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events wait in the result channel, want all", len(w.ResultChan()), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := nextEvents(t, w, n); len(got) != n {
+		t.Fatalf("events: %v", got)
 	}
 }
 
