@@ -12,4 +12,4 @@ setup:
 	hack/setup.sh
 
 build:
-	go build -o _output/berth ./cmd/berth
+	hack/build.sh
