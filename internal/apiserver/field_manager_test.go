@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth/berth/internal/apiserver/openapi"
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // The field manager's uncopied conversion records exactly what the scheme's
@@ -94,4 +95,39 @@ func fieldsJSON(p *corev1.Pod) string {
 		M []metav1.ManagedFieldsEntry `json:"m"`
 	}{p.ManagedFields})
 	return string(b)
+}
+
+// TestUpdateWithoutManagedFieldsKeepsThem: berth's in-process informers
+// strip managedFields from what they cache (internal/informeropts); an
+// update built from such a copy must leave the stored managedFields in
+// place, as upstream does, and add the updater's own entry.
+func TestUpdateWithoutManagedFieldsKeepsThem(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	cms := s.client.CoreV1().ConfigMaps("default")
+	created, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "1"}},
+		metav1.CreateOptions{FieldManager: "creator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := informeropts.StripManagedFields(created.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := cached.(*corev1.ConfigMap)
+	if cm.ManagedFields != nil {
+		t.Fatal("StripManagedFields left managedFields")
+	}
+	cm.Data["b"] = "2"
+	updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	managers := map[string]bool{}
+	for _, e := range updated.ManagedFields {
+		managers[e.Manager] = true
+	}
+	if !managers["creator"] || !managers["controller"] {
+		t.Fatalf("managedFields after an update without them: %+v, want entries of creator and controller", updated.ManagedFields)
+	}
 }

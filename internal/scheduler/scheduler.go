@@ -20,6 +20,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // DefaultName is the schedulerName pods get by default.
@@ -89,7 +91,7 @@ func New(cfg Config) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	return &Scheduler{
 		cfg:           cfg,
 		log:           cfg.Logger,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth/berth/internal/atomicfile"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
+	"github.com/berth/berth/internal/informeropts"
 	"github.com/berth/berth/internal/pki"
 )
 
@@ -34,7 +35,7 @@ func newBootstrapTokens(cfg Config, cluster *pki.Cluster) (*bootstrapTokens, err
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap token authenticator: %w", err)
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(metav1.NamespaceSystem))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory(informers.WithNamespace(metav1.NamespaceSystem))...)
 	secrets := factory.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem)
 	return &bootstrapTokens{
 		authn:   bootstraptoken.NewAuthenticator(secrets, time.Now, cfg.Logger.With("component", "bootstrap-tokens")),

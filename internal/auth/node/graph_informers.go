@@ -10,13 +10,15 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // Run keeps g current from informers on pods and CSRs through client (the
 // API server's own loopback identity) until ctx ends. The graph reports
 // synced once both informers have listed.
 func (g *Graph) Run(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
 	pods := factory.Core().V1().Pods().Informer()
 	csrs := factory.Certificates().V1().CertificateSigningRequests().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{

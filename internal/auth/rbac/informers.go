@@ -7,6 +7,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // Informers keeps the RBAC objects current from the API, for the
@@ -22,7 +24,7 @@ type Informers struct {
 func NewInformers(client kubernetes.Interface) *Informers {
 	// No periodic resync: the watch keeps the cache current, and a resync
 	// would only replay the cache to handlers, which there are none of.
-	f := informers.NewSharedInformerFactory(client, 0*time.Second)
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0*time.Second, informeropts.Factory()...)
 	rbac := f.Rbac().V1()
 	in := &Informers{factory: f, Listers: Listers{
 		Roles: rbac.Roles().Lister(), RoleBindings: rbac.RoleBindings().Lister(),

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/berth/berth/internal/controller/keyloop"
+	"github.com/berth/berth/internal/informeropts"
 	"github.com/berth/berth/internal/pki"
 )
 
@@ -53,7 +54,7 @@ func New(cfg Config) *Controller {
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = DefaultLifetime
 	}
-	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
 	nodeLister := factory.Core().V1().Nodes().Lister()
 	c := &Controller{

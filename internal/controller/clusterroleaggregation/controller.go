@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/berth/berth/internal/controller/keyloop"
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // Config is what the controller needs.
@@ -47,7 +48,7 @@ func New(cfg Config) *Controller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	informer := factory.Rbac().V1().ClusterRoles()
 	c := &Controller{
 		client: cfg.Client,

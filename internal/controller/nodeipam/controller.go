@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/berth/berth/internal/controller/keyloop"
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // Defaults: berth's pod network range, one /24 per node (upstream's default mask).
@@ -82,7 +83,7 @@ func New(cfg Config) (*Controller, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	return &Controller{
 		client: cfg.Client, log: log, factory: factory, set: set,
 		nodes: factory.Core().V1().Nodes().Lister(),

@@ -19,6 +19,8 @@ import (
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // Defaults as upstream: a node is unhealthy 40 s after its last heartbeat,
@@ -73,7 +75,7 @@ func New(cfg Config) *Controller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	factory := informers.NewSharedInformerFactory(cfg.Client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	return &Controller{
 		cfg: cfg, log: cfg.Logger, factory: factory,
 		nodes:      factory.Core().V1().Nodes().Lister(),

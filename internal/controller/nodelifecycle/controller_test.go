@@ -109,6 +109,7 @@ func sameObjects[L any, C metav1.Object](live []L, cached []C, ptr func(*L) C) b
 	}
 	for i := range live {
 		l := ptr(&live[i])
+		l.SetManagedFields(nil) // the controller's informers drop them (informeropts)
 		if !apiequality.Semantic.DeepEqual(l, byName[l.GetName()]) {
 			return false
 		}

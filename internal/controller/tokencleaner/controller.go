@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth/berth/internal/controller/keyloop"
+	"github.com/berth/berth/internal/informeropts"
 )
 
 // Config is what the cleaner needs.
@@ -56,11 +57,11 @@ func New(cfg Config) *Controller {
 	}
 	// Only the token Secrets of kube-system: the field selector keeps every
 	// other Secret out of the cleaner's memory.
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0,
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory(
 		informers.WithNamespace(metav1.NamespaceSystem),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("type", string(bootstrapapi.SecretTypeBootstrapToken)).String()
-		}))
+		}))...)
 	informer := factory.Core().V1().Secrets()
 	c := &Controller{
 		client:  cfg.Client,
