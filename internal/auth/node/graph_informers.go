@@ -20,6 +20,9 @@ import (
 func (g *Graph) Run(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
 	pods := factory.Core().V1().Pods().Informer()
+	if err := pods.SetTransform(keepGraphParts); err != nil {
+		return err
+	}
 	csrs := factory.Certificates().V1().CertificateSigningRequests().Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { g.podChanged(obj) },

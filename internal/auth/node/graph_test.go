@@ -59,6 +59,16 @@ func TestPodReferencesEverySource(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("references:\n got %v\nwant %v", got, want)
 	}
+	// What the graph's informer caches of the pod references the same.
+	pod.Spec.NodeName = "node-a"
+	pod.Status.Phase = corev1.PodRunning
+	cached := graphPod(pod)
+	if got := podReferences(cached); !slices.Equal(got, want) {
+		t.Fatalf("references of the cached part:\n got %v\nwant %v", got, want)
+	}
+	if cached.Spec.NodeName != "node-a" || cached.Name != "p" || cached.Namespace != "ns" || cached.Status.Phase != "" {
+		t.Fatalf("cached part of the pod: %+v", cached)
+	}
 }
 
 func TestGraphFollowsPodsAcrossChanges(t *testing.T) {

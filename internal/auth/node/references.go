@@ -1,6 +1,9 @@
 package node
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // kind is a kind of object a node may read because its pods reference it.
 type kind string
@@ -135,4 +138,41 @@ func (s *refSet) addEnv(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
 			s.add(configMapKind, e.ValueFrom.ConfigMapKeyRef.Name)
 		}
 	}
+}
+
+// graphPod is the part of a pod the graph reads (SetPod, podReferences).
+// The node authorizer's pod informer caches only this: whole pods would
+// be one more copy of every pod in the server's memory, for nothing.
+func graphPod(pod *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+	}}
+	out.Spec.NodeName = pod.Spec.NodeName
+	out.Spec.ServiceAccountName = pod.Spec.ServiceAccountName
+	out.Spec.ImagePullSecrets = pod.Spec.ImagePullSecrets
+	out.Spec.Volumes = pod.Spec.Volumes
+	for _, c := range allContainers(pod) {
+		if len(c.EnvFrom) == 0 && !hasEnvFrom(c.Env) {
+			continue
+		}
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Env: c.Env, EnvFrom: c.EnvFrom})
+	}
+	return out
+}
+
+func hasEnvFrom(env []corev1.EnvVar) bool {
+	for _, e := range env {
+		if e.ValueFrom != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// keepGraphParts is the pod informer's transform (see graphPod).
+func keepGraphParts(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return graphPod(pod), nil
+	}
+	return obj, nil
 }

@@ -76,6 +76,8 @@ func New(cfg Config) *Controller {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	// Not started yet, so this cannot fail.
+	_ = factory.Core().V1().Pods().Informer().SetTransform(keepLifecycleParts)
 	return &Controller{
 		cfg: cfg, log: cfg.Logger, factory: factory,
 		nodes:      factory.Core().V1().Nodes().Lister(),

@@ -83,7 +83,7 @@ func (h *harness) sync() {
 		cachedPods, _ := h.ctrl.pods.List(everything)
 		cachedLeases, _ := h.ctrl.leases.List(everything)
 		if sameObjects(nodes.Items, cachedNodes, func(n *v1.Node) *v1.Node { return n }) &&
-			sameObjects(pods.Items, cachedPods, func(p *v1.Pod) *v1.Pod { return p }) &&
+			sameObjects(pods.Items, cachedPods, func(p *v1.Pod) *v1.Pod { return lifecyclePod(p) }) &&
 			sameObjects(leases.Items, cachedLeases, func(l *coordinationv1.Lease) *coordinationv1.Lease { return l }) {
 			break
 		}

@@ -99,3 +99,24 @@ func (c *Controller) collectOrphans(ctx context.Context, node string, pods []*v1
 		}
 	}
 }
+
+// lifecyclePod is the part of a pod the controller reads: which node it is
+// bound to, what it tolerates, and enough to delete exactly it. The pod
+// informer caches only this, not one more copy of every whole pod.
+func lifecyclePod(pod *v1.Pod) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp,
+		},
+		Spec: v1.PodSpec{NodeName: pod.Spec.NodeName, Tolerations: pod.Spec.Tolerations},
+	}
+}
+
+// keepLifecycleParts is the pod informer's transform (see lifecyclePod).
+func keepLifecycleParts(obj any) (any, error) {
+	if pod, ok := obj.(*v1.Pod); ok {
+		return lifecyclePod(pod), nil
+	}
+	return obj, nil
+}
