@@ -47,6 +47,7 @@ func newWatchCacheReader(ctx context.Context, spec readerSpec, metrics *watchcac
 		IndexFields: spec.IndexFields,
 		HistorySize: spec.HistorySize,
 		NewObject:   spec.NewObj,
+		Share:       newSharedEncoding,
 		Logger:      spec.Logger,
 	})
 	go func() {
@@ -91,6 +92,9 @@ func (r watchCacheReader) Watch(ctx context.Context, q watchQuery) (watch.Interf
 	// and reset TypeMeta on what they encode: each watcher gets its own
 	// shallow copies (nested fields stay shared and are only read), made in
 	// the cache's watcher goroutine rather than in one more per watch.
+	// Watchers that see objects as stored share each live event's encoding
+	// instead (sharedEncoding hands its encoders shallow copies).
+	shared := q.View == nil
 	view := q.View
 	q.View = func(obj runtime.Object) runtime.Object {
 		if view != nil {
@@ -98,7 +102,11 @@ func (r watchCacheReader) Watch(ctx context.Context, q watchQuery) (watch.Interf
 		}
 		return shallowCopy(obj)
 	}
-	return r.cache.Watch(ctx, watchcache.WatchOptions(q))
+	return r.cache.Watch(ctx, watchcache.WatchOptions{
+		Namespace: q.Namespace, Label: q.Label, Field: q.Field,
+		ResourceVersion: q.ResourceVersion, SendInitialEvents: q.SendInitialEvents, AllowBookmarks: q.AllowBookmarks,
+		View: q.View, Shared: shared,
+	})
 }
 
 func shallowCopy(obj runtime.Object) runtime.Object {

@@ -55,9 +55,14 @@ type Config struct {
 	// FreshnessTimeout bounds how long a read waits for the cache to reach a
 	// requested revision before failing with 504 (default 3s, as kube-apiserver).
 	FreshnessTimeout time.Duration
-	Clock            clock.WithTicker // default: the real clock
-	Logger           *slog.Logger
-	Metrics          *Metrics // optional; shared by all caches on one registry
+	// Share, if set, wraps an event's object once for every watcher that
+	// asks for shared objects (WatchOptions.Shared): the API server wraps it
+	// in a runtime.CacheableObject, so that the event is encoded once per
+	// encoding instead of once per watcher.
+	Share   func(runtime.Object) runtime.Object
+	Clock   clock.WithTicker // default: the real clock
+	Logger  *slog.Logger
+	Metrics *Metrics // optional; shared by all caches on one registry
 }
 
 // ListOptions selects what List returns.
@@ -89,6 +94,11 @@ type WatchOptions struct {
 	// its argument but return it or a changed copy. It spares callers a
 	// goroutine per watch to do the same downstream.
 	View func(runtime.Object) runtime.Object
+	// Shared sends live events' objects as Config.Share wrapped them, one
+	// wrapper per event for all such watchers, instead of through View
+	// (which still maps the initial events and objects leaving the
+	// selection). Ignored without Config.Share.
+	Shared bool
 }
 
 // InitialEventsAnnotation marks the bookmark that ends a watch-list's initial events.

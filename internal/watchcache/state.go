@@ -51,6 +51,16 @@ type event struct {
 	// watchers the object leaves; built at most once, on first need.
 	prevOnce sync.Once
 	prevAtRV runtime.Object
+
+	// shared is cur's object as Config.Share wrapped it for the watchers
+	// that share objects; built at most once, on first need.
+	sharedOnce sync.Once
+	shared     runtime.Object
+}
+
+func (e *event) sharedObject(share func(runtime.Object) runtime.Object) runtime.Object {
+	e.sharedOnce.Do(func() { e.shared = share(e.cur.obj) })
+	return e.shared
 }
 
 func (e *event) prevObjectAtRV() runtime.Object {

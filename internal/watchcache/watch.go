@@ -20,6 +20,7 @@ type watcher struct {
 	key       indexKey
 	bookmarks bool
 	view      func(runtime.Object) runtime.Object // WatchOptions.View; nil: none
+	shared    bool                                // live events' objects through Config.Share
 	input     chan *event                         // filled by dispatch under Cache.mu, never blocking
 	result    chan watch.Event                    // what the client reads; closed when the goroutine ends
 	done      chan struct{}                       // closed to stop the goroutine
@@ -74,6 +75,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, 
 		key:       c.watchers.keyFor(f),
 		bookmarks: opts.AllowBookmarks && c.cfg.NewObject != nil,
 		view:      opts.View,
+		shared:    opts.Shared && c.cfg.Share != nil,
 		input:     make(chan *event, c.cfg.WatcherBuffer),
 		result:    make(chan watch.Event, min(c.cfg.WatcherBuffer, maxResultBuffer)),
 		done:      make(chan struct{}),
@@ -200,6 +202,10 @@ func (w *watcher) deliver(ctx context.Context, e *event) bool {
 	ev, ok := w.convert(e)
 	if !ok {
 		return true
+	}
+	if w.shared && ev.Type != watch.Bookmark && ev.Object == e.cur.obj {
+		ev.Object = e.sharedObject(w.c.cfg.Share)
+		return w.send(ctx, ev)
 	}
 	return w.send(ctx, w.present(ev))
 }

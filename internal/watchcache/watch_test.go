@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,5 +293,44 @@ func TestWatchViewMapsEveryObjectButBookmarks(t *testing.T) {
 	defer plain.Stop()
 	if got := nextEvents(t, plain, 1)[0]; got != "MODIFIED ns/a@"+rvs(rb)+" node=node-a" {
 		t.Fatalf("a watcher without a view sees %s: the view changed the shared object", got)
+	}
+}
+
+// TestSharedWatchersGetOneWrapperPerEvent: watchers that share objects get
+// the same Config.Share wrapper for an event, made once; a watcher with a
+// View of its own gets its view instead.
+func TestSharedWatchersGetOneWrapperPerEvent(t *testing.T) {
+	type wrapped struct{ runtime.Object }
+	var shares atomic.Int32
+	c, s := newPodCache(t, func(cfg *watchcache.Config) {
+		cfg.Share = func(obj runtime.Object) runtime.Object { shares.Add(1); return &wrapped{obj} }
+	})
+	ctx := context.Background()
+	var shared []watch.Interface
+	for range 2 {
+		w, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", Shared: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		shared = append(shared, w)
+	}
+	viewed, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", View: func(obj runtime.Object) runtime.Object { return obj.DeepCopyObject() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viewed.Stop()
+	createPod(t, s, pod("ns", "a", "n", nil))
+	first, second := <-shared[0].ResultChan(), <-shared[1].ResultChan()
+	if _, ok := first.Object.(*wrapped); !ok || first.Object != second.Object {
+		t.Fatalf("shared watchers got %T and %T, want one wrapper", first.Object, second.Object)
+	}
+	if ev := <-viewed.ResultChan(); ev.Type != watch.Added {
+		t.Fatalf("viewing watcher got %s", eventDesc(ev))
+	} else if _, ok := ev.Object.(*corev1.Pod); !ok {
+		t.Fatalf("viewing watcher got %T, want its view's *v1.Pod", ev.Object)
+	}
+	if n := shares.Load(); n != 1 {
+		t.Fatalf("Share called %d times for one event, want 1", n)
 	}
 }

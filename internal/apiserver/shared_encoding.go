@@ -1,0 +1,77 @@
+package apiserver
+
+import (
+	"bytes"
+	"io"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// sharedEncoding wraps one watch event's cached object for all watchers
+// that see it unchanged, so that it is encoded once per encoding: the
+// watch handler's encoders recognise runtime.CacheableObject and cache
+// whole encoded events in it, keyed by encoder, target and event type (as
+// kube-apiserver's watch cache does with its cachingObject). A pod event
+// otherwise was encoded for its node's agent, the scheduler, the node
+// authorizer's graph and node lifecycle one by one.
+type sharedEncoding struct {
+	obj runtime.Object // the cache's object: never modified
+
+	mu      sync.Mutex
+	encoded map[runtime.Identifier]*encodedForm
+}
+
+// encodedForm is one encoder's output, made once.
+type encodedForm struct {
+	once sync.Once
+	raw  []byte
+	err  error
+}
+
+var _ runtime.CacheableObject = (*sharedEncoding)(nil)
+
+func newSharedEncoding(obj runtime.Object) runtime.Object {
+	return &sharedEncoding{obj: obj}
+}
+
+// CacheEncode implements runtime.CacheableObject.
+func (s *sharedEncoding) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	form := s.form(id)
+	form.once.Do(func() {
+		var buf bytes.Buffer
+		form.err = encode(s.GetObject(), &buf)
+		form.raw = buf.Bytes()
+	})
+	if form.err != nil {
+		return form.err
+	}
+	_, err := w.Write(form.raw)
+	return err
+}
+
+func (s *sharedEncoding) form(id runtime.Identifier) *encodedForm {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.encoded == nil {
+		s.encoded = map[runtime.Identifier]*encodedForm{}
+	}
+	f, ok := s.encoded[id]
+	if !ok {
+		f = &encodedForm{}
+		s.encoded[id] = f
+	}
+	return f
+}
+
+// GetObject implements runtime.CacheableObject: a shallow copy, which the
+// encoders own (they set its TypeMeta; nested fields are only read).
+func (s *sharedEncoding) GetObject() runtime.Object { return shallowCopy(s.obj) }
+
+// GetObjectKind implements runtime.Object. The wrapper has no kind of its
+// own to set: encoders go through CacheEncode and set it on their copy.
+func (s *sharedEncoding) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (s *sharedEncoding) DeepCopyObject() runtime.Object { return s.obj.DeepCopyObject() }
