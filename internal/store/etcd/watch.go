@@ -63,7 +63,7 @@ func (s clientWatches) watch(ctx context.Context, prefix string, fromRevision in
 // convertWatchResponse maps one etcd response; final reports a terminal error.
 func convertWatchResponse(resp clientv3.WatchResponse) (store.WatchResult, bool) {
 	if resp.CompactRevision != 0 {
-		return store.WatchResult{Err: fmt.Errorf("%w: compacted at %d", store.ErrCompacted, resp.CompactRevision)}, true
+		return compactedResult(resp.CompactRevision), true
 	}
 	if err := resp.Err(); err != nil {
 		if errors.Is(err, rpctypes.ErrCompacted) {
@@ -76,20 +76,28 @@ func convertWatchResponse(resp clientv3.WatchResponse) (store.WatchResult, bool)
 	}
 	res := store.WatchResult{Events: make([]store.Event, 0, len(resp.Events))}
 	for _, ev := range resp.Events {
-		res.Events = append(res.Events, convertEvent(ev))
+		var prev []byte
+		if ev.PrevKv != nil {
+			prev = ev.PrevKv.Value
+		}
+		res.Events = append(res.Events, storeEvent((*mvccpb.Event)(ev), prev))
 		res.Revision = ev.Kv.ModRevision
 	}
 	return res, false
 }
 
-func convertEvent(ev *clientv3.Event) store.Event {
-	out := store.Event{KV: store.KV{Key: string(ev.Kv.Key), Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision}}
-	if ev.PrevKv != nil {
-		out.PrevValue = ev.PrevKv.Value
-	}
+// compactedResult ends a watch whose start was compacted away.
+func compactedResult(compactRevision int64) store.WatchResult {
+	return store.WatchResult{Err: fmt.Errorf("%w: compacted at %d", store.ErrCompacted, compactRevision)}
+}
+
+// storeEvent maps one etcd event whose previous value is prev (nil: none);
+// a delete carries the deleted value as its KV.Value.
+func storeEvent(ev *mvccpb.Event, prev []byte) store.Event {
+	out := store.Event{KV: store.KV{Key: string(ev.Kv.Key), Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision}, PrevValue: prev}
 	if ev.Type == mvccpb.DELETE {
 		out.Type = store.EventDelete
-		out.KV.Value = out.PrevValue
+		out.KV.Value = prev
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -92,7 +91,7 @@ func (m *memberWatches) follow(ctx context.Context, w *memberWatch, prefix strin
 				q.push(store.WatchResult{Err: fmt.Errorf("store watch %q: watch stream closed", prefix)})
 				continue
 			}
-			res, _ := m.convert(ctx, resp)
+			res := m.convert(ctx, resp)
 			if res.Err != nil {
 				res.Err = fmt.Errorf("store watch %q from %d: %w", prefix, fromRevision, res.Err)
 			}
@@ -156,27 +155,23 @@ func (q *resultQueue) pop() store.WatchResult {
 // convert maps one MVCC response; a compaction is a terminal error. Updates
 // and deletes get their previous value read at the revision before them,
 // as etcd's WithPrevKV does; a previous value compacted away is left out.
-func (m *memberWatches) convert(ctx context.Context, resp mvcc.WatchResponse) (store.WatchResult, bool) {
+func (m *memberWatches) convert(ctx context.Context, resp mvcc.WatchResponse) store.WatchResult {
 	if resp.CompactRevision != 0 {
-		return store.WatchResult{Err: fmt.Errorf("%w: compacted at %d", store.ErrCompacted, resp.CompactRevision)}, true
+		return compactedResult(resp.CompactRevision)
 	}
 	if len(resp.Events) == 0 {
-		return store.WatchResult{Revision: resp.Revision}, false
+		return store.WatchResult{Revision: resp.Revision}
 	}
 	res := store.WatchResult{Events: make([]store.Event, 0, len(resp.Events))}
 	for _, ev := range resp.Events {
-		out := store.Event{KV: store.KV{Key: string(ev.Kv.Key), Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision}}
+		var prev []byte
 		if ev.Type == mvccpb.DELETE || ev.Kv.CreateRevision != ev.Kv.ModRevision {
-			out.PrevValue = m.previousValue(ctx, ev.Kv)
+			prev = m.previousValue(ctx, ev.Kv)
 		}
-		if ev.Type == mvccpb.DELETE {
-			out.Type = store.EventDelete
-			out.KV.Value = out.PrevValue
-		}
-		res.Events = append(res.Events, out)
+		res.Events = append(res.Events, storeEvent(ev, prev))
 		res.Revision = ev.Kv.ModRevision
 	}
-	return res, false
+	return res
 }
 
 func (m *memberWatches) previousValue(ctx context.Context, kv *mvccpb.KeyValue) []byte {
@@ -192,7 +187,7 @@ func (m *memberWatches) previousValue(ctx context.Context, kv *mvccpb.KeyValue) 
 func (m *memberWatches) requestProgress(_ context.Context, prefix string) error {
 	select {
 	case <-m.stopped:
-		return fmt.Errorf("store request progress for %q: %w", prefix, errors.New("store closed"))
+		return fmt.Errorf("store request progress for %q: store closed", prefix)
 	default:
 	}
 	m.mu.Lock()
