@@ -64,12 +64,8 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	defer w.close()
 
 	log.Info("creating pods", "pods", s.pods, "clients", s.clients)
-	profiled := make(chan struct{})
-	if profileDir != "" && t.name == "berth" {
-		go func() { defer close(profiled); profileDuring(ctx, t.config, profileDir, s.name, log) }()
-	} else {
-		close(profiled)
-	}
+	prof := newProfiler(t, profileDir, s.name, log)
+	profiled := prof.createPhase(ctx)
 	create := createPods(ctx, clients, w, s)
 	<-profiled
 	if err := create.check("create pods", log); err != nil {
@@ -87,9 +83,7 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	if r.memLoaded, err = t.memory(); err != nil {
 		return nil, err
 	}
-	if profileDir != "" && t.name == "berth" {
-		saveHeapProfile(ctx, t.config, profileDir, s.name, log)
-	}
+	prof.heap(ctx)
 
 	log.Info("patching pod status")
 	status := patchPodStatuses(ctx, clients, s.pods)

@@ -13,57 +13,76 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// profileDuring saves a CPU profile and then an execution trace of berth
-// while the create phase runs (-profile-dir; berth is started with
-// --profiling, which serves /debug/pprof/ to admins). It returns once both
-// are written or ctx ends; errors are logged, since a profile is an aid to
-// the reader and never a figure of the report.
-func profileDuring(ctx context.Context, cfg *rest.Config, dir, shape string, log *slog.Logger) {
-	client, err := rest.HTTPClientFor(cfg)
+// profiler saves berth's pprof profiles (-profile-dir; berth is started
+// with --profiling, which serves /debug/pprof/ to admins). Failures are
+// logged, since a profile is an aid to the reader and never a figure of
+// the report. A nil profiler saves nothing.
+type profiler struct {
+	client *http.Client
+	host   string
+	dir    string
+	prefix string // shape and server, e.g. "large-berth-"
+	log    *slog.Logger
+}
+
+// newProfiler profiles t into dir, or returns nil when dir is empty or t is
+// not berth (the peer serves no profiles to the bench).
+func newProfiler(t *target, dir, shape string, log *slog.Logger) *profiler {
+	if dir == "" || t.name != "berth" {
+		return nil
+	}
+	client, err := rest.HTTPClientFor(t.config)
 	if err != nil {
 		log.Warn("profile: no client", "err", err)
-		return
+		return nil
 	}
-	select {
-	case <-time.After(2 * time.Second): // past the first creates' warm-up
-	case <-ctx.Done():
-		return
+	return &profiler{client: client, host: t.config.Host, dir: dir, prefix: shape + "-berth-", log: log}
+}
+
+// createPhase saves a CPU profile and then an execution trace while pods
+// are created, starting past the first creates' warm-up. The returned
+// channel closes once both are written or ctx ends.
+func (p *profiler) createPhase(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if p == nil {
+		close(done)
+		return done
 	}
-	for _, p := range []struct{ name, query string }{
-		{"cpu.pprof", "profile?seconds=5"},
-		{"trace.out", "trace?seconds=2"},
-	} {
-		path := filepath.Join(dir, shape+"-berth-"+p.name)
-		if err := fetchTo(ctx, client, cfg.Host+"/debug/pprof/"+p.query, path); err != nil {
-			log.Warn("profile: fetch failed", "what", p.name, "err", err)
-			continue
+	go func() {
+		defer close(done)
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return
 		}
-		log.Info("profile saved", "path", path)
+		p.save(ctx, "cpu.pprof", "profile?seconds=5")
+		p.save(ctx, "trace.out", "trace?seconds=2")
+	}()
+	return done
+}
+
+// heap saves the heap profile, to show what the loaded memory holds.
+func (p *profiler) heap(ctx context.Context) {
+	if p != nil {
+		p.save(ctx, "heap.pprof", "heap")
 	}
 }
 
-// saveHeapProfile saves berth's heap profile (-profile-dir) as the
-// loaded RSS is read, to show what the memory holds.
-func saveHeapProfile(ctx context.Context, cfg *rest.Config, dir, shape string, log *slog.Logger) {
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		log.Warn("profile: no client", "err", err)
+func (p *profiler) save(ctx context.Context, name, query string) {
+	path := filepath.Join(p.dir, p.prefix+name)
+	if err := p.fetchTo(ctx, p.host+"/debug/pprof/"+query, path); err != nil {
+		p.log.Warn("profile: fetch failed", "what", name, "err", err)
 		return
 	}
-	path := filepath.Join(dir, shape+"-berth-heap.pprof")
-	if err := fetchTo(ctx, client, cfg.Host+"/debug/pprof/heap", path); err != nil {
-		log.Warn("profile: fetch failed", "what", "heap", "err", err)
-		return
-	}
-	log.Info("profile saved", "path", path)
+	p.log.Info("profile saved", "path", path)
 }
 
-func fetchTo(ctx context.Context, client *http.Client, url, path string) error {
+func (p *profiler) fetchTo(ctx context.Context, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return err
 	}
