@@ -152,7 +152,7 @@ func graphPod(pod *corev1.Pod) *corev1.Pod {
 	out.Spec.ImagePullSecrets = pod.Spec.ImagePullSecrets
 	out.Spec.Volumes = pod.Spec.Volumes
 	for _, c := range allContainers(pod) {
-		if len(c.EnvFrom) == 0 && !hasEnvFrom(c.Env) {
+		if len(c.EnvFrom) == 0 && !hasValueFrom(c.Env) {
 			continue
 		}
 		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Env: c.Env, EnvFrom: c.EnvFrom})
@@ -160,7 +160,7 @@ func graphPod(pod *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-func hasEnvFrom(env []corev1.EnvVar) bool {
+func hasValueFrom(env []corev1.EnvVar) bool {
 	for _, e := range env {
 		if e.ValueFrom != nil {
 			return true
