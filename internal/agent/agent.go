@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -56,6 +57,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}
 	restCfg.UserAgent = "berth-agent/" + version.Get().Version
+	// Protobuf for every request, as the kubelet's --kube-api-content-type
+	// defaults to: client-go's typed clients otherwise send JSON wherever a
+	// method builds its own request.
+	restCfg.ContentType = runtime.ContentTypeProtobuf
 	// The kubelet's defaults: client-go's own (5/s, burst 10) made a burst
 	// of pod starts wait seconds in the client for their status patches.
 	restCfg.QPS, restCfg.Burst = agentQPS, agentBurst

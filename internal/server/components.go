@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -123,5 +124,10 @@ func loopbackConfig(cfg Config, cluster *pki.Cluster, id pki.Identity) (*rest.Co
 		return nil, fmt.Errorf("%s client: %w", id.CommonName, err)
 	}
 	restCfg.QPS, restCfg.Burst = 5000, 10000 // in-process peers; the server applies its own limits
+	// Protobuf for every request, as kube-scheduler's and
+	// kube-controller-manager's --kube-api-content-type default: client-go's
+	// typed clients otherwise send JSON wherever a method builds its own
+	// request (a pod's binding, for one).
+	restCfg.ContentType = runtime.ContentTypeProtobuf
 	return restCfg, nil
 }
