@@ -55,7 +55,8 @@ func (v nodeViews) At(i int) nodeView { return v[i] }
 
 // schedule filters the nodes pod fits, starting at offset (rotated by the
 // caller so every node gets its turn), and picks the best-scoring one.
-func schedule(pod *v1.Pod, nodes nodeList, offset int) decision {
+// interPod is the pod's inter-pod (anti-)affinity check (nil: none applies).
+func schedule(pod *v1.Pod, nodes nodeList, interPod *interPodCheck, offset int) decision {
 	total := nodes.Len()
 	d := decision{numNodes: total, reasons: map[string]int{}}
 	prepared := fit.NewPod(pod)
@@ -66,7 +67,7 @@ func schedule(pod *v1.Pod, nodes nodeList, offset int) decision {
 	for i := range total {
 		at := (offset + i) % total
 		n := nodes.At(at)
-		reasons := filter(pod, prepared, n)
+		reasons := filter(pod, prepared, interPod, n)
 		if len(reasons) == 0 {
 			maxGroup = max(maxGroup, n.group)
 			if feasible = append(feasible, at); len(feasible) == want {
@@ -95,8 +96,9 @@ func schedule(pod *v1.Pod, nodes nodeList, offset int) decision {
 	return d
 }
 
-// filter returns why pod cannot go to n (nil: it can).
-func filter(pod *v1.Pod, prepared *fit.Pod, n nodeView) []string {
+// filter returns why pod cannot go to n (nil: it can). Inter-pod affinity
+// is judged last, as kube-scheduler's filters run, and only where the rest fit.
+func filter(pod *v1.Pod, prepared *fit.Pod, interPod *interPodCheck, n nodeView) []string {
 	node := n.node.Node
 	if node.Spec.Unschedulable && !tolerates(pod, taintUnschedulable, v1.TaintEffectNoSchedule) {
 		return []string{"node(s) were unschedulable"}
@@ -107,6 +109,11 @@ func filter(pod *v1.Pod, prepared *fit.Pod, n nodeView) []string {
 	var reasons []string
 	for _, f := range prepared.Fits(n.node, n.usage) {
 		reasons = append(reasons, f.Reason)
+	}
+	if len(reasons) == 0 {
+		if r := interPod.reason(node); r != "" {
+			reasons = append(reasons, r)
+		}
 	}
 	return reasons
 }

@@ -76,7 +76,7 @@ func TestScheduleFiltersAndScores(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := schedule(tc.pod, tc.nodes, 0).node; got != tc.want {
+			if got := schedule(tc.pod, tc.nodes, nil, 0).node; got != tc.want {
 				t.Errorf("scheduled to %q, want %q", got, tc.want)
 			}
 		})
@@ -92,7 +92,7 @@ func TestUnschedulableMessageAggregatesReasons(t *testing.T) {
 		view(testNode("b", "2", "4Gi"), 0),
 		view(testNode("c", "8", "8Gi", taint), 0),
 		view(testNode("d", "8", "8Gi", notReady), 0),
-	}, 0)
+	}, nil, 0)
 	want := "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, " +
 		"1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient cpu."
 	if d.node != "" || d.message() != want {
@@ -106,7 +106,7 @@ func TestUnschedulableMessageAggregatesReasons(t *testing.T) {
 // snapshot copies what a scheduling cycle would see.
 func (c *clusterCache) snapshot(group string) nodeViews {
 	var out nodeViews
-	c.withNodes(group, func(l nodeList) {
+	c.withNodes(group, func(l nodeList, _ placedPods) {
 		for i := range l.Len() {
 			out = append(out, l.At(i))
 		}
@@ -186,7 +186,7 @@ func BenchmarkSchedule1000Nodes(b *testing.B) {
 	pod := testPod("p", "100m", "128Mi")
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if schedule(pod, nodes, i).node == "" {
+		if schedule(pod, nodes, nil, i).node == "" {
 			b.Fatal("no node")
 		}
 	}

@@ -33,10 +33,14 @@ type clusterCache struct {
 	listed  []*nodeState
 	podNode map[types.UID]string // where each counted pod is, assumed or bound
 	assumed map[types.UID]bool
+	// withAnti holds the counted pods with required pod anti-affinity: every
+	// cycle checks them, so they are kept apart from the rest.
+	withAnti map[types.UID]*v1.Pod
 }
 
 func newCache() *clusterCache {
-	return &clusterCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, assumed: map[types.UID]bool{}}
+	return &clusterCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, assumed: map[types.UID]bool{},
+		withAnti: map[types.UID]*v1.Pod{}}
 }
 
 func (c *clusterCache) stateLocked(name string) *nodeState {
@@ -131,6 +135,9 @@ func (c *clusterCache) addLocked(p *v1.Pod, node string) {
 	s.usage = s.usage.Add(p)
 	s.groups[spreadGroup(p)]++
 	c.podNode[p.UID] = node
+	if len(requiredAntiAffinity(p)) > 0 {
+		c.withAnti[p.UID] = p
+	}
 }
 
 func (c *clusterCache) removeLocked(uid types.UID) {
@@ -140,6 +147,7 @@ func (c *clusterCache) removeLocked(uid types.UID) {
 		return
 	}
 	delete(c.podNode, uid)
+	delete(c.withAnti, uid)
 	s := c.nodes[node]
 	if p, ok := s.pods[uid]; ok {
 		s.usage = s.usage.Remove(p)
@@ -163,14 +171,45 @@ type nodeView struct {
 	group int
 }
 
-// withNodes runs fn over every known node, counting pods of group, under
-// the cache's read lock. A cycle reads the live state rather than a copy:
-// copying 1000 nodes for every pod was most of the scheduler's CPU time.
-// fn must not keep the list or call back into the cache.
-func (c *clusterCache) withNodes(group string, fn func(nodeList)) {
+// withNodes runs fn over every known node, counting pods of group, and the
+// counted pods, under the cache's read lock. A cycle reads the live state
+// rather than a copy: copying 1000 nodes for every pod was most of the
+// scheduler's CPU time. fn must not keep the list or the pods or call back
+// into the cache.
+func (c *clusterCache) withNodes(group string, fn func(nodeList, placedPods)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	fn(liveNodes{states: c.listed, group: group})
+	fn(liveNodes{states: c.listed, group: group}, placedPods{c})
+}
+
+// placedPods reads the cache's counted pods; valid only under its lock.
+type placedPods struct{ c *clusterCache }
+
+// all yields every counted pod with its node.
+func (p placedPods) all(yield func(placedPod) bool) {
+	for _, s := range p.c.nodes {
+		for _, pod := range s.pods {
+			if !yield(placedPod{pod: pod, node: s.nodeObject()}) {
+				return
+			}
+		}
+	}
+}
+
+// withAntiAffinity yields the counted pods with required anti-affinity.
+func (p placedPods) withAntiAffinity(yield func(placedPod) bool) {
+	for uid, pod := range p.c.withAnti {
+		if !yield(placedPod{pod: pod, node: p.c.nodes[p.c.podNode[uid]].nodeObject()}) {
+			return
+		}
+	}
+}
+
+func (s *nodeState) nodeObject() *v1.Node {
+	if s == nil || s.node == nil {
+		return nil
+	}
+	return s.node.Node
 }
 
 // liveNodes is the cache's nodeList; valid only under the cache's lock.

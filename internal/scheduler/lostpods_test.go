@@ -170,7 +170,7 @@ func TestFailedAssumptionKeepsAPodObservedBound(t *testing.T) {
 		t.Fatal("the pod bound to b is no longer counted anywhere")
 	}
 	var usedOnB int64
-	c.withNodes("", func(nodes nodeList) {
+	c.withNodes("", func(nodes nodeList, _ placedPods) {
 		for i := range nodes.Len() {
 			if v := nodes.At(i); v.node.Node.Name == "b" {
 				usedOnB = v.usage.Requested.MilliCPU
@@ -193,7 +193,7 @@ func TestChangeDuringACycleRetriesThePodItJudged(t *testing.T) {
 
 	seen := s.clusterGeneration() // the cycle starts
 	s.retryUnschedulable()        // a node is added meanwhile
-	s.waitForClusterChange(key, seen, "0/1 nodes are available")
+	s.waitForClusterChange(key, seen, false, "0/1 nodes are available")
 
 	s.mu.Lock()
 	_, parked := s.unschedulable[key]
@@ -223,7 +223,7 @@ func TestUnschedulablePodWaitsForAClusterChange(t *testing.T) {
 	defer s.queue.shutDown()
 	const key = "default/p"
 
-	s.waitForClusterChange(key, s.clusterGeneration(), "0/1 nodes are available")
+	s.waitForClusterChange(key, s.clusterGeneration(), false, "0/1 nodes are available")
 	s.mu.Lock()
 	_, parked := s.unschedulable[key]
 	s.mu.Unlock()

@@ -41,10 +41,19 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 	s.offset++
 	changes := s.clusterGeneration()
 	var dec decision
-	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList) { dec = schedule(pod, nodes, s.offset) })
+	var termErr error
+	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList, placed placedPods) {
+		var interPod *interPodCheck
+		if interPod, termErr = newInterPodCheck(pod, placed.all, placed.withAntiAffinity, s.namespaceLabels); termErr == nil {
+			dec = schedule(pod, nodes, interPod, s.offset)
+		}
+	})
 	if dec.node == "" {
 		msg := dec.message()
-		s.waitForClusterChange(d.key, changes, msg)
+		if termErr != nil {
+			msg = termErr.Error()
+		}
+		s.waitForClusterChange(d.key, changes, waitsForPods(pod), msg)
 		return followUp{run: func(ctx context.Context) { s.recordUnschedulable(ctx, d.key, pod, msg) }}
 	}
 	if !s.cache.assume(pod, dec.node) {
@@ -57,13 +66,17 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 
 // waitForClusterChange parks a pod that fits nowhere until a cluster event
 // (or the periodic retry) may let it fit; if such an event came after the
-// cycle read clusterChanges, its retry has passed this pod by, so the pod
-// goes round again after its back-off instead.
-func (s *Scheduler) waitForClusterChange(key string, seenChanges uint64, msg string) {
+// cycle read the generation, its retry has passed this pod by, so the pod
+// goes round again after its back-off instead. A pod that waitsForPods
+// also waits for pods to be placed.
+func (s *Scheduler) waitForClusterChange(key string, seen generation, waitsForPods bool, msg string) {
 	s.mu.Lock()
-	missed := s.clusterChanges != seenChanges
+	missed := s.clusterChanges != seen.cluster || (waitsForPods && s.podChanges != seen.pods)
 	if !missed {
 		s.unschedulable[key] = struct{}{}
+		if waitsForPods {
+			s.podWaiters[key] = struct{}{}
+		}
 	}
 	s.mu.Unlock()
 	if missed {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -59,13 +60,15 @@ type Config struct {
 
 // Scheduler is one scheduler instance; several may run against one cluster.
 type Scheduler struct {
-	cfg      Config
-	log      *slog.Logger
-	cache    *clusterCache
-	queue    *podQueue
-	pods     corelisters.PodLister
-	factory  informers.SharedInformerFactory
-	recorder events.EventRecorder
+	cfg   Config
+	log   *slog.Logger
+	cache *clusterCache
+	queue *podQueue
+	pods  corelisters.PodLister
+	// namespaces resolves affinity terms that select namespaces by label.
+	namespaces corelisters.NamespaceLister
+	factory    informers.SharedInformerFactory
+	recorder   events.EventRecorder
 
 	mu            sync.Mutex
 	unschedulable map[string]struct{}
@@ -75,6 +78,10 @@ type Scheduler struct {
 	// instead of waiting for the next event or unschedulableRetry: what
 	// kube-scheduler's moveRequestCycle does.
 	clusterChanges uint64
+	// podWaiters are the parked pods that require pod affinity: a pod
+	// placed anywhere may let them fit, which podChanges counts.
+	podWaiters map[string]struct{}
+	podChanges uint64
 
 	// offset rotates where each cycle starts filtering (used only by Run's loop).
 	offset int
@@ -98,6 +105,8 @@ func New(cfg Config) *Scheduler {
 		cache:         newCache(),
 		queue:         newPodQueue(),
 		pods:          factory.Core().V1().Pods().Lister(),
+		namespaces:    factory.Core().V1().Namespaces().Lister(),
+		podWaiters:    map[string]struct{}{},
 		factory:       factory,
 		unschedulable: map[string]struct{}{},
 	}
@@ -191,7 +200,8 @@ func (s *Scheduler) registerHandlers() ([]cache.InformerSynced, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: node handler: %w", err)
 	}
-	return []cache.InformerSynced{pods.HasSynced, nodes.HasSynced}, nil
+	namespaces := s.factory.Core().V1().Namespaces().Informer()
+	return []cache.InformerSynced{pods.HasSynced, nodes.HasSynced, namespaces.HasSynced}, nil
 }
 
 func (s *Scheduler) onPod(pod *v1.Pod) {
@@ -200,6 +210,8 @@ func (s *Scheduler) onPod(pod *v1.Pod) {
 		s.cache.observePod(pod)
 		if wasCounted && !counts(pod) {
 			s.retryUnschedulable() // a finished pod freed room
+		} else if counts(pod) {
+			s.retryPodWaiters() // a placed pod may be what one requires
 		}
 		return
 	}
@@ -219,6 +231,7 @@ func (s *Scheduler) retryUnschedulable() {
 	s.mu.Lock()
 	keys := s.unschedulable
 	s.unschedulable = map[string]struct{}{}
+	s.podWaiters = map[string]struct{}{}
 	s.clusterChanges++
 	s.mu.Unlock()
 	for k := range keys {
@@ -226,12 +239,47 @@ func (s *Scheduler) retryUnschedulable() {
 	}
 }
 
+// retryPodWaiters moves the parked pods that require pod affinity back
+// into the queue: a pod was placed or relabelled, and may be what they need.
+func (s *Scheduler) retryPodWaiters() {
+	s.mu.Lock()
+	s.podChanges++
+	if len(s.podWaiters) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	keys := s.podWaiters
+	s.podWaiters = map[string]struct{}{}
+	for k := range keys {
+		delete(s.unschedulable, k)
+	}
+	s.mu.Unlock()
+	for k := range keys {
+		s.queue.addRateLimited(k)
+	}
+}
+
+// generation counts the events that may let a parked pod fit.
+type generation struct{ cluster, pods uint64 }
+
 // clusterGeneration is read by a cycle before it looks at the cache (the
 // handlers update the cache before counting the change).
-func (s *Scheduler) clusterGeneration() uint64 {
+func (s *Scheduler) clusterGeneration() generation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.clusterChanges
+	return generation{cluster: s.clusterChanges, pods: s.podChanges}
+}
+
+// waitsForPods reports whether pod requires pods placed somewhere.
+func waitsForPods(pod *v1.Pod) bool { return len(requiredAffinity(pod)) > 0 }
+
+// namespaceLabels is the labels of namespace name as the informer last saw them.
+func (s *Scheduler) namespaceLabels(name string) labels.Set {
+	ns, err := s.namespaces.Get(name)
+	if err != nil {
+		return nil
+	}
+	return ns.Labels
 }
 
 func keyOf(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
