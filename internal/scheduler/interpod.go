@@ -160,6 +160,9 @@ func newInterPodCheck(pod *v1.Pod, placed func(yield func(placedPod) bool), with
 	if err != nil {
 		return nil, err
 	}
+	if len(affinity) == 0 && len(anti) == 0 && isEmpty(withAnti) {
+		return nil, nil // the common case, without allocating a thing
+	}
 	c := &interPodCheck{affinity: affinity, anti: anti,
 		affinityPairs: map[topologyPair]int{}, antiPairs: map[topologyPair]int{}, refusedPairs: map[topologyPair]int{}, refusedKeys: sets.New[string]()}
 	for p := range withAnti {
@@ -177,6 +180,13 @@ func newInterPodCheck(pod *v1.Pod, placed func(yield func(placedPod) bool), with
 	}
 	c.selfMatch = len(c.affinityPairs) == 0 && matchesAll(affinity, pod, nsLabels)
 	return c, nil
+}
+
+func isEmpty(pods func(yield func(placedPod) bool)) bool {
+	for range pods {
+		return false
+	}
+	return true
 }
 
 // countRefusals records the domains where placed p's anti-affinity selects pod.
