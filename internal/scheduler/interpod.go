@@ -228,24 +228,24 @@ func (c *interPodCheck) countMatches(p placedPod, nsLabels namespaceLabels) {
 }
 
 // reason says why the pod cannot go to node ("" when it can), in
-// kube-scheduler's order: placed pods' anti-affinity, then the pod's own
-// anti-affinity, then its affinity.
+// kube-scheduler's order: the pod's affinity, its anti-affinity, then the
+// anti-affinity of pods already placed.
 func (c *interPodCheck) reason(node *v1.Node) string {
 	if c == nil {
 		return ""
 	}
-	for key := range c.refusedKeys {
-		if value, ok := node.Labels[key]; ok && c.refusedPairs[topologyPair{key, value}] > 0 {
-			return reasonExistingAntiAffinity
-		}
+	if !c.satisfiesAffinity(node) {
+		return reasonPodAffinity
 	}
 	for i := range c.anti {
 		if value, ok := node.Labels[c.anti[i].topologyKey]; ok && c.antiPairs[topologyPair{c.anti[i].topologyKey, value}] > 0 {
 			return reasonPodAntiAffinity
 		}
 	}
-	if !c.satisfiesAffinity(node) {
-		return reasonPodAffinity
+	for key := range c.refusedKeys {
+		if value, ok := node.Labels[key]; ok && c.refusedPairs[topologyPair{key, value}] > 0 {
+			return reasonExistingAntiAffinity
+		}
 	}
 	return ""
 }
