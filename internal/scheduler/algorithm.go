@@ -83,10 +83,14 @@ func schedule(pod *v1.Pod, nodes nodeList, interPod *interPodCheck, offset int) 
 		return d
 	}
 	requests := fit.PodRequests(pod)
+	preferences := interPod.preferenceScores(nodes, feasible)
 	best, bestScore := "", int64(-1)
-	for _, at := range feasible {
+	for i, at := range feasible {
 		n := nodes.At(at)
 		s := score(requests, n, maxGroup)
+		if preferences != nil {
+			s += interPodWeight * preferences[i]
+		}
 		// Ties go to the lexically smallest name, so decisions are reproducible.
 		if s > bestScore || (s == bestScore && n.node.Node.Name < best) {
 			best, bestScore = n.node.Node.Name, s
@@ -137,7 +141,12 @@ func tolerates(pod *v1.Pod, key string, effect v1.TaintEffect) bool {
 	return false
 }
 
-// Score weights, out of 100 each: kube-scheduler's defaults weigh
+// interPodWeight is how much InterPodAffinity's preference score (out of
+// 100) counts against each of score's: twice, as in kube-scheduler's
+// default profile.
+const interPodWeight = 2
+
+// score weighs, out of 100 each: kube-scheduler's defaults weigh
 // NodeResourcesFit (least allocated) and BalancedAllocation equally, and
 // spreading pods of one group likewise.
 func score(want fit.Resources, n nodeView, maxGroup int) int64 {

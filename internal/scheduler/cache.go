@@ -33,14 +33,14 @@ type clusterCache struct {
 	listed  []*nodeState
 	podNode map[types.UID]string // where each counted pod is, assumed or bound
 	assumed map[types.UID]bool
-	// withAnti holds the counted pods with required pod anti-affinity: every
+	// withTerms holds the counted pods with any pod (anti-)affinity term: every
 	// cycle checks them, so they are kept apart from the rest.
-	withAnti map[types.UID]*v1.Pod
+	withTerms map[types.UID]*v1.Pod
 }
 
 func newCache() *clusterCache {
 	return &clusterCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, assumed: map[types.UID]bool{},
-		withAnti: map[types.UID]*v1.Pod{}}
+		withTerms: map[types.UID]*v1.Pod{}}
 }
 
 func (c *clusterCache) stateLocked(name string) *nodeState {
@@ -135,8 +135,8 @@ func (c *clusterCache) addLocked(p *v1.Pod, node string) {
 	s.usage = s.usage.Add(p)
 	s.groups[spreadGroup(p)]++
 	c.podNode[p.UID] = node
-	if len(requiredAntiAffinity(p)) > 0 {
-		c.withAnti[p.UID] = p
+	if hasAffinityTerms(p) {
+		c.withTerms[p.UID] = p
 	}
 }
 
@@ -147,7 +147,7 @@ func (c *clusterCache) removeLocked(uid types.UID) {
 		return
 	}
 	delete(c.podNode, uid)
-	delete(c.withAnti, uid)
+	delete(c.withTerms, uid)
 	s := c.nodes[node]
 	if p, ok := s.pods[uid]; ok {
 		s.usage = s.usage.Remove(p)
@@ -196,9 +196,9 @@ func (p placedPods) all(yield func(placedPod) bool) {
 	}
 }
 
-// withAntiAffinity yields the counted pods with required anti-affinity.
-func (p placedPods) withAntiAffinity(yield func(placedPod) bool) {
-	for uid, pod := range p.c.withAnti {
+// withAffinityTerms yields the counted pods with any pod (anti-)affinity term.
+func (p placedPods) withAffinityTerms(yield func(placedPod) bool) {
+	for uid, pod := range p.c.withTerms {
 		if !yield(placedPod{pod: pod, node: p.c.nodes[p.c.podNode[uid]].nodeObject()}) {
 			return
 		}

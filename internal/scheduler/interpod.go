@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,8 +120,94 @@ func requiredAntiAffinity(p *v1.Pod) []v1.PodAffinityTerm {
 	return nil
 }
 
+func preferredAffinity(p *v1.Pod) []v1.WeightedPodAffinityTerm {
+	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		return a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func preferredAntiAffinity(p *v1.Pod) []v1.WeightedPodAffinityTerm {
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		return a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func hasAffinityTerms(p *v1.Pod) bool {
+	return len(requiredAffinity(p)) > 0 || len(requiredAntiAffinity(p)) > 0 ||
+		len(preferredAffinity(p)) > 0 || len(preferredAntiAffinity(p)) > 0
+}
+
+// weightedTerm is a preferred term with its weight, negative for anti-affinity.
+type weightedTerm struct {
+	affinityTerm
+	weight int64
+}
+
+// preferredTerms resolves owner's preferred affinity (weights as given) and
+// anti-affinity (weights negated) terms.
+func preferredTerms(owner *v1.Pod) ([]weightedTerm, error) {
+	out, err := appendWeighted(nil, owner, preferredAffinity(owner), 1)
+	if err != nil {
+		return nil, err
+	}
+	return appendWeighted(out, owner, preferredAntiAffinity(owner), -1)
+}
+
+func appendWeighted(out []weightedTerm, owner *v1.Pod, weighted []v1.WeightedPodAffinityTerm, sign int64) ([]weightedTerm, error) {
+	for i := range weighted {
+		terms, err := requiredTerms(owner, []v1.PodAffinityTerm{weighted[i].PodAffinityTerm})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, weightedTerm{terms[0], sign * int64(weighted[i].Weight)})
+	}
+	return out, nil
+}
+
+// hardAffinityWeight is how much a placed pod's required affinity for the
+// pod being scheduled counts in scoring: kube-scheduler's default
+// hardPodAffinityWeight.
+const hardAffinityWeight = 1
+
 // topologyPair is one topology domain: the nodes whose label key has value.
 type topologyPair struct{ key, value string }
+
+// domainCounts counts something per topology domain, and knows the keys it has seen.
+type domainCounts struct {
+	counts map[topologyPair]int64
+	keys   sets.Set[string]
+}
+
+func newDomainCounts() domainCounts {
+	return domainCounts{counts: map[topologyPair]int64{}, keys: sets.New[string]()}
+}
+
+// add counts n in the domain of node the key names, if node has that label.
+func (d domainCounts) add(key string, node *v1.Node, n int64) {
+	if value, ok := node.Labels[key]; ok {
+		d.counts[topologyPair{key, value}] += n
+		d.keys.Insert(key)
+	}
+}
+
+// at is the count in node's domain of key.
+func (d domainCounts) at(key string, node *v1.Node) int64 {
+	if value, ok := node.Labels[key]; ok {
+		return d.counts[topologyPair{key, value}]
+	}
+	return 0
+}
+
+// sum adds up node's domains of every key seen.
+func (d domainCounts) sum(node *v1.Node) int64 {
+	var total int64
+	for key := range d.keys {
+		total += d.at(key, node)
+	}
+	return total
+}
 
 // placedPod is a pod counted on a node, as inter-pod checks see it.
 type placedPod struct {
@@ -128,19 +215,25 @@ type placedPod struct {
 	node *v1.Node // nil while the node's object is unknown
 }
 
-// interPodCheck is kube-scheduler's InterPodAffinity filter for one pod in
-// one cycle: the topology domains where pods it requires, or pods it
-// refuses, run, and the domains where pods already placed refuse it.
+// interPodCheck is kube-scheduler's InterPodAffinity filter and score for
+// one pod in one cycle: the topology domains where pods it requires, or pods
+// it refuses, run; the domains where pods already placed refuse it; and the
+// weights of the preferences met in each domain.
 type interPodCheck struct {
 	affinity, anti []affinityTerm
+	preferred      []weightedTerm
 	// affinityPairs counts, per domain of an affinity term, the pods there
 	// that match all of the pod's affinity terms.
-	affinityPairs map[topologyPair]int
-	antiPairs     map[topologyPair]int
+	affinityPairs domainCounts
+	antiPairs     domainCounts
 	// refusedPairs are the domains where a placed pod's required
 	// anti-affinity selects the pod being scheduled.
-	refusedPairs map[topologyPair]int
-	refusedKeys  sets.Set[string] // the keys of refusedPairs
+	refusedPairs domainCounts
+	// preference sums, per domain, the weights of the preferred terms met
+	// there: the pod's own, by the placed pods they select, and the placed
+	// pods', where they select the pod (their required affinity counting
+	// hardAffinityWeight).
+	preference domainCounts
 	// selfMatch lets the first pod of a group that requires its own kind
 	// land anywhere the topology exists: no pod matches its terms yet, and
 	// it matches them itself.
@@ -148,10 +241,10 @@ type interPodCheck struct {
 }
 
 // newInterPodCheck builds the check for pod over the placed pods. placed
-// lists every counted pod; withAnti only those with required anti-affinity
-// (the only placed pods that matter when pod itself has no terms). It
-// returns nil when nothing constrains pod.
-func newInterPodCheck(pod *v1.Pod, placed func(yield func(placedPod) bool), withAnti func(yield func(placedPod) bool), nsLabels namespaceLabels) (*interPodCheck, error) {
+// lists every counted pod; withTerms only those with pod (anti-)affinity
+// terms (the only placed pods that matter when pod itself has none). It
+// returns nil when nothing concerns pod.
+func newInterPodCheck(pod *v1.Pod, placed, withTerms func(yield func(placedPod) bool), nsLabels namespaceLabels) (*interPodCheck, error) {
 	affinity, err := requiredTerms(pod, requiredAffinity(pod))
 	if err != nil {
 		return nil, err
@@ -160,25 +253,27 @@ func newInterPodCheck(pod *v1.Pod, placed func(yield func(placedPod) bool), with
 	if err != nil {
 		return nil, err
 	}
-	if len(affinity) == 0 && len(anti) == 0 && isEmpty(withAnti) {
+	preferred, err := preferredTerms(pod)
+	if err != nil {
+		return nil, err
+	}
+	ownTerms := len(affinity) > 0 || len(anti) > 0 || len(preferred) > 0
+	if !ownTerms && isEmpty(withTerms) {
 		return nil, nil // the common case, without allocating a thing
 	}
-	c := &interPodCheck{affinity: affinity, anti: anti,
-		affinityPairs: map[topologyPair]int{}, antiPairs: map[topologyPair]int{}, refusedPairs: map[topologyPair]int{}, refusedKeys: sets.New[string]()}
-	for p := range withAnti {
-		if err := c.countRefusals(pod, p, nsLabels); err != nil {
+	c := &interPodCheck{affinity: affinity, anti: anti, preferred: preferred,
+		affinityPairs: newDomainCounts(), antiPairs: newDomainCounts(), refusedPairs: newDomainCounts(), preference: newDomainCounts()}
+	for p := range withTerms {
+		if err := c.countPlacedTerms(pod, p, nsLabels); err != nil {
 			return nil, err
 		}
 	}
-	if len(affinity) > 0 || len(anti) > 0 {
+	if ownTerms {
 		for p := range placed {
 			c.countMatches(p, nsLabels)
 		}
 	}
-	if len(affinity) == 0 && len(anti) == 0 && len(c.refusedPairs) == 0 {
-		return nil, nil
-	}
-	c.selfMatch = len(c.affinityPairs) == 0 && matchesAll(affinity, pod, nsLabels)
+	c.selfMatch = len(c.affinityPairs.counts) == 0 && matchesAll(affinity, pod, nsLabels)
 	return c, nil
 }
 
@@ -189,42 +284,88 @@ func isEmpty(pods func(yield func(placedPod) bool)) bool {
 	return true
 }
 
-// countRefusals records the domains where placed p's anti-affinity selects pod.
-func (c *interPodCheck) countRefusals(pod *v1.Pod, p placedPod, nsLabels namespaceLabels) error {
+// countPlacedTerms records what placed p's own terms say about pod: the
+// domains its required anti-affinity closes, and the weights of its
+// preferences (and required affinity) for pod.
+func (c *interPodCheck) countPlacedTerms(pod *v1.Pod, p placedPod, nsLabels namespaceLabels) error {
 	if p.node == nil || p.pod.UID == pod.UID {
 		return nil
 	}
-	terms, err := requiredTerms(p.pod, requiredAntiAffinity(p.pod))
+	refusing, err := requiredTerms(p.pod, requiredAntiAffinity(p.pod))
 	if err != nil {
 		return err
 	}
-	for i := range terms {
-		if value, ok := p.node.Labels[terms[i].topologyKey]; ok && terms[i].matches(pod, nsLabels) {
-			c.refusedPairs[topologyPair{terms[i].topologyKey, value}]++
-			c.refusedKeys.Insert(terms[i].topologyKey)
+	for i := range refusing {
+		if refusing[i].matches(pod, nsLabels) {
+			c.refusedPairs.add(refusing[i].topologyKey, p.node, 1)
+		}
+	}
+	requiring, err := requiredTerms(p.pod, requiredAffinity(p.pod))
+	if err != nil {
+		return err
+	}
+	for i := range requiring {
+		if requiring[i].matches(pod, nsLabels) {
+			c.preference.add(requiring[i].topologyKey, p.node, hardAffinityWeight)
+		}
+	}
+	preferring, err := preferredTerms(p.pod)
+	if err != nil {
+		return err
+	}
+	for i := range preferring {
+		if preferring[i].matches(pod, nsLabels) {
+			c.preference.add(preferring[i].topologyKey, p.node, preferring[i].weight)
 		}
 	}
 	return nil
 }
 
 // countMatches records the domains where placed p satisfies the pod's
-// affinity (all terms at once, as upstream counts) or violates its anti-affinity.
+// affinity (all terms at once, as upstream counts), violates its
+// anti-affinity, or meets its preferences.
 func (c *interPodCheck) countMatches(p placedPod, nsLabels namespaceLabels) {
 	if p.node == nil {
 		return
 	}
 	if len(c.affinity) > 0 && matchesAll(c.affinity, p.pod, nsLabels) {
 		for i := range c.affinity {
-			if value, ok := p.node.Labels[c.affinity[i].topologyKey]; ok {
-				c.affinityPairs[topologyPair{c.affinity[i].topologyKey, value}]++
-			}
+			c.affinityPairs.add(c.affinity[i].topologyKey, p.node, 1)
 		}
 	}
 	for i := range c.anti {
-		if value, ok := p.node.Labels[c.anti[i].topologyKey]; ok && c.anti[i].matches(p.pod, nsLabels) {
-			c.antiPairs[topologyPair{c.anti[i].topologyKey, value}]++
+		if c.anti[i].matches(p.pod, nsLabels) {
+			c.antiPairs.add(c.anti[i].topologyKey, p.node, 1)
 		}
 	}
+	for i := range c.preferred {
+		if c.preferred[i].matches(p.pod, nsLabels) {
+			c.preference.add(c.preferred[i].topologyKey, p.node, c.preferred[i].weight)
+		}
+	}
+}
+
+// preferenceScores scores the feasible nodes 0..100 by the preference
+// weights met in their domains, scaled between the lowest and the highest
+// as kube-scheduler's InterPodAffinity score is; nil when no preference
+// applies.
+func (c *interPodCheck) preferenceScores(nodes nodeList, feasible []int) []int64 {
+	if c == nil || len(c.preference.keys) == 0 {
+		return nil
+	}
+	raw := make([]int64, len(feasible))
+	for i, at := range feasible {
+		raw[i] = c.preference.sum(nodes.At(at).node.Node)
+	}
+	lo, hi := slices.Min(raw), slices.Max(raw)
+	for i := range raw {
+		if hi > lo {
+			raw[i] = 100 * (raw[i] - lo) / (hi - lo)
+		} else {
+			raw[i] = 0
+		}
+	}
+	return raw
 }
 
 // reason says why the pod cannot go to node ("" when it can), in
@@ -238,14 +379,12 @@ func (c *interPodCheck) reason(node *v1.Node) string {
 		return reasonPodAffinity
 	}
 	for i := range c.anti {
-		if value, ok := node.Labels[c.anti[i].topologyKey]; ok && c.antiPairs[topologyPair{c.anti[i].topologyKey, value}] > 0 {
+		if c.antiPairs.at(c.anti[i].topologyKey, node) > 0 {
 			return reasonPodAntiAffinity
 		}
 	}
-	for key := range c.refusedKeys {
-		if value, ok := node.Labels[key]; ok && c.refusedPairs[topologyPair{key, value}] > 0 {
-			return reasonExistingAntiAffinity
-		}
+	if c.refusedPairs.sum(node) > 0 {
+		return reasonExistingAntiAffinity
 	}
 	return ""
 }
@@ -257,7 +396,7 @@ func (c *interPodCheck) satisfiesAffinity(node *v1.Node) bool {
 		if !ok {
 			return false // every topology the pod names must exist on the node
 		}
-		if c.affinityPairs[topologyPair{c.affinity[i].topologyKey, value}] == 0 {
+		if c.affinityPairs.counts[topologyPair{c.affinity[i].topologyKey, value}] == 0 {
 			podsThere = false
 		}
 	}

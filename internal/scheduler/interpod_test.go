@@ -77,7 +77,7 @@ func decide(t *testing.T, pod *v1.Pod, nodes []*v1.Node, placed []*v1.Pod, nsLab
 	}
 	var d decision
 	c.withNodes(spreadGroup(pod), func(l nodeList, pp placedPods) {
-		check, err := newInterPodCheck(pod, pp.all, pp.withAntiAffinity, nsLabels)
+		check, err := newInterPodCheck(pod, pp.all, pp.withAffinityTerms, nsLabels)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestNoInterPodCheckWithoutTerms(t *testing.T) {
 	c.setNode(zonedNode("a", "z1"))
 	c.observePod(on("a", labelled("w1", "default", map[string]string{"app": "web"})))
 	c.withNodes("", func(_ nodeList, pp placedPods) {
-		check, err := newInterPodCheck(labelled("p", "default", nil), pp.all, pp.withAntiAffinity, nil)
+		check, err := newInterPodCheck(labelled("p", "default", nil), pp.all, pp.withAffinityTerms, nil)
 		if err != nil || check != nil {
 			t.Errorf("a pod no term concerns got check %+v, err %v", check, err)
 		}
@@ -222,7 +222,7 @@ func TestCacheTracksPlacedPodsWithAntiAffinity(t *testing.T) {
 	c.observePod(d)
 	count := func() (n int) {
 		c.withNodes("", func(_ nodeList, pp placedPods) {
-			for range pp.withAntiAffinity {
+			for range pp.withAffinityTerms {
 				n++
 			}
 		})
@@ -292,5 +292,67 @@ func TestPodWaitingForAffinityIsBoundOncePartnerIsPlaced(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+func preferring(affinity, anti []v1.WeightedPodAffinityTerm) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &v1.Affinity{}
+		}
+		if affinity != nil {
+			p.Spec.Affinity.PodAffinity = &v1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: affinity}
+		}
+		if anti != nil {
+			p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: anti}
+		}
+	}
+}
+
+func weighted(weight int32, t v1.PodAffinityTerm) []v1.WeightedPodAffinityTerm {
+	return []v1.WeightedPodAffinityTerm{{Weight: weight, PodAffinityTerm: t}}
+}
+
+// Preferences outweigh the resource scores only as far as kube-scheduler's
+// default weights let them; they never filter.
+func TestInterPodPreferencesScore(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	db := map[string]string{"app": "db"}
+	cache := map[string]string{"app": "cache"}
+	hosts := []*v1.Node{zonedNode("a", "z1"), zonedNode("b", "z1"), zonedNode("c", "z2")}
+	cases := []struct {
+		name   string
+		pod    *v1.Pod
+		placed []*v1.Pod
+		want   string
+	}{
+		{name: "preferred affinity draws the pod to the zone of the pods it prefers",
+			pod:    labelled("p", "default", web, preferring(weighted(100, term(zoneKey, db)), nil)),
+			placed: []*v1.Pod{on("c", labelled("d1", "default", db))},
+			want:   "c"},
+		{name: "preferred anti-affinity pushes the pod out of a zone, never filters it",
+			pod:    labelled("p", "default", web, preferring(nil, weighted(100, term(zoneKey, web)))),
+			placed: []*v1.Pod{on("c", labelled("w1", "default", web))},
+			want:   "a"},
+		{name: "a placed pod's preference for the pod draws it there",
+			pod:    labelled("p", "default", web),
+			placed: []*v1.Pod{on("c", labelled("c1", "default", cache, preferring(weighted(100, term(zoneKey, web)), nil)))},
+			want:   "c"},
+		{name: "a placed pod's required affinity for the pod counts as a preference",
+			pod:    labelled("p", "default", web),
+			placed: []*v1.Pod{on("b", labelled("c1", "default", cache, requiring(term(hostnameKey, web))))},
+			want:   "b"},
+		{name: "a placed pod's preferred anti-affinity keeps the pod away",
+			pod: labelled("p", "default", web),
+			placed: []*v1.Pod{on("a", labelled("c1", "default", cache, preferring(nil, weighted(100, term(zoneKey, web))))),
+				on("c", labelled("c2", "default", cache))},
+			want: "c"}, // c1 refuses z1 (a and b), though c is the busier node
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := decide(t, tc.pod, hosts, tc.placed, nil); d.node != tc.want {
+				t.Fatalf("scheduled to %q (%s), want %q", d.node, d.message(), tc.want)
+			}
+		})
 	}
 }

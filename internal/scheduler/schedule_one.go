@@ -44,7 +44,7 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 	var termErr error
 	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList, placed placedPods) {
 		var interPod *interPodCheck
-		if interPod, termErr = newInterPodCheck(pod, placed.all, placed.withAntiAffinity, s.namespaceLabels); termErr == nil {
+		if interPod, termErr = newInterPodCheck(pod, placed.all, placed.withAffinityTerms, s.namespaceLabels); termErr == nil {
 			dec = schedule(pod, nodes, interPod, s.offset)
 		}
 	})
