@@ -166,11 +166,12 @@ func TestServerStartupErrorsAreOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, args := range map[string][]string{
-		"port in use":       {"--data-dir", t.TempDir(), "--bind-address", "127.0.0.1", "--port", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)},
-		"data dir is file":  {"--data-dir", notADir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports.Free(t))},
-		"bad bind address":  {"--bind-address", "not-an-ip"},
-		"port out of range": {"--port", "70000"},
-		"no token file":     {"--token-auth-file", filepath.Join(t.TempDir(), "missing.csv")},
+		"port in use":        {"--data-dir", t.TempDir(), "--bind-address", "127.0.0.1", "--port", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)},
+		"data dir is file":   {"--data-dir", notADir, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(ports.Free(t))},
+		"bad bind address":   {"--bind-address", "not-an-ip"},
+		"port out of range":  {"--port", "70000"},
+		"no token file":      {"--token-auth-file", filepath.Join(t.TempDir(), "missing.csv")},
+		"negative event ttl": {"--data-dir", t.TempDir(), "--event-ttl", "-1h"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"server", "--disable-agent"}, args...)...)

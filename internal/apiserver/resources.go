@@ -25,6 +25,8 @@ type resource struct {
 	stored *storedForm
 	// indexFields index watchers by exact-match field selectors.
 	indexFields []string
+	// expires marks objects kept only for Config.EventTTL (events).
+	expires bool
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -52,13 +54,14 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Event{} }, newList: func() runtime.Object { return &corev1.EventList{} },
-			rules: coreEventRules(),
+			rules: coreEventRules(), expires: true,
 		},
 		{
 			gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &eventsv1.Event{} }, newList: func() runtime.Object { return &eventsv1.EventList{} },
-			rules:  eventsV1Rules(),
-			stored: &storedForm{gv: corev1.SchemeGroupVersion, toStorage: eventToStorage, fromStorage: eventFromStorage},
+			rules:   eventsV1Rules(),
+			stored:  &storedForm{gv: corev1.SchemeGroupVersion, toStorage: eventToStorage, fromStorage: eventFromStorage},
+			expires: true,
 		},
 		{
 			gvr: core.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", shortNames: []string{"cm"}, namespaced: true,

@@ -82,7 +82,7 @@ func (r *resourceREST) markDeleting(ctx context.Context, name string, obj runtim
 	if err != nil {
 		return nil, false, apierrors.NewInternalError(err)
 	}
-	newRev, err := r.store.Update(ctx, r.keyFor(ctx, name), rev, data)
+	newRev, err := r.rewrite(ctx, r.keyFor(ctx, name), rev, data)
 	if err != nil {
 		return nil, false, r.retryOrError(err, name)
 	}

@@ -55,6 +55,9 @@ type Config struct {
 	// random one up to twice this is picked when the client sets no
 	// timeoutSeconds); default 30 minutes, as upstream.
 	MinRequestTimeout time.Duration
+	// EventTTL is how long an event is kept after its last write; default
+	// one hour, as kube-apiserver's --event-ttl.
+	EventTTL time.Duration
 	// WatchHistorySize is how many recent events of each resource the watch
 	// cache keeps, so that watches resume (older resourceVersions get 410
 	// Gone and clients re-list); 0 means the cache's default (1000).
@@ -96,6 +99,7 @@ type Config struct {
 const (
 	defaultMaxRequestBodyBytes = 3 << 20
 	defaultMinRequestTimeout   = 30 * time.Minute
+	defaultEventTTL            = time.Hour
 )
 
 func (c *Config) complete() error {
@@ -118,6 +122,9 @@ func (c *Config) complete() error {
 	}
 	if c.MinRequestTimeout <= 0 {
 		c.MinRequestTimeout = defaultMinRequestTimeout
+	}
+	if c.EventTTL <= 0 {
+		c.EventTTL = defaultEventTTL
 	}
 	if c.newReader == nil {
 		var cacheMetrics *watchcache.Metrics
@@ -284,6 +291,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 
 func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, table rest.TableConvertor) (*resourceREST, error) {
 	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String()), readView: cfg.ReadView}
+	if res.expires {
+		objects.ttl = cfg.EventTTL
+	}
 	reader, err := cfg.newReader(ctx, readerSpec{
 		Store:       cfg.Store,
 		Resource:    res.gvr.GroupResource(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,9 @@ type objectStore struct {
 	logger *slog.Logger
 	// readView is Config.ReadView: how a requester sees what it reads.
 	readView ReadView
+	// ttl, when positive, is how long objects live after their last write
+	// (Config.EventTTL, for events).
+	ttl time.Duration
 }
 
 func (s *objectStore) groupResource() schema.GroupResource { return s.res.gvr.GroupResource() }

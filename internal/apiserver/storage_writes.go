@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/berth/berth/internal/store"
 )
 
 // objectWriter is a store wrapper (the pods' node accounting) that needs the
@@ -26,6 +28,9 @@ func (s *objectStore) create(ctx context.Context, key string, value []byte, obj 
 	if w, ok := s.store.(objectWriter); ok {
 		return w.createObject(ctx, key, value, obj)
 	}
+	if e, ok := s.expiring(); ok {
+		return e.CreateExpiring(ctx, key, value, s.ttl)
+	}
 	return s.store.Create(ctx, key, value)
 }
 
@@ -34,7 +39,27 @@ func (s *objectStore) update(ctx context.Context, key string, expected int64, va
 	if w, ok := s.store.(objectWriter); ok {
 		return w.updateObject(ctx, key, expected, value, old, obj)
 	}
+	return s.rewrite(ctx, key, expected, value)
+}
+
+// rewrite replaces the value at key, read at expected. A resource whose
+// objects expire (events) gets its full ttl again from every write, as
+// kube-apiserver's events do.
+func (s *objectStore) rewrite(ctx context.Context, key string, expected int64, value []byte) (int64, error) {
+	if e, ok := s.expiring(); ok {
+		return e.UpdateExpiring(ctx, key, expected, value, s.ttl)
+	}
 	return s.store.Update(ctx, key, expected, value)
+}
+
+// expiring is the store's expiring writes, when this resource's objects
+// expire and the store can do it.
+func (s *objectStore) expiring() (store.Expiring, bool) {
+	if s.ttl <= 0 {
+		return nil, false
+	}
+	e, ok := s.store.(store.Expiring)
+	return e, ok
 }
 
 // delete removes old, read at expected, from key.

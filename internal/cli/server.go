@@ -2,6 +2,7 @@ package cli
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,7 @@ func newServerCommand() *cobra.Command {
 	f.IntVar(&cfg.AuditLogRotation.MaxSizeMB, "audit-log-maxsize", 0, "size in megabytes at which the audit log is rotated (0: 100)")
 	f.IntVar(&cfg.AuditLogRotation.MaxBackups, "audit-log-maxbackup", 0, "how many rotated audit log files to keep (0: all, unless --audit-log-maxage removes them)")
 	f.IntVar(&cfg.AuditLogRotation.MaxAgeDays, "audit-log-maxage", 0, "days to keep rotated audit log files (0: regardless of age)")
+	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept after their last write")
 	f.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles at /debug/pprof/ to admins (system:masters)")
 	f.IntVar(&cfg.AgentPort, "agent-port", 10250, "the local agent's node server port (logs, exec); 0 picks a free one")
 	return cmd

@@ -69,6 +69,10 @@ type Config struct {
 	// (kube-apiserver's --token-auth-file format).
 	TokenAuthFile string
 
+	// EventTTL is how long events are kept after their last write (0: an
+	// hour, as kube-apiserver's --event-ttl).
+	EventTTL time.Duration
+
 	// Profiling serves Go's pprof endpoints at /debug/pprof/ to admins
 	// (system:masters, or whoever RBAC grants the path); off by default.
 	Profiling bool
@@ -105,6 +109,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.AuditLogRotation.Validate(); err != nil {
 		return fmt.Errorf("--audit-log-maxsize/--audit-log-maxbackup/--audit-log-maxage: %w", err)
+	}
+	if c.EventTTL < 0 {
+		return fmt.Errorf("--event-ttl %s must not be negative", c.EventTTL)
 	}
 	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
 		return fmt.Errorf("--node-ip %q is not an IP address", c.NodeIP)

@@ -120,6 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	apiCfg.ServiceAccountTokens = saTokens.api
 	apiCfg.EnableProfiling = cfg.Profiling
+	apiCfg.EventTTL = cfg.EventTTL
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 )
 
 // KV is one stored object.
@@ -109,6 +110,17 @@ type WatchResult struct {
 type ProgressRequester interface {
 	// RequestProgress asks for progress on the watches under prefix.
 	RequestProgress(ctx context.Context, prefix string) error
+}
+
+// Expiring is implemented by stores whose keys can expire: the API server
+// keeps events only for --event-ttl, as kube-apiserver does. An expiring
+// key lives at least ttl after its last write, and at most a little longer
+// (stores share one expiry among the writes of a short window).
+type Expiring interface {
+	// CreateExpiring is Create of a key that expires ttl after this write.
+	CreateExpiring(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error)
+	// UpdateExpiring is Update; the key then expires ttl after this write.
+	UpdateExpiring(ctx context.Context, key string, expected int64, value []byte, ttl time.Duration) (int64, error)
 }
 
 // Snapshotter is implemented by stores that can stream a consistent backup

@@ -22,6 +22,7 @@ type Store struct {
 	client  *clientv3.Client
 	watches watchSource
 	logger  *slog.Logger
+	leases  *leases // shared by expiring writes
 	// closeFn releases what the constructor started (client, embedded member).
 	closeFn func() error
 }
@@ -29,6 +30,7 @@ type Store struct {
 var (
 	_ store.Interface         = (*Store)(nil)
 	_ store.ProgressRequester = (*Store)(nil)
+	_ store.Expiring          = (*Store)(nil)
 )
 
 // newStore wraps client; closeFn runs on Close.
@@ -36,7 +38,7 @@ func newStore(client *clientv3.Client, logger *slog.Logger, closeFn func() error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{client: client, watches: clientWatches{client}, logger: logger, closeFn: closeFn}
+	return &Store{client: client, watches: clientWatches{client}, logger: logger, leases: &leases{}, closeFn: closeFn}
 }
 
 // Close releases the client and, for an embedded member, stops it.
