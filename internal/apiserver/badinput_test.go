@@ -73,6 +73,17 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			podJSON(func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000}} }), 422, metav1.StatusReasonInvalid, "spec.containers[0].ports[0].containerPort"},
 		{"missing image", "POST", podsPath, "application/json",
 			podJSON(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "" }), 422, metav1.StatusReasonInvalid, "spec.containers[0].image"},
+		{"bound while gated", "POST", podsPath, "application/json",
+			podJSON(func(p *corev1.Pod) {
+				p.Spec.NodeName = "n1"
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
+			}), 422, metav1.StatusReasonInvalid, "spec.nodeName"},
+		{"duplicate scheduling gates", "POST", podsPath, "application/json",
+			podJSON(func(p *corev1.Pod) {
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}, {Name: "example.com/quota"}}
+			}), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[1].name"},
+		{"a scheduling gate added", "PATCH", podsPath + "/existing", "application/merge-patch+json",
+			[]byte(`{"spec":{"schedulingGates":[{"name":"example.com/late"}]}}`), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[0]"},
 		{"already exists", "POST", podsPath, "application/json",
 			podJSON(func(p *corev1.Pod) { p.Name = "existing" }), 409, metav1.StatusReasonAlreadyExists, ""},
 		{"namespace mismatch", "POST", podsPath, "application/json",

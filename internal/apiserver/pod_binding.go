@@ -100,8 +100,8 @@ func (b *bindingREST) tryBind(ctx context.Context, binding *corev1.Binding, retr
 	return nil
 }
 
-// checkBindable is BindingREST's precondition: a pod is bound once, and
-// never while it is being deleted.
+// checkBindable is BindingREST's precondition: a pod is bound once, never
+// while it is being deleted, and never while scheduling gates hold it.
 func checkBindable(pod *corev1.Pod, binding *corev1.Binding) error {
 	gr := corev1.Resource("pods")
 	switch {
@@ -113,6 +113,8 @@ func checkBindable(pod *corev1.Pod, binding *corev1.Binding) error {
 		return apierrors.NewConflict(gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
 	case pod.Spec.NodeName != "":
 		return apierrors.NewConflict(gr, pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+	case len(pod.Spec.SchedulingGates) > 0:
+		return apierrors.NewConflict(gr, pod.Name, fmt.Errorf("pod %s has non-empty .spec.schedulingGates", pod.Name))
 	}
 	return nil
 }

@@ -41,6 +41,27 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("nodeName"), spec.NodeName, msg))
 		}
 	}
+	return append(errs, validateSchedulingGates(spec, path)...)
+}
+
+// validateSchedulingGates checks the gates' names as upstream, and that a
+// gated pod is not created bound: no scheduler may place it yet.
+func validateSchedulingGates(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, gate := range spec.SchedulingGates {
+		at := path.Child("schedulingGates").Index(i).Child("name")
+		for _, msg := range validation.IsQualifiedName(gate.Name) {
+			errs = append(errs, field.Invalid(at, gate.Name, msg))
+		}
+		if seen.Has(gate.Name) {
+			errs = append(errs, field.Duplicate(at, gate.Name))
+		}
+		seen.Insert(gate.Name)
+	}
+	if spec.NodeName != "" && len(spec.SchedulingGates) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+	}
 	return errs
 }
 
@@ -205,6 +226,19 @@ func validatePodSpecUpdate(spec, old *corev1.PodSpec, path *field.Path) field.Er
 	}
 	mutable.ActiveDeadlineSeconds = old.ActiveDeadlineSeconds
 	mutable.Tolerations = old.Tolerations
+	// Scheduling gates may only be removed, which is how a pod is released
+	// to the scheduler.
+	oldGates := sets.New[string]()
+	for _, g := range old.SchedulingGates {
+		oldGates.Insert(g.Name)
+	}
+	for i, g := range spec.SchedulingGates {
+		if !oldGates.Has(g.Name) {
+			errs = append(errs, field.Forbidden(path.Child("schedulingGates").Index(i),
+				fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+		}
+	}
+	mutable.SchedulingGates = old.SchedulingGates
 	if !apiequality.Semantic.DeepEqual(mutable, *old) {
 		errs = append(errs, field.Forbidden(path, podUpdateForbidden))
 	}
@@ -212,7 +246,8 @@ func validatePodSpecUpdate(spec, old *corev1.PodSpec, path *field.Path) field.Er
 }
 
 const podUpdateForbidden = "pod updates may not change fields other than `spec.containers[*].image`, " +
-	"`spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)"
+	"`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) " +
+	"or `spec.schedulingGates` (only deletions)"
 
 func tolerationsOnlyAdded(tolerations, old []corev1.Toleration) bool {
 	for _, o := range old {

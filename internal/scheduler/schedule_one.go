@@ -38,6 +38,12 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 		s.queue.release(d)
 		return followUp{}
 	}
+	if gated(pod) {
+		// Not judged at all until its gates are gone; the update that
+		// removes the last one brings it back.
+		s.queue.release(d)
+		return followUp{run: func(ctx context.Context) { s.recordGated(ctx, d.key, pod) }}
+	}
 	s.offset++
 	changes := s.clusterGeneration()
 	var dec decision
@@ -107,6 +113,32 @@ func (s *Scheduler) recordUnschedulable(ctx context.Context, key string, pod *v1
 		s.log.Debug("pod changed before its unschedulable condition was written", "pod", key)
 	default:
 		s.log.Warn("recording unschedulable condition", "pod", key, "err", err)
+	}
+}
+
+// gated reports whether pod waits for its scheduling gates to be removed.
+func gated(pod *v1.Pod) bool { return len(pod.Spec.SchedulingGates) > 0 }
+
+// reasonSchedulingGated and its message are kube-scheduler's for a gated pod.
+const (
+	reasonSchedulingGated  = "SchedulingGated"
+	messageSchedulingGated = "Scheduling is blocked due to non-empty scheduling gates"
+)
+
+// recordGated tells the pod's owner it waits for its gates, as
+// kube-scheduler does: PodScheduled=False, reason SchedulingGated.
+func (s *Scheduler) recordGated(ctx context.Context, key string, pod *v1.Pod) {
+	if cond := podCondition(pod, v1.PodScheduled); cond != nil && cond.Reason == reasonSchedulingGated {
+		return
+	}
+	callCtx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	err := s.patchScheduledCondition(callCtx, pod, v1.ConditionFalse, reasonSchedulingGated, messageSchedulingGated)
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err), ctx.Err() != nil:
+		// A conflict means the pod changed (its gates, say): its update is on its way.
+	default:
+		s.log.Warn("recording scheduling-gated condition", "pod", key, "err", err)
 	}
 }
 

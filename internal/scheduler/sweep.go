@@ -46,7 +46,7 @@ func (s *Scheduler) sweep() int {
 	requeued := 0
 	for _, pod := range pods {
 		key := keyOf(pod)
-		if !s.responsibleFor(pod) || s.queue.holds(key) || s.cache.isAccounted(pod.UID) {
+		if !s.responsibleFor(pod) || gated(pod) || s.queue.holds(key) || s.cache.isAccounted(pod.UID) {
 			continue
 		}
 		s.log.Warn("pending pod was not in the scheduler's queue; queued again", "pod", key, "resourceVersion", pod.ResourceVersion)
