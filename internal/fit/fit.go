@@ -182,11 +182,17 @@ func (p *Pod) checkAffinity(node *v1.Node) []Failure {
 	return nil
 }
 
-func checkTaints(pod *v1.Pod, node *v1.Node) []Failure {
-	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
+// UntoleratedTaint finds a NoSchedule or NoExecute taint of node that pod
+// does not tolerate.
+func UntoleratedTaint(pod *v1.Pod, node *v1.Node) (v1.Taint, bool) {
+	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
 		func(t *v1.Taint) bool {
 			return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 		}, false)
+}
+
+func checkTaints(pod *v1.Pod, node *v1.Node) []Failure {
+	taint, untolerated := UntoleratedTaint(pod, node)
 	if untolerated {
 		return []Failure{{Reason: fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value), Unresolvable: true}}
 	}

@@ -53,10 +53,16 @@ type nodeViews []nodeView
 func (v nodeViews) Len() int          { return len(v) }
 func (v nodeViews) At(i int) nodeView { return v[i] }
 
+// podChecks are the filters and scores that depend on other pods than the
+// one being scheduled, prepared for one cycle (nil: none applies).
+type podChecks struct {
+	spread   *spreadCheck
+	interPod *interPodCheck
+}
+
 // schedule filters the nodes pod fits, starting at offset (rotated by the
 // caller so every node gets its turn), and picks the best-scoring one.
-// interPod is the pod's inter-pod (anti-)affinity check (nil: none applies).
-func schedule(pod *v1.Pod, nodes nodeList, interPod *interPodCheck, offset int) decision {
+func schedule(pod *v1.Pod, nodes nodeList, checks podChecks, offset int) decision {
 	total := nodes.Len()
 	d := decision{numNodes: total, reasons: map[string]int{}}
 	prepared := fit.NewPod(pod)
@@ -67,7 +73,7 @@ func schedule(pod *v1.Pod, nodes nodeList, interPod *interPodCheck, offset int) 
 	for i := range total {
 		at := (offset + i) % total
 		n := nodes.At(at)
-		reasons := filter(pod, prepared, interPod, n)
+		reasons := filter(pod, prepared, checks, n)
 		if len(reasons) == 0 {
 			maxGroup = max(maxGroup, n.group)
 			if feasible = append(feasible, at); len(feasible) == want {
@@ -83,13 +89,17 @@ func schedule(pod *v1.Pod, nodes nodeList, interPod *interPodCheck, offset int) 
 		return d
 	}
 	requests := fit.PodRequests(pod)
-	preferences := interPod.preferenceScores(nodes, feasible)
+	preferences := checks.interPod.preferenceScores(nodes, feasible)
+	spreading := checks.spread.scores(nodes, feasible)
 	best, bestScore := "", int64(-1)
 	for i, at := range feasible {
 		n := nodes.At(at)
 		s := score(requests, n, maxGroup)
 		if preferences != nil {
 			s += interPodWeight * preferences[i]
+		}
+		if spreading != nil {
+			s += topologySpreadWeight * spreading[i]
 		}
 		// Ties go to the lexically smallest name, so decisions are reproducible.
 		if s > bestScore || (s == bestScore && n.node.Node.Name < best) {
@@ -100,9 +110,10 @@ func schedule(pod *v1.Pod, nodes nodeList, interPod *interPodCheck, offset int) 
 	return d
 }
 
-// filter returns why pod cannot go to n (nil: it can). Inter-pod affinity
-// is judged last, as kube-scheduler's filters run, and only where the rest fit.
-func filter(pod *v1.Pod, prepared *fit.Pod, interPod *interPodCheck, n nodeView) []string {
+// filter returns why pod cannot go to n (nil: it can). Topology spread and
+// inter-pod affinity are judged last, as kube-scheduler's filters run, and
+// only where the rest fit.
+func filter(pod *v1.Pod, prepared *fit.Pod, checks podChecks, n nodeView) []string {
 	node := n.node.Node
 	if node.Spec.Unschedulable && !tolerates(pod, taintUnschedulable, v1.TaintEffectNoSchedule) {
 		return []string{"node(s) were unschedulable"}
@@ -114,12 +125,16 @@ func filter(pod *v1.Pod, prepared *fit.Pod, interPod *interPodCheck, n nodeView)
 	for _, f := range prepared.Fits(n.node, n.usage) {
 		reasons = append(reasons, f.Reason)
 	}
-	if len(reasons) == 0 {
-		if r := interPod.reason(node); r != "" {
-			reasons = append(reasons, r)
-		}
+	if len(reasons) > 0 {
+		return reasons
 	}
-	return reasons
+	if r := checks.spread.reason(node); r != "" {
+		return []string{r}
+	}
+	if r := checks.interPod.reason(node); r != "" {
+		return []string{r}
+	}
+	return nil
 }
 
 func nodeReady(n *v1.Node) bool {
@@ -141,10 +156,13 @@ func tolerates(pod *v1.Pod, key string, effect v1.TaintEffect) bool {
 	return false
 }
 
-// interPodWeight is how much InterPodAffinity's preference score (out of
-// 100) counts against each of score's: twice, as in kube-scheduler's
-// default profile.
-const interPodWeight = 2
+// interPodWeight and topologySpreadWeight are how much InterPodAffinity's
+// and PodTopologySpread's scores (out of 100 each) count against each of
+// score's: twice, as in kube-scheduler's default profile.
+const (
+	interPodWeight       = 2
+	topologySpreadWeight = 2
+)
 
 // score weighs, out of 100 each: kube-scheduler's defaults weigh
 // NodeResourcesFit (least allocated) and BalancedAllocation equally, and
@@ -185,4 +203,29 @@ func (d decision) message() string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("0/%d nodes are available: %s.", d.numNodes, strings.Join(parts, ", "))
+}
+
+// scaleTo100 maps raw scores onto 0..100 between their lowest and highest:
+// the highest to 100, or with invert the lowest; all 0 (or 100 with
+// invert) when they are equal. kube-scheduler normalizes its
+// InterPodAffinity and PodTopologySpread scores so.
+func scaleTo100(raw []int64, invert bool) []int64 {
+	lo, hi := raw[0], raw[0]
+	for _, v := range raw {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	out := make([]int64, len(raw))
+	for i, v := range raw {
+		switch {
+		case hi == lo && invert:
+			out[i] = 100
+		case hi == lo:
+			out[i] = 0
+		case invert:
+			out[i] = 100 * (hi - v) / (hi - lo)
+		default:
+			out[i] = 100 * (v - lo) / (hi - lo)
+		}
+	}
+	return out
 }

@@ -76,7 +76,7 @@ func TestScheduleFiltersAndScores(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := schedule(tc.pod, tc.nodes, nil, 0).node; got != tc.want {
+			if got := schedule(tc.pod, tc.nodes, podChecks{}, 0).node; got != tc.want {
 				t.Errorf("scheduled to %q, want %q", got, tc.want)
 			}
 		})
@@ -92,7 +92,7 @@ func TestUnschedulableMessageAggregatesReasons(t *testing.T) {
 		view(testNode("b", "2", "4Gi"), 0),
 		view(testNode("c", "8", "8Gi", taint), 0),
 		view(testNode("d", "8", "8Gi", notReady), 0),
-	}, nil, 0)
+	}, podChecks{}, 0)
 	want := "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, " +
 		"1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient cpu."
 	if d.node != "" || d.message() != want {
@@ -186,7 +186,7 @@ func BenchmarkSchedule1000Nodes(b *testing.B) {
 	pod := testPod("p", "100m", "128Mi")
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if schedule(pod, nodes, nil, i).node == "" {
+		if schedule(pod, nodes, podChecks{}, i).node == "" {
 			b.Fatal("no node")
 		}
 	}

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -357,15 +356,7 @@ func (c *interPodCheck) preferenceScores(nodes nodeList, feasible []int) []int64
 	for i, at := range feasible {
 		raw[i] = c.preference.sum(nodes.At(at).node.Node)
 	}
-	lo, hi := slices.Min(raw), slices.Max(raw)
-	for i := range raw {
-		if hi > lo {
-			raw[i] = 100 * (raw[i] - lo) / (hi - lo)
-		} else {
-			raw[i] = 0
-		}
-	}
-	return raw
+	return scaleTo100(raw, false)
 }
 
 // reason says why the pod cannot go to node ("" when it can), in

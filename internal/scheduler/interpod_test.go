@@ -81,7 +81,11 @@ func decide(t *testing.T, pod *v1.Pod, nodes []*v1.Node, placed []*v1.Pod, nsLab
 		if err != nil {
 			t.Fatal(err)
 		}
-		d = schedule(pod, l, check, 0)
+		spread, err := newSpreadCheck(pod, l, pp.all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d = schedule(pod, l, podChecks{spread: spread, interPod: check}, 0)
 	})
 	return d
 }

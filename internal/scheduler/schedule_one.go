@@ -49,9 +49,9 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 	var dec decision
 	var termErr error
 	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList, placed placedPods) {
-		var interPod *interPodCheck
-		if interPod, termErr = newInterPodCheck(pod, placed.all, placed.withAffinityTerms, s.namespaceLabels); termErr == nil {
-			dec = schedule(pod, nodes, interPod, s.offset)
+		var checks podChecks
+		if checks, termErr = s.podChecks(pod, nodes, placed); termErr == nil {
+			dec = schedule(pod, nodes, checks, s.offset)
 		}
 	})
 	if dec.node == "" {
@@ -68,6 +68,19 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 		return followUp{}
 	}
 	return followUp{run: func(ctx context.Context) { s.bind(ctx, d, pod, dec.node) }, holdsKey: true}
+}
+
+// podChecks prepares pod's topology spread and inter-pod checks for one cycle.
+func (s *Scheduler) podChecks(pod *v1.Pod, nodes nodeList, placed placedPods) (podChecks, error) {
+	spread, err := newSpreadCheck(pod, nodes, placed.all)
+	if err != nil {
+		return podChecks{}, err
+	}
+	interPod, err := newInterPodCheck(pod, placed.all, placed.withAffinityTerms, s.namespaceLabels)
+	if err != nil {
+		return podChecks{}, err
+	}
+	return podChecks{spread: spread, interPod: interPod}, nil
 }
 
 // waitForClusterChange parks a pod that fits nowhere until a cluster event

@@ -78,8 +78,9 @@ type Scheduler struct {
 	// instead of waiting for the next event or unschedulableRetry: what
 	// kube-scheduler's moveRequestCycle does.
 	clusterChanges uint64
-	// podWaiters are the parked pods that require pod affinity: a pod
-	// placed anywhere may let them fit, which podChanges counts.
+	// podWaiters are the parked pods that require pod affinity or spread
+	// (waitsForPods): a pod placed anywhere may let them fit, which
+	// podChanges counts.
 	podWaiters map[string]struct{}
 	podChanges uint64
 
@@ -270,8 +271,20 @@ func (s *Scheduler) clusterGeneration() generation {
 	return generation{cluster: s.clusterChanges, pods: s.podChanges}
 }
 
-// waitsForPods reports whether pod requires pods placed somewhere.
-func waitsForPods(pod *v1.Pod) bool { return len(requiredAffinity(pod)) > 0 }
+// waitsForPods reports whether a pod placed anywhere may let pod fit: it
+// requires pods somewhere, or must spread evenly (a pod placed in the
+// emptiest domain raises the minimum).
+func waitsForPods(pod *v1.Pod) bool {
+	if len(requiredAffinity(pod)) > 0 {
+		return true
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == v1.DoNotSchedule {
+			return true
+		}
+	}
+	return false
+}
 
 // namespaceLabels is the labels of namespace name as the informer last saw them.
 func (s *Scheduler) namespaceLabels(name string) labels.Set {
