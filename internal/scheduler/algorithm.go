@@ -45,19 +45,24 @@ func feasibleNodesToFind(total int) int {
 type nodeList interface {
 	Len() int
 	At(i int) nodeView
+	// Node is At(i)'s node object alone, for checks that need no more.
+	Node(i int) *v1.Node
 }
 
 // nodeViews is a fixed nodeList.
 type nodeViews []nodeView
 
-func (v nodeViews) Len() int          { return len(v) }
-func (v nodeViews) At(i int) nodeView { return v[i] }
+func (v nodeViews) Len() int            { return len(v) }
+func (v nodeViews) At(i int) nodeView   { return v[i] }
+func (v nodeViews) Node(i int) *v1.Node { return v[i].node.Node }
 
-// podChecks are the filters and scores that depend on other pods than the
-// one being scheduled, prepared for one cycle (nil: none applies).
+// podChecks are the filters and scores beyond the node's own fit,
+// prepared for one pod in one cycle: those that depend on other pods (nil:
+// none applies), and the pod's soft preferences of nodes.
 type podChecks struct {
-	spread   *spreadCheck
-	interPod *interPodCheck
+	spread      *spreadCheck
+	interPod    *interPodCheck
+	preferences nodePreferences
 }
 
 // schedule filters the nodes pod fits, starting at offset (rotated by the
@@ -91,6 +96,7 @@ func schedule(pod *v1.Pod, nodes nodeList, checks podChecks, offset int) decisio
 	requests := fit.PodRequests(pod)
 	preferences := checks.interPod.preferenceScores(nodes, feasible)
 	spreading := checks.spread.scores(nodes, feasible)
+	nodePreferred := checks.preferences.scores(nodes, feasible)
 	best, bestScore := "", int64(-1)
 	for i, at := range feasible {
 		n := nodes.At(at)
@@ -100,6 +106,9 @@ func schedule(pod *v1.Pod, nodes nodeList, checks podChecks, offset int) decisio
 		}
 		if spreading != nil {
 			s += topologySpreadWeight * spreading[i]
+		}
+		if nodePreferred != nil {
+			s += nodePreferred[i]
 		}
 		// Ties go to the lexically smallest name, so decisions are reproducible.
 		if s > bestScore || (s == bestScore && n.node.Node.Name < best) {

@@ -220,6 +220,8 @@ type liveNodes struct {
 
 func (l liveNodes) Len() int { return len(l.states) }
 
+func (l liveNodes) Node(i int) *v1.Node { return l.states[i].node.Node }
+
 func (l liveNodes) At(i int) nodeView {
 	s := l.states[i]
 	return nodeView{node: *s.node, usage: s.usage, group: s.groups[l.group]}

@@ -354,7 +354,7 @@ func (c *interPodCheck) preferenceScores(nodes nodeList, feasible []int) []int64
 	}
 	raw := make([]int64, len(feasible))
 	for i, at := range feasible {
-		raw[i] = c.preference.sum(nodes.At(at).node.Node)
+		raw[i] = c.preference.sum(nodes.Node(at))
 	}
 	return scaleTo100(raw, false)
 }

@@ -77,15 +77,11 @@ func decide(t *testing.T, pod *v1.Pod, nodes []*v1.Node, placed []*v1.Pod, nsLab
 	}
 	var d decision
 	c.withNodes(spreadGroup(pod), func(l nodeList, pp placedPods) {
-		check, err := newInterPodCheck(pod, pp.all, pp.withAffinityTerms, nsLabels)
+		checks, err := preparePodChecks(pod, l, pp, nsLabels)
 		if err != nil {
 			t.Fatal(err)
 		}
-		spread, err := newSpreadCheck(pod, l, pp.all)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d = schedule(pod, l, podChecks{spread: spread, interPod: check}, 0)
+		d = schedule(pod, l, checks, 0)
 	})
 	return d
 }

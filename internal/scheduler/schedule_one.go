@@ -50,7 +50,7 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 	var termErr error
 	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList, placed placedPods) {
 		var checks podChecks
-		if checks, termErr = s.podChecks(pod, nodes, placed); termErr == nil {
+		if checks, termErr = preparePodChecks(pod, nodes, placed, s.namespaceLabels); termErr == nil {
 			dec = schedule(pod, nodes, checks, s.offset)
 		}
 	})
@@ -70,17 +70,22 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 	return followUp{run: func(ctx context.Context) { s.bind(ctx, d, pod, dec.node) }, holdsKey: true}
 }
 
-// podChecks prepares pod's topology spread and inter-pod checks for one cycle.
-func (s *Scheduler) podChecks(pod *v1.Pod, nodes nodeList, placed placedPods) (podChecks, error) {
+// preparePodChecks prepares pod's topology spread, inter-pod and node
+// preference checks for one cycle.
+func preparePodChecks(pod *v1.Pod, nodes nodeList, placed placedPods, nsLabels namespaceLabels) (podChecks, error) {
 	spread, err := newSpreadCheck(pod, nodes, placed.all)
 	if err != nil {
 		return podChecks{}, err
 	}
-	interPod, err := newInterPodCheck(pod, placed.all, placed.withAffinityTerms, s.namespaceLabels)
+	interPod, err := newInterPodCheck(pod, placed.all, placed.withAffinityTerms, nsLabels)
 	if err != nil {
 		return podChecks{}, err
 	}
-	return podChecks{spread: spread, interPod: interPod}, nil
+	preferences, err := newNodePreferences(pod)
+	if err != nil {
+		return podChecks{}, err
+	}
+	return podChecks{spread: spread, interPod: interPod, preferences: preferences}, nil
 }
 
 // waitForClusterChange parks a pod that fits nowhere until a cluster event

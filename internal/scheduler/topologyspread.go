@@ -80,7 +80,7 @@ func newSpreadCheck(pod *v1.Pod, nodes nodeList, placed func(yield func(placedPo
 		}
 		admits := func(node *v1.Node) bool { return spreadAdmits(pod, affinity, t, node) }
 		for j := range nodes.Len() {
-			if node := nodes.At(j).node.Node; admits(node) {
+			if node := nodes.Node(j); admits(node) {
 				if value, ok := node.Labels[c.key]; ok {
 					c.counts[value] += 0 // the domain exists, even empty
 				}
@@ -175,7 +175,7 @@ func (s *spreadCheck) scores(nodes nodeList, feasible []int) []int64 {
 	}
 	raw := make([]int64, len(feasible))
 	for i, at := range feasible {
-		node := nodes.At(at).node.Node
+		node := nodes.Node(at)
 		for j := range s.constraints {
 			c := &s.constraints[j]
 			if c.hard {
