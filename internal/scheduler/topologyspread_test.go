@@ -27,14 +27,7 @@ func TestTopologySpreadFiltersAndScores(t *testing.T) {
 	}
 	inZ1 := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{zoneKey: "z1"} }
 	terminating := func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
-	cases := []struct {
-		name   string
-		pod    *v1.Pod
-		nodes  []*v1.Node
-		placed []*v1.Pod
-		// want is the chosen node, or when "" the unschedulable message.
-		want, message string
-	}{
+	runPlacementCases(t, nil, []placementCase{
 		{name: "the pod goes to the emptier zone",
 			pod:    labelled("p", "default", web, hard(zoneKey)),
 			nodes:  hosts,
@@ -86,16 +79,5 @@ func TestTopologySpreadFiltersAndScores(t *testing.T) {
 			nodes:  hosts,
 			placed: []*v1.Pod{on("a", labelled("w1", "default", web)), on("b", labelled("w2", "default", web))},
 			want:   "c"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			d := decide(t, tc.pod, tc.nodes, tc.placed, nil)
-			if d.node != tc.want {
-				t.Fatalf("scheduled to %q (%s), want %q", d.node, d.message(), tc.want)
-			}
-			if tc.want == "" && d.message() != tc.message {
-				t.Errorf("message\n%q\nwant\n%q", d.message(), tc.message)
-			}
-		})
-	}
+	})
 }

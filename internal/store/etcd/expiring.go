@@ -9,8 +9,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/berth/berth/internal/store"
 )
 
 // Expiring keys are attached to etcd leases, which etcd revokes (deleting
@@ -77,17 +75,7 @@ func (l *leases) forget(lease clientv3.LeaseID) {
 // CreateExpiring writes key only if it does not exist, to expire ttl later.
 func (s *Store) CreateExpiring(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error) {
 	return s.withLease(ctx, key, ttl, func(lease clientv3.LeaseID) (int64, error) {
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
-			Commit()
-		if err != nil {
-			return 0, fmt.Errorf("store create %q: %w", key, mapErr(err))
-		}
-		if !resp.Succeeded {
-			return 0, fmt.Errorf("store create %q: %w", key, store.ErrAlreadyExists)
-		}
-		return resp.Header.Revision, nil
+		return s.create(ctx, key, value, clientv3.WithLease(lease))
 	})
 }
 

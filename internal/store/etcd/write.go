@@ -15,9 +15,14 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if key == "" {
 		return 0, errors.New("store create: empty key")
 	}
+	return s.create(ctx, key, value)
+}
+
+// create puts key, with opts, if it does not exist.
+func (s *Store) create(ctx context.Context, key string, value []byte, opts ...clientv3.OpOption) (int64, error) {
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
+		Then(clientv3.OpPut(key, string(value), opts...)).
 		Commit()
 	if err != nil {
 		return 0, fmt.Errorf("store create %q: %w", key, mapErr(err))
