@@ -63,9 +63,9 @@ func TypeConverter() (managedfields.TypeConverter, error) {
 	return out, nil
 }
 
-// typedObjects is the upstream converter (whose TypedToObject it keeps),
-// except that it turns typed Go objects into structured-merge-diff values
-// without validating them against their schema first.
+// typedObjects is the upstream converter, except that it turns typed Go
+// objects into structured-merge-diff values without validating them
+// against their schema first.
 //
 // That validation walks the whole object once more on every write (a
 // third of managedFields' CPU on a pod create), and for berth's objects it
@@ -84,13 +84,8 @@ type typedObjects struct {
 
 func (c typedObjects) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
 	t, ok := c.types[obj.GetObjectKind().GroupVersionKind()]
-	if !ok {
-		return c.TypeConverter.ObjectToTyped(obj, opts...) // its error names the missing type
-	}
-	// Values merged together must come from one schema (structured-merge-
-	// diff compares the pointers), so unstructured ones are parsed here too.
-	if u, ok := obj.(runtime.Unstructured); ok {
-		return t.FromUnstructured(u.UnstructuredContent(), opts...)
+	if _, unstructured := obj.(runtime.Unstructured); unstructured || !ok {
+		return c.TypeConverter.ObjectToTyped(obj, opts...)
 	}
 	v, err := value.NewValueReflect(obj)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -21,11 +20,10 @@ import (
 	"sigs.k8s.io/randfill"
 )
 
-// managedFieldsOf runs a create, an update and an apply through a field
+// managedFieldsOf runs a create and then an update of obj through a field
 // manager built on converter, as the API server's handlers do, and returns
-// the managedFields each recorded (their times cleared; a failed apply as
-// a manager named "error").
-func managedFieldsOf(t *testing.T, scheme *runtime.Scheme, converter managedfields.TypeConverter, gvk schema.GroupVersionKind, created, updated runtime.Object) [3][]metav1.ManagedFieldsEntry {
+// the managedFields each recorded (their times cleared).
+func managedFieldsOf(t *testing.T, scheme *runtime.Scheme, converter managedfields.TypeConverter, gvk schema.GroupVersionKind, created, updated runtime.Object) [2][]metav1.ManagedFieldsEntry {
 	t.Helper()
 	fm, err := managedfields.NewDefaultFieldManager(converter, runtime.UnsafeObjectConvertor(scheme), scheme, scheme, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
@@ -35,24 +33,12 @@ func managedFieldsOf(t *testing.T, scheme *runtime.Scheme, converter managedfiel
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out [3][]metav1.ManagedFieldsEntry
+	var out [2][]metav1.ManagedFieldsEntry
 	live := fm.UpdateNoErrors(empty, created.DeepCopyObject(), "creator")
 	next := updated.DeepCopyObject()
 	mustAccessor(t, next).SetManagedFields(mustAccessor(t, live).GetManagedFields())
 	result := fm.UpdateNoErrors(live, next, "updater")
-	// Then the created object is applied back over it (a typed live object
-	// merged with an unstructured configuration).
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(created)
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(content["metadata"].(map[string]any), "managedFields")
-	applied, err := fm.Apply(result, &unstructured.Unstructured{Object: content}, "applier", true)
-	if err != nil {
-		// Whether, not how: the order of the errors listed is random.
-		applied = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "error"}}}}
-	}
-	for i, obj := range []runtime.Object{live, result, applied} {
+	for i, obj := range []runtime.Object{live, result} {
 		entries := mustAccessor(t, obj).GetManagedFields()
 		for j := range entries {
 			entries[j].Time = nil
@@ -86,9 +72,7 @@ func TestTypedObjectsRecordTheSameManagedFields(t *testing.T) {
 	}
 	fill := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(1), serializer.NewCodecFactory(scheme)).
 		NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
-		func(q *resource.Quantity, c randfill.Continue) {
-			*q = *resource.NewQuantity(c.Int63n(1000), resource.DecimalSI)
-		},
+		func(q *resource.Quantity, c randfill.Continue) { *q = *resource.NewQuantity(c.Int63n(1000), resource.DecimalSI) },
 		func(r *runtime.RawExtension, c randfill.Continue) { *r = runtime.RawExtension{} },
 	)
 	var kinds []schema.GroupVersionKind
@@ -105,7 +89,7 @@ func TestTypedObjectsRecordTheSameManagedFields(t *testing.T) {
 	if len(kinds) < 50 {
 		t.Fatalf("only %d kinds to compare", len(kinds))
 	}
-	recorded, cases, applied := 0, 0, 0
+	recorded, cases := 0, 0
 	for _, gvk := range kinds {
 		for round := range 5 {
 			created, _ := scheme.New(gvk)
@@ -125,16 +109,13 @@ func TestTypedObjectsRecordTheSameManagedFields(t *testing.T) {
 			if len(want[1]) > 0 && want[1][0].FieldsV1 != nil && len(want[1][0].FieldsV1.Raw) > 2 {
 				recorded++
 			}
-			if len(want[2]) > 0 && want[2][0].Manager != "error" {
-				applied++
-			}
 		}
 	}
 	// The comparison means something only where fields were recorded.
-	if recorded < cases*3/4 || applied < cases/2 {
-		t.Errorf("fields recorded in only %d of %d cases, applies succeeded in %d", recorded, cases, applied)
+	if recorded < cases*3/4 {
+		t.Errorf("fields recorded in only %d of %d cases", recorded, cases)
 	}
-	t.Logf("%d kinds, %d cases, fields recorded in %d, applies succeeded in %d", len(kinds), cases, recorded, applied)
+	t.Logf("%d kinds, %d cases, fields recorded in %d", len(kinds), cases, recorded)
 }
 
 // Duplicate list items, which API validation lets through for some lists
@@ -181,7 +162,7 @@ func BenchmarkPodCreateManagedFields(b *testing.B) {
 		Spec: corev1.PodSpec{
 			NodeName: "n", RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
 			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", TerminationMessagePath: "/dev/termination-log",
-				Resources:    corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}}},
 			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
 			Volumes: []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
