@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,13 +10,31 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Events live for EventTTL after their last write, in both APIs, as
-// kube-apiserver's do; nothing else expires.
+// kube-apiserver's do; nothing else expires. Like kube-apiserver's, they
+// are read from the store, not a watch cache: a watcher sees them expire.
 func TestEventsExpireAfterTheirTTL(t *testing.T) {
-	s := newTestServerWith(t, func(c *Config) { c.EventTTL = 2 * time.Second })
+	var cached []string
+	s := newTestServerWith(t, func(c *Config) {
+		c.EventTTL = 2 * time.Second
+		caches := watchCacheReaders(nil)
+		c.newReader = func(ctx context.Context, spec readerSpec) (collectionReader, error) {
+			cached = append(cached, spec.Resource.String())
+			return caches(ctx, spec)
+		}
+	})
 	ctx := testContext(t)
+	if !slices.Contains(cached, "pods") || slices.Contains(cached, "events") || slices.Contains(cached, "events.events.k8s.io") {
+		t.Fatalf("watch caches for %v: want pods', not events'", cached)
+	}
+	w, err := s.client.EventsV1().Events("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	core := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "core", Namespace: "default"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
@@ -59,5 +78,19 @@ func TestEventsExpireAfterTheirTTL(t *testing.T) {
 	}
 	if _, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil {
 		t.Fatalf("a config map expired with the events: %v", err)
+	}
+	deleted := map[string]bool{}
+	for len(deleted) < 2 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed; saw deleted %v", deleted)
+			}
+			if ev.Type == watch.Deleted {
+				deleted[ev.Object.(*eventsv1.Event).Name] = true
+			}
+		case <-ctx.Done():
+			t.Fatalf("the watch saw only %v expire", deleted)
+		}
 	}
 }

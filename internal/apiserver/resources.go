@@ -25,8 +25,9 @@ type resource struct {
 	stored *storedForm
 	// indexFields index watchers by exact-match field selectors.
 	indexFields []string
-	// expires marks objects kept only for Config.EventTTL (events).
-	expires bool
+	// shortLived marks objects kept only for Config.EventTTL after their
+	// last write, and read from the store rather than a watch cache (events).
+	shortLived bool
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -54,14 +55,14 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Event{} }, newList: func() runtime.Object { return &corev1.EventList{} },
-			rules: coreEventRules(), expires: true,
+			rules: coreEventRules(), shortLived: true,
 		},
 		{
 			gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &eventsv1.Event{} }, newList: func() runtime.Object { return &eventsv1.EventList{} },
-			rules:   eventsV1Rules(),
-			stored:  &storedForm{gv: corev1.SchemeGroupVersion, toStorage: eventToStorage, fromStorage: eventFromStorage},
-			expires: true,
+			rules:      eventsV1Rules(),
+			stored:     &storedForm{gv: corev1.SchemeGroupVersion, toStorage: eventToStorage, fromStorage: eventFromStorage},
+			shortLived: true,
 		},
 		{
 			gvr: core.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", shortNames: []string{"cm"}, namespaced: true,

@@ -291,10 +291,17 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 
 func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, table rest.TableConvertor) (*resourceREST, error) {
 	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String()), readView: cfg.ReadView}
-	if res.expires {
+	if res.shortLived {
 		objects.ttl = cfg.EventTTL
 	}
-	reader, err := cfg.newReader(ctx, readerSpec{
+	newReader := cfg.newReader
+	if res.shortLived {
+		// Events are written often and read rarely: kube-apiserver's
+		// default watch cache sizes leave them uncached, and so does berth.
+		// A cache would decode and hold every event for no reader.
+		newReader = newStoreReader
+	}
+	reader, err := newReader(ctx, readerSpec{
 		Store:       cfg.Store,
 		Resource:    res.gvr.GroupResource(),
 		Prefix:      res.keyPrefix() + "/",
