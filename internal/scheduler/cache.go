@@ -33,14 +33,14 @@ type clusterCache struct {
 	listed  []*nodeState
 	podNode map[types.UID]string // where each counted pod is, assumed or bound
 	assumed map[types.UID]bool
-	// withTerms holds the counted pods with any pod (anti-)affinity term: every
-	// cycle checks them, so they are kept apart from the rest.
-	withTerms map[types.UID]*v1.Pod
+	// withTerms holds the counted pods with any pod (anti-)affinity term,
+	// parsed: every cycle checks them, so they are kept apart from the rest.
+	withTerms map[types.UID]*podTerms
 }
 
 func newCache() *clusterCache {
 	return &clusterCache{nodes: map[string]*nodeState{}, podNode: map[types.UID]string{}, assumed: map[types.UID]bool{},
-		withTerms: map[types.UID]*v1.Pod{}}
+		withTerms: map[types.UID]*podTerms{}}
 }
 
 func (c *clusterCache) stateLocked(name string) *nodeState {
@@ -135,8 +135,11 @@ func (c *clusterCache) addLocked(p *v1.Pod, node string) {
 	s.usage = s.usage.Add(p)
 	s.groups[spreadGroup(p)]++
 	c.podNode[p.UID] = node
-	if hasAffinityTerms(p) {
-		c.withTerms[p.UID] = p
+	// Terms that do not parse (a selector the API server's validation
+	// let through) are not honoured: they must not stop every other pod
+	// from being scheduled.
+	if terms, err := newPodTerms(p); err == nil && terms != nil {
+		c.withTerms[p.UID] = terms
 	}
 }
 
@@ -197,9 +200,10 @@ func (p placedPods) all(yield func(placedPod) bool) {
 }
 
 // withAffinityTerms yields the counted pods with any pod (anti-)affinity term.
-func (p placedPods) withAffinityTerms(yield func(placedPod) bool) {
-	for uid, pod := range p.c.withTerms {
-		if !yield(placedPod{pod: pod, node: p.c.nodes[p.c.podNode[uid]].nodeObject()}) {
+func (p placedPods) withAffinityTerms(yield func(placedWithTerms) bool) {
+	for uid, terms := range p.c.withTerms {
+		s := p.c.nodes[p.c.podNode[uid]]
+		if !yield(placedWithTerms{placedPod: placedPod{pod: s.pods[uid], node: s.nodeObject()}, terms: terms}) {
 			return
 		}
 	}

@@ -239,11 +239,44 @@ type interPodCheck struct {
 	selfMatch bool
 }
 
+// podTerms are a placed pod's own (anti-)affinity terms, parsed once, when
+// the cache counts the pod, rather than in every cycle.
+type podTerms struct {
+	refusing, requiring []affinityTerm
+	preferring          []weightedTerm
+}
+
+// newPodTerms parses p's terms; nil when it has none.
+func newPodTerms(p *v1.Pod) (*podTerms, error) {
+	if !hasAffinityTerms(p) {
+		return nil, nil
+	}
+	refusing, err := requiredTerms(p, requiredAntiAffinity(p))
+	if err != nil {
+		return nil, err
+	}
+	requiring, err := requiredTerms(p, requiredAffinity(p))
+	if err != nil {
+		return nil, err
+	}
+	preferring, err := preferredTerms(p)
+	if err != nil {
+		return nil, err
+	}
+	return &podTerms{refusing: refusing, requiring: requiring, preferring: preferring}, nil
+}
+
+// placedWithTerms is a placed pod with its parsed terms.
+type placedWithTerms struct {
+	placedPod
+	terms *podTerms
+}
+
 // newInterPodCheck builds the check for pod over the placed pods. placed
-// lists every counted pod; withTerms only those with pod (anti-)affinity
+// lists every counted pod; withTerms only those with pod (anti)-affinity
 // terms (the only placed pods that matter when pod itself has none). It
 // returns nil when nothing concerns pod.
-func newInterPodCheck(pod *v1.Pod, placed, withTerms func(yield func(placedPod) bool), nsLabels namespaceLabels) (*interPodCheck, error) {
+func newInterPodCheck(pod *v1.Pod, placed func(yield func(placedPod) bool), withTerms func(yield func(placedWithTerms) bool), nsLabels namespaceLabels) (*interPodCheck, error) {
 	affinity, err := requiredTerms(pod, requiredAffinity(pod))
 	if err != nil {
 		return nil, err
@@ -263,9 +296,7 @@ func newInterPodCheck(pod *v1.Pod, placed, withTerms func(yield func(placedPod) 
 	c := &interPodCheck{affinity: affinity, anti: anti, preferred: preferred,
 		affinityPairs: newDomainCounts(), antiPairs: newDomainCounts(), refusedPairs: newDomainCounts(), preference: newDomainCounts()}
 	for p := range withTerms {
-		if err := c.countPlacedTerms(pod, p, nsLabels); err != nil {
-			return nil, err
-		}
+		c.countPlacedTerms(pod, p, nsLabels)
 	}
 	if ownTerms {
 		for p := range placed {
@@ -276,7 +307,7 @@ func newInterPodCheck(pod *v1.Pod, placed, withTerms func(yield func(placedPod) 
 	return c, nil
 }
 
-func isEmpty(pods func(yield func(placedPod) bool)) bool {
+func isEmpty[T any](pods func(yield func(T) bool)) bool {
 	for range pods {
 		return false
 	}
@@ -286,38 +317,26 @@ func isEmpty(pods func(yield func(placedPod) bool)) bool {
 // countPlacedTerms records what placed p's own terms say about pod: the
 // domains its required anti-affinity closes, and the weights of its
 // preferences (and required affinity) for pod.
-func (c *interPodCheck) countPlacedTerms(pod *v1.Pod, p placedPod, nsLabels namespaceLabels) error {
+func (c *interPodCheck) countPlacedTerms(pod *v1.Pod, p placedWithTerms, nsLabels namespaceLabels) {
 	if p.node == nil || p.pod.UID == pod.UID {
-		return nil
+		return
 	}
-	refusing, err := requiredTerms(p.pod, requiredAntiAffinity(p.pod))
-	if err != nil {
-		return err
-	}
-	for i := range refusing {
-		if refusing[i].matches(pod, nsLabels) {
-			c.refusedPairs.add(refusing[i].topologyKey, p.node, 1)
+	t := p.terms
+	for i := range t.refusing {
+		if t.refusing[i].matches(pod, nsLabels) {
+			c.refusedPairs.add(t.refusing[i].topologyKey, p.node, 1)
 		}
 	}
-	requiring, err := requiredTerms(p.pod, requiredAffinity(p.pod))
-	if err != nil {
-		return err
-	}
-	for i := range requiring {
-		if requiring[i].matches(pod, nsLabels) {
-			c.preference.add(requiring[i].topologyKey, p.node, hardAffinityWeight)
+	for i := range t.requiring {
+		if t.requiring[i].matches(pod, nsLabels) {
+			c.preference.add(t.requiring[i].topologyKey, p.node, hardAffinityWeight)
 		}
 	}
-	preferring, err := preferredTerms(p.pod)
-	if err != nil {
-		return err
-	}
-	for i := range preferring {
-		if preferring[i].matches(pod, nsLabels) {
-			c.preference.add(preferring[i].topologyKey, p.node, preferring[i].weight)
+	for i := range t.preferring {
+		if t.preferring[i].matches(pod, nsLabels) {
+			c.preference.add(t.preferring[i].topologyKey, p.node, t.preferring[i].weight)
 		}
 	}
-	return nil
 }
 
 // countMatches records the domains where placed p satisfies the pod's

@@ -356,3 +356,23 @@ func TestInterPodPreferencesScore(t *testing.T) {
 	}
 	runPlacementCases(t, nil, cases)
 }
+
+// A term whose selector does not parse concerns its own pod only: placed,
+// it is not honoured (and blocks no one); being scheduled, its pod fits
+// nowhere, with the parse error as the reason.
+func TestUnparsableTermsBlockOnlyTheirOwnPod(t *testing.T) {
+	bogus := term(hostnameKey, nil, func(t *v1.PodAffinityTerm) {
+		t.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}}
+	})
+	c := newCache()
+	c.setNode(zonedNode("a", "z1"))
+	c.observePod(on("a", labelled("broken", "default", nil, refusing(bogus))))
+	c.withNodes("", func(l nodeList, pp placedPods) {
+		if _, err := preparePodChecks(labelled("p", "default", nil), l, pp, nil); err != nil {
+			t.Errorf("a placed pod's bad term stopped another pod: %v", err)
+		}
+		if _, err := preparePodChecks(labelled("q", "default", nil, refusing(bogus)), l, pp, nil); err == nil {
+			t.Error("a pod with a bad term of its own was judged")
+		}
+	})
+}
