@@ -84,6 +84,16 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			}), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[1].name"},
 		{"a scheduling gate added", "PATCH", podsPath + "/existing", "application/merge-patch+json",
 			[]byte(`{"spec":{"schedulingGates":[{"name":"example.com/late"}]}}`), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[0]"},
+		{"bad affinity selector", "POST", podsPath, "application/json",
+			podJSON(func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}},
+				}}}}
+			}), 422, metav1.StatusReasonInvalid, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator"},
+		{"spread without a topology key", "POST", podsPath, "application/json",
+			podJSON(func(p *corev1.Pod) {
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, WhenUnsatisfiable: corev1.DoNotSchedule}}
+			}), 422, metav1.StatusReasonInvalid, "spec.topologySpreadConstraints[0].topologyKey"},
 		{"already exists", "POST", podsPath, "application/json",
 			podJSON(func(p *corev1.Pod) { p.Name = "existing" }), 409, metav1.StatusReasonAlreadyExists, ""},
 		{"namespace mismatch", "POST", podsPath, "application/json",

@@ -41,7 +41,8 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("nodeName"), spec.NodeName, msg))
 		}
 	}
-	return append(errs, validateSchedulingGates(spec, path)...)
+	errs = append(errs, validateSchedulingGates(spec, path)...)
+	return append(errs, validatePodScheduling(spec, path)...)
 }
 
 // validateSchedulingGates checks the gates' names as upstream, and that a
