@@ -291,11 +291,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 
 func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, table rest.TableConvertor) (*resourceREST, error) {
 	objects := &objectStore{res: res, store: cfg.Store, codecs: c, logger: cfg.Logger.With("resource", res.gvr.String()), readView: cfg.ReadView}
-	if res.shortLived {
-		objects.ttl = cfg.EventTTL
-	}
 	newReader := cfg.newReader
 	if res.shortLived {
+		objects.ttl = cfg.EventTTL
 		// Events are written often and read rarely: kube-apiserver's
 		// default watch cache sizes leave them uncached, and so does berth.
 		// A cache would decode and hold every event for no reader.

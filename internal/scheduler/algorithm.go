@@ -65,6 +65,27 @@ type podChecks struct {
 	preferences nodePreferences
 }
 
+// scores sums the checks' weighted scores of the feasible nodes; nil when
+// none applies (no score that could tell the nodes apart).
+func (c podChecks) scores(nodes nodeList, feasible []int) []int64 {
+	var sum []int64
+	add := func(scores []int64, weight int64) {
+		if scores == nil {
+			return
+		}
+		if sum == nil {
+			sum = make([]int64, len(feasible))
+		}
+		for i, v := range scores {
+			sum[i] += weight * v
+		}
+	}
+	add(c.interPod.preferenceScores(nodes, feasible), interPodWeight)
+	add(c.spread.scores(nodes, feasible), topologySpreadWeight)
+	add(c.preferences.scores(nodes, feasible), 1) // weighted inside: two scores
+	return sum
+}
+
 // schedule filters the nodes pod fits, starting at offset (rotated by the
 // caller so every node gets its turn), and picks the best-scoring one.
 func schedule(pod *v1.Pod, nodes nodeList, checks podChecks, offset int) decision {
@@ -94,21 +115,13 @@ func schedule(pod *v1.Pod, nodes nodeList, checks podChecks, offset int) decisio
 		return d
 	}
 	requests := fit.PodRequests(pod)
-	preferences := checks.interPod.preferenceScores(nodes, feasible)
-	spreading := checks.spread.scores(nodes, feasible)
-	nodePreferred := checks.preferences.scores(nodes, feasible)
+	extra := checks.scores(nodes, feasible)
 	best, bestScore := "", int64(-1)
 	for i, at := range feasible {
 		n := nodes.At(at)
 		s := score(requests, n, maxGroup)
-		if preferences != nil {
-			s += interPodWeight * preferences[i]
-		}
-		if spreading != nil {
-			s += topologySpreadWeight * spreading[i]
-		}
-		if nodePreferred != nil {
-			s += nodePreferred[i]
+		if extra != nil {
+			s += extra[i]
 		}
 		// Ties go to the lexically smallest name, so decisions are reproducible.
 		if s > bestScore || (s == bestScore && n.node.Node.Name < best) {

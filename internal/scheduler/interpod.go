@@ -39,7 +39,7 @@ func requiredTerms(owner *v1.Pod, terms []v1.PodAffinityTerm) ([]affinityTerm, e
 	out := make([]affinityTerm, 0, len(terms))
 	for i := range terms {
 		t := &terms[i]
-		selector, err := termSelector(owner, t)
+		selector, err := ownerSelector(owner, t.LabelSelector, t.MatchLabelKeys, t.MismatchLabelKeys)
 		if err != nil {
 			return nil, fmt.Errorf("pod %s/%s: affinity term %d: %w", owner.Namespace, owner.Name, i, err)
 		}
@@ -56,13 +56,14 @@ func requiredTerms(owner *v1.Pod, terms []v1.PodAffinityTerm) ([]affinityTerm, e
 	return out, nil
 }
 
-// termSelector is the term's label selector (nil selects nothing) with
-// owner's values for its matchLabelKeys (In) and mismatchLabelKeys (NotIn).
-func termSelector(owner *v1.Pod, t *v1.PodAffinityTerm) (labels.Selector, error) {
-	if t.LabelSelector == nil {
+// ownerSelector is an affinity term's or a spread constraint's label
+// selector (nil selects nothing) with owner's own values for its
+// matchLabelKeys (In) and mismatchLabelKeys (NotIn).
+func ownerSelector(owner *v1.Pod, sel *metav1.LabelSelector, matchKeys, mismatchKeys []string) (labels.Selector, error) {
+	if sel == nil {
 		return labels.Nothing(), nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+	selector, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +81,10 @@ func termSelector(owner *v1.Pod, t *v1.PodAffinityTerm) (labels.Selector, error)
 		}
 		return nil
 	}
-	if err := add(t.MatchLabelKeys, selection.In); err != nil {
+	if err := add(matchKeys, selection.In); err != nil {
 		return nil, err
 	}
-	if err := add(t.MismatchLabelKeys, selection.NotIn); err != nil {
+	if err := add(mismatchKeys, selection.NotIn); err != nil {
 		return nil, err
 	}
 	return selector, nil

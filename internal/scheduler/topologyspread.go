@@ -4,9 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/berth/berth/internal/fit"
@@ -66,7 +65,7 @@ func newSpreadCheck(pod *v1.Pod, nodes nodeList, placed func(yield func(placedPo
 	check := &spreadCheck{}
 	for i := range pod.Spec.TopologySpreadConstraints {
 		t := &pod.Spec.TopologySpreadConstraints[i]
-		selector, err := spreadSelector(pod, t)
+		selector, err := ownerSelector(pod, t.LabelSelector, t.MatchLabelKeys, nil)
 		if err != nil {
 			return nil, fmt.Errorf("pod %s/%s: topologySpreadConstraints[%d]: %w", pod.Namespace, pod.Name, i, err)
 		}
@@ -78,48 +77,26 @@ func newSpreadCheck(pod *v1.Pod, nodes nodeList, placed func(yield func(placedPo
 		if selector.Matches(labels.Set(pod.Labels)) {
 			c.self = 1
 		}
-		admits := func(node *v1.Node) bool { return spreadAdmits(pod, affinity, t, node) }
+		// Each node is judged once; placed pods count where their node was admitted.
+		admitted := sets.New[string]()
 		for j := range nodes.Len() {
-			if node := nodes.Node(j); admits(node) {
-				if value, ok := node.Labels[c.key]; ok {
-					c.counts[value] += 0 // the domain exists, even empty
-				}
+			node := nodes.Node(j)
+			if value, ok := node.Labels[c.key]; ok && spreadAdmits(pod, affinity, t, node) {
+				admitted.Insert(node.Name)
+				c.counts[value] += 0 // the domain exists, even empty
 			}
 		}
 		for p := range placed {
-			if p.node == nil || p.pod.Namespace != pod.Namespace || p.pod.DeletionTimestamp != nil || !admits(p.node) {
+			if p.node == nil || p.pod.Namespace != pod.Namespace || p.pod.DeletionTimestamp != nil ||
+				!c.selector.Matches(labels.Set(p.pod.Labels)) || !admitted.Has(p.node.Name) {
 				continue
 			}
-			if value, ok := p.node.Labels[c.key]; ok && c.selector.Matches(labels.Set(p.pod.Labels)) {
-				c.counts[value]++
-			}
+			c.counts[p.node.Labels[c.key]]++
 		}
 		check.soft = check.soft || !c.hard
 		check.constraints = append(check.constraints, c)
 	}
 	return check, nil
-}
-
-// spreadSelector is the constraint's selector (nil selects nothing) with
-// the pod's own values for its matchLabelKeys.
-func spreadSelector(pod *v1.Pod, t *v1.TopologySpreadConstraint) (labels.Selector, error) {
-	if t.LabelSelector == nil {
-		return labels.Nothing(), nil
-	}
-	selector, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
-	if err != nil {
-		return nil, err
-	}
-	for _, key := range t.MatchLabelKeys {
-		if value, ok := pod.Labels[key]; ok {
-			r, err := labels.NewRequirement(key, selection.In, []string{value})
-			if err != nil {
-				return nil, err
-			}
-			selector = selector.Add(*r)
-		}
-	}
-	return selector, nil
 }
 
 // spreadAdmits applies the constraint's node inclusion policies: by
