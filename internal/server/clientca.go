@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/auth"
+	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/pki"
 )
 
@@ -20,8 +21,8 @@ import (
 // follows the CA on disk. Joined node agents read it to verify that callers
 // of their node server hold the API server's client certificate. The API
 // may still be starting (system namespaces): it retries for a while.
-func publishClientCA(ctx context.Context, cfg Config, cluster *pki.Cluster) error {
-	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+func publishClientCA(ctx context.Context, cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) error {
+	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return fmt.Errorf("publish client CA: %w", err)
 	}

@@ -6,11 +6,12 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
 	"github.com/berth/berth/internal/controller/garbagecollector"
@@ -29,7 +30,7 @@ type component struct {
 	run      func(ctx context.Context, client kubernetes.Interface) error
 }
 
-func (c *Config) components(cluster *pki.Cluster) []component {
+func (c *Config) components(lb *inprocess.Loopback, cluster *pki.Cluster) []component {
 	var out []component
 	if !c.DisableScheduler {
 		out = append(out, component{name: "scheduler", identity: pki.SchedulerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
@@ -54,7 +55,7 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
 	}})
 	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		restCfg, err := loopbackConfig(*c, cluster, pki.ControllerIdentity)
+		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
 		if err != nil {
 			return err
 		}
@@ -76,15 +77,15 @@ func (c *Config) components(cluster *pki.Cluster) []component {
 	return out
 }
 
-// startComponents runs each component against the server's own HTTPS
-// endpoint, each with a client certificate for its identity, so they hold
-// no more power than an external scheduler or controller would. The
+// startComponents runs each component against the server's own API, each
+// under its own identity (through memory: internal/auth/inprocess), so they
+// hold no more power than an external scheduler or controller would. The
 // returned wait blocks until all have stopped after ctx ends.
-func startComponents(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait func(), err error) {
+func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (wait func(), err error) {
 	var wg sync.WaitGroup
 	identity := leader.NewIdentity()
-	for _, comp := range cfg.components(cluster) {
-		client, err := loopbackClient(cfg, cluster, comp.identity)
+	for _, comp := range cfg.components(lb, cluster) {
+		client, err := loopbackClient(lb, comp.identity)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", comp.name, err)
 		}
@@ -102,10 +103,9 @@ func startComponents(ctx context.Context, cfg Config, cluster *pki.Cluster) (wai
 	return wg.Wait, nil
 }
 
-// loopbackClient is a client of the server's own HTTPS endpoint with a
-// fresh client certificate for id.
-func loopbackClient(cfg Config, cluster *pki.Cluster, id pki.Identity) (kubernetes.Interface, error) {
-	restCfg, err := loopbackConfig(cfg, cluster, id)
+// loopbackClient is a client of the server's own API as id, through memory.
+func loopbackClient(lb *inprocess.Loopback, id pki.Identity) (kubernetes.Interface, error) {
+	restCfg, err := loopbackConfig(lb, id)
 	if err != nil {
 		return nil, err
 	}
@@ -114,12 +114,9 @@ func loopbackClient(cfg Config, cluster *pki.Cluster, id pki.Identity) (kubernet
 
 // loopbackConfig is the client configuration behind loopbackClient, for
 // components that need another kind of client (metadata, dynamic).
-func loopbackConfig(cfg Config, cluster *pki.Cluster, id pki.Identity) (*rest.Config, error) {
-	kubeconfig, err := cluster.ClientKubeconfig(cfg.clientURL(), id)
-	if err != nil {
-		return nil, fmt.Errorf("%s identity: %w", id.CommonName, err)
-	}
-	restCfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+func loopbackConfig(lb *inprocess.Loopback, id pki.Identity) (*rest.Config, error) {
+	// The user an x509 client certificate for id would name (CN, O).
+	restCfg, err := lb.Config(&user.DefaultInfo{Name: id.CommonName, Groups: id.Organizations})
 	if err != nil {
 		return nil, fmt.Errorf("%s client: %w", id.CommonName, err)
 	}

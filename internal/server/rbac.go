@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/auth/rbac"
 	"github.com/berth/berth/internal/pki"
 )
@@ -23,8 +24,8 @@ type rbacPolicy struct {
 	ensure     func(context.Context) error
 }
 
-func newRBACPolicy(cfg Config, cluster *pki.Cluster) (*rbacPolicy, error) {
-	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+func newRBACPolicy(cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (*rbacPolicy, error) {
+	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("rbac: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/atomicfile"
 	"github.com/berth/berth/internal/auth"
+	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/auth/node"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/store/etcd"
@@ -67,12 +68,15 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("shutdown: store closed")
 	}()
 
+	// The server's own clients (controllers, scheduler, authenticators'
+	// lookups) reach its handler through memory, once serve starts.
+	lb := inprocess.New(log.With("component", "in-process-api"))
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(cluster.ClientCA.Cert)
 	// The Node authorizer's graph is fed through the API once it serves
 	// (startNodeGraph); until then nodes' reads of their pods' objects are refused.
 	nodeGraph := node.NewGraph()
-	access, err := newRBACPolicy(cfg, cluster)
+	access, err := newRBACPolicy(cfg, lb, cluster)
 	if err != nil {
 		return err
 	}
@@ -80,7 +84,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := newBootstrapTokens(cfg, cluster)
+	tokens, err := newBootstrapTokens(cfg, lb, cluster)
 	if err != nil {
 		return err
 	}
@@ -88,7 +92,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	saTokens, err := newServiceAccountTokens(cfg, cluster)
+	saTokens, err := newServiceAccountTokens(cfg, lb, cluster)
 	if err != nil {
 		return err
 	}
@@ -110,7 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
-		Authenticator: auth.NewAuthenticator(clientCAs, append([]authenticator.Token{tokens.authn, saTokens.authn}, static...)...),
+		Authenticator: auth.NewAuthenticator(clientCAs, append([]authenticator.Token{lb, tokens.authn, saTokens.authn}, static...)...),
 		Authorizer:    authz,
 		RuleResolver:  auth.NewRuleResolver(access.informers.Listers.RulesFor),
 		ReadView:      node.PodView,
@@ -129,7 +133,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
 	waitRBAC := access.start(apiCtx)
 	defer func() { stopAPI(); waitRBAC() }()
-	return serve(ctx, cfg, ln, handler, cluster, clientCAs, stopAPI, nodeGraph, tokens)
+	return serve(ctx, cfg, ln, lb, handler, cluster, clientCAs, stopAPI, nodeGraph, tokens)
 }
 
 // History kept in etcd: compacting every 5 minutes (kube-apiserver's
@@ -140,9 +144,10 @@ const (
 	compactionKeep     = 10000
 )
 
-// serve runs the HTTPS server until ctx ends; stopAPI ends the API's long
-// requests (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
+// serve runs the HTTPS server, and the in-memory one for the server's own
+// clients, until ctx ends; stopAPI ends the API's long requests (watches) as
+// shutdown begins so they do not hold it up.
+func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -165,26 +170,35 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 		ErrorLog: slog.NewLogLogger(log.With("component", "https").Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(stopAPI)
-	errc := make(chan error, 1)
+	lb.RegisterOnShutdown(stopAPI)
+	defer lb.Close() // on an early return; after Shutdown, a no-op
+	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	inMemoryDone := make(chan struct{})
+	go func() {
+		defer close(inMemoryDone)
+		if err := lb.Serve(handler); err != nil {
+			errc <- err
+		}
+	}()
 	log.Info("berth server is serving", "address", cfg.Address(),
 		"kubeconfig", cfg.path("admin.kubeconfig"), "store", storeDescription(cfg))
 
 	compCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
-	waitComponents, err := startComponents(compCtx, cfg, cluster)
+	waitComponents, err := startComponents(compCtx, cfg, lb, cluster)
 	if err != nil {
 		return err
 	}
-	waitGraph, err := startNodeGraph(compCtx, cfg, cluster, nodeGraph)
+	waitGraph, err := startNodeGraph(compCtx, cfg, lb, cluster, nodeGraph)
 	if err != nil {
 		return err
 	}
 	waitTokens := tokens.start(compCtx)
-	if err := ensureDefaultToken(compCtx, cfg, cluster); err != nil {
+	if err := ensureDefaultToken(compCtx, cfg, lb, cluster); err != nil {
 		return err
 	}
-	if err := publishClientCA(compCtx, cfg, cluster); err != nil {
+	if err := publishClientCA(compCtx, cfg, lb, cluster); err != nil {
 		return err
 	}
 	nodeCtx, stopNode := context.WithCancel(ctx)
@@ -215,19 +229,20 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, handler http.Handle
 	log.Info("shutdown: control loops stopped")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := errors.Join(srv.Shutdown(shutdownCtx), lb.Shutdown(shutdownCtx)); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	<-inMemoryDone
 	log.Info("shutdown: API server stopped")
 	return nil
 }
 
 // startNodeGraph keeps the Node authorizer's graph current through the
-// server's own endpoint, as the API server's own identity (system:apiserver),
+// server's own API, as the API server's own identity (system:apiserver),
 // so it sees every pod and CSR as stored. The returned wait blocks until it
 // has stopped after ctx ends.
-func startNodeGraph(ctx context.Context, cfg Config, cluster *pki.Cluster, graph *node.Graph) (wait func(), err error) {
-	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+func startNodeGraph(ctx context.Context, cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster, graph *node.Graph) (wait func(), err error) {
+	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("node authorizer graph: %w", err)
 	}

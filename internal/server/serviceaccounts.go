@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/berth/berth/internal/apiserver"
+	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/auth/serviceaccount"
 	"github.com/berth/berth/internal/pki"
 )
@@ -19,7 +20,7 @@ type serviceAccountTokens struct {
 	api   *apiserver.ServiceAccountTokens
 }
 
-func newServiceAccountTokens(cfg Config, cluster *pki.Cluster) (*serviceAccountTokens, error) {
+func newServiceAccountTokens(cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (*serviceAccountTokens, error) {
 	key, err := serviceaccount.LoadOrCreateKey(cfg.path("pki", "service-account.key"))
 	if err != nil {
 		return nil, err
@@ -30,7 +31,7 @@ func newServiceAccountTokens(cfg Config, cluster *pki.Cluster) (*serviceAccountT
 	}
 	// The authenticator checks each token's service account and pod
 	// through the API as the server's own identity.
-	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("service-account token authenticator: %w", err)
 	}

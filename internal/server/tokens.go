@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth/berth/internal/atomicfile"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
+	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/informeropts"
 	"github.com/berth/berth/internal/pki"
 )
@@ -30,8 +31,8 @@ type bootstrapTokens struct {
 	factory informers.SharedInformerFactory
 }
 
-func newBootstrapTokens(cfg Config, cluster *pki.Cluster) (*bootstrapTokens, error) {
-	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+func newBootstrapTokens(cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (*bootstrapTokens, error) {
+	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap token authenticator: %w", err)
 	}
@@ -56,8 +57,8 @@ const defaultTokenTTL = 24 * time.Hour
 // ensureDefaultToken writes a join token to DATA_DIR/token (0600) on first
 // start, and on later starts keeps the one there while it is still stored,
 // unexpired and pinned to this cluster's CA; otherwise it creates a new one.
-func ensureDefaultToken(ctx context.Context, cfg Config, cluster *pki.Cluster) error {
-	client, err := loopbackClient(cfg, cluster, pki.APIServerClientIdentity)
+func ensureDefaultToken(ctx context.Context, cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) error {
+	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return fmt.Errorf("default join token: %w", err)
 	}

@@ -1,0 +1,153 @@
+package inprocess
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/rest"
+)
+
+// whoami answers with the user the bearer token names, or 401.
+func whoami(l *Loopback) http.Handler {
+	authn := bearertoken.New(l)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, ok, err := authn.AuthenticateRequest(r)
+		if err != nil || !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, resp.User.GetName()+" "+strings.Join(resp.User.GetGroups(), ","))
+	})
+}
+
+func startLoopback(t *testing.T) *Loopback {
+	t.Helper()
+	l := New(slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- l.Serve(whoami(l)) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := l.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return l
+}
+
+func get(t *testing.T, cfg *rest.Config) (int, string) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/whoami", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET through memory: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestClientsReachTheServerAsTheirOwnUser(t *testing.T) {
+	l := startLoopback(t)
+	for _, u := range []*user.DefaultInfo{
+		{Name: "system:kube-scheduler"},
+		{Name: "system:apiserver", Groups: []string{"system:masters"}},
+	} {
+		cfg, err := l.Config(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, cfg)
+		if want := u.Name + " " + strings.Join(u.Groups, ","); code != http.StatusOK || body != want {
+			t.Errorf("as %s: got %d %q, want 200 %q", u.Name, code, body, want)
+		}
+	}
+	a, _ := l.Config(&user.DefaultInfo{Name: "x"})
+	b, _ := l.Config(&user.DefaultInfo{Name: "x"})
+	c, _ := l.Config(&user.DefaultInfo{Name: "y"})
+	if a.BearerToken != b.BearerToken || a.BearerToken == c.BearerToken || len(a.BearerToken) < 40 {
+		t.Errorf("tokens: one per user, unguessable; got %q %q %q", a.BearerToken, b.BearerToken, c.BearerToken)
+	}
+}
+
+func TestTokensAreRefusedOutsideMemory(t *testing.T) {
+	l := startLoopback(t)
+	cfg, err := l.Config(&user.DefaultInfo{Name: "system:kube-scheduler"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := l.AuthenticateToken(context.Background(), cfg.BearerToken); ok {
+		t.Error("a request that did not come through memory was authenticated by an in-process token")
+	}
+	// The same handler on a network listener: the token names nobody there.
+	srv := httptest.NewServer(whoami(l))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/whoami", nil)
+	req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("in-process token over the network: %d, want 401", resp.StatusCode)
+	}
+	// Through memory, a token it never issued is refused.
+	bad := rest.CopyConfig(cfg)
+	bad.BearerToken = "not-a-token"
+	if code, _ := get(t, bad); code != http.StatusUnauthorized {
+		t.Errorf("unknown token through memory: %d, want 401", code)
+	}
+}
+
+func TestNoConnectionsAfterShutdown(t *testing.T) {
+	l := New(slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- l.Serve(whoami(l)) }()
+	cfg, err := l.Config(&user.DefaultInfo{Name: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, cfg); code != http.StatusOK {
+		t.Fatalf("before shutdown: %d", code)
+	}
+	if err := l.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after Shutdown: %v, want nil", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.listener.dial(ctx); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("dial after shutdown: %v, want net.ErrClosed", err)
+	}
+}
+
+func TestDialWaitsForServeOrItsContext(t *testing.T) {
+	l := New(slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.listener.dial(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("dial before Serve with an expiring context: %v, want DeadlineExceeded", err)
+	}
+}
