@@ -39,14 +39,16 @@ func NewGraph() *Graph {
 // SetPod records pod's current binding and references. Unbound pods are
 // forgotten: they give no node anything.
 func (g *Graph) SetPod(pod *corev1.Pod) {
-	key := podKey{pod.Namespace, pod.Name}
+	g.setPod(podKey{pod.Namespace, pod.Name}, boundPod{node: pod.Spec.NodeName, refs: podReferences(pod)})
+}
+
+func (g *Graph) setPod(key podKey, bp boundPod) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.forgetPodLocked(key)
-	if pod.Spec.NodeName == "" {
+	if bp.node == "" {
 		return
 	}
-	bp := boundPod{node: pod.Spec.NodeName, refs: podReferences(pod)}
 	g.pods[key] = bp
 	for _, ref := range bp.refs {
 		if g.users[ref] == nil {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -50,8 +49,8 @@ func (g *Graph) Run(ctx context.Context, client kubernetes.Interface, log *slog.
 }
 
 func (g *Graph) podChanged(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		g.SetPod(pod)
+	if r, ok := obj.(*podRecord); ok {
+		g.setPod(podKey{r.Namespace, r.Name}, r.bound)
 	}
 }
 
@@ -59,8 +58,8 @@ func (g *Graph) podGone(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		g.DeletePod(pod.Namespace, pod.Name)
+	if r, ok := obj.(*podRecord); ok {
+		g.DeletePod(r.Namespace, r.Name)
 	}
 }
 

@@ -59,15 +59,22 @@ func TestPodReferencesEverySource(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("references:\n got %v\nwant %v", got, want)
 	}
-	// What the graph's informer caches of the pod references the same.
+	// What the graph's informer caches of the pod: the same, and a copy of
+	// it is its own.
 	pod.Spec.NodeName = "node-a"
-	pod.Status.Phase = corev1.PodRunning
-	cached := graphPod(pod)
-	if got := podReferences(cached); !slices.Equal(got, want) {
-		t.Fatalf("references of the cached part:\n got %v\nwant %v", got, want)
+	pod.ResourceVersion = "7"
+	cached, err := keepGraphParts(pod)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cached.Spec.NodeName != "node-a" || cached.Name != "p" || cached.Namespace != "ns" || cached.Status.Phase != "" {
-		t.Fatalf("cached part of the pod: %+v", cached)
+	r := cached.(*podRecord)
+	if !slices.Equal(r.bound.refs, want) || r.bound.node != "node-a" || r.Name != "p" || r.Namespace != "ns" || r.ResourceVersion != "7" {
+		t.Fatalf("cached part of the pod: %+v", r)
+	}
+	c := r.DeepCopyObject().(*podRecord)
+	c.bound.refs[0].name = "changed"
+	if r.bound.refs[0].name != "sa" {
+		t.Fatal("a copy of the cached part shares its references")
 	}
 }
 

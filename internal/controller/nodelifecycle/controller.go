@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/berth/berth/internal/informeropts"
@@ -47,7 +48,7 @@ type Controller struct {
 	factory informers.SharedInformerFactory
 	nodes   corelisters.NodeLister
 	leases  coordlisters.LeaseLister
-	pods    corelisters.PodLister
+	pods    cache.Store // of *lifecyclePod
 
 	// heartbeats records, per node, the last renewTime seen and when this
 	// controller saw it change, measured on its own clock so that clock
@@ -82,7 +83,7 @@ func New(cfg Config) *Controller {
 		cfg: cfg, log: cfg.Logger, factory: factory,
 		nodes:      factory.Core().V1().Nodes().Lister(),
 		leases:     factory.Coordination().V1().Leases().Lister(),
-		pods:       factory.Core().V1().Pods().Lister(),
+		pods:       factory.Core().V1().Pods().Informer().GetStore(),
 		heartbeats: map[string]heartbeat{},
 	}
 }
@@ -116,15 +117,11 @@ func (c *Controller) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods, err := c.pods.List(everything)
-	if err != nil {
-		return err
-	}
 	now := c.cfg.Clock.Now()
-	byNode := map[string][]*v1.Pod{}
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	byNode := map[string][]*lifecyclePod{}
+	for _, p := range c.listPods() {
+		if p.NodeName != "" {
+			byNode[p.NodeName] = append(byNode[p.NodeName], p)
 		}
 	}
 	for _, node := range nodes {
@@ -149,4 +146,16 @@ func (c *Controller) lease(node string) *coordinationv1.Lease {
 		return nil
 	}
 	return l
+}
+
+// listPods is every pod the informer holds, as the transform left it.
+func (c *Controller) listPods() []*lifecyclePod {
+	items := c.pods.List()
+	out := make([]*lifecyclePod, 0, len(items))
+	for _, item := range items {
+		if p, ok := item.(*lifecyclePod); ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }

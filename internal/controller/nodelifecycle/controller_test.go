@@ -80,10 +80,10 @@ func (h *harness) sync() {
 		pods, _ := h.client.CoreV1().Pods("").List(h.ctx, metav1.ListOptions{})
 		leases, _ := h.client.CoordinationV1().Leases(leaseNamespace).List(h.ctx, metav1.ListOptions{})
 		cachedNodes, _ := h.ctrl.nodes.List(everything)
-		cachedPods, _ := h.ctrl.pods.List(everything)
+		cachedPods := h.ctrl.listPods()
 		cachedLeases, _ := h.ctrl.leases.List(everything)
 		if sameObjects(nodes.Items, cachedNodes, func(n *v1.Node) *v1.Node { return n }) &&
-			sameObjects(pods.Items, cachedPods, func(p *v1.Pod) *v1.Pod { return lifecyclePod(p) }) &&
+			sameObjects(pods.Items, cachedPods, newLifecyclePod) &&
 			sameObjects(leases.Items, cachedLeases, func(l *coordinationv1.Lease) *coordinationv1.Lease { return l }) {
 			break
 		}
