@@ -170,15 +170,6 @@ func (r *podRecord) DeepCopyObject() runtime.Object {
 	return out
 }
 
-func hasValueFrom(env []corev1.EnvVar) bool {
-	for _, e := range env {
-		if e.ValueFrom != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // keepGraphParts is the pod informer's transform (see podRecord).
 func keepGraphParts(obj any) (any, error) {
 	if pod, ok := obj.(*corev1.Pod); ok {
