@@ -78,7 +78,7 @@ func (c *Config) components(lb *inprocess.Loopback, cluster *pki.Cluster) []comp
 }
 
 // startComponents runs each component against the server's own API, each
-// under its own identity (through memory: internal/auth/inprocess), so they
+// under its own identity (in-process: internal/auth/inprocess), so they
 // hold no more power than an external scheduler or controller would. The
 // returned wait blocks until all have stopped after ctx ends.
 func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (wait func(), err error) {
@@ -103,7 +103,7 @@ func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, cl
 	return wg.Wait, nil
 }
 
-// loopbackClient is a client of the server's own API as id, through memory.
+// loopbackClient is a client of the server's own API as id, in-process.
 func loopbackClient(lb *inprocess.Loopback, id pki.Identity) (kubernetes.Interface, error) {
 	restCfg, err := loopbackConfig(lb, id)
 	if err != nil {

@@ -69,7 +69,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 
 	// The server's own clients (controllers, scheduler, authenticators'
-	// lookups) reach its handler through memory, once serve starts.
+	// lookups) reach its handler in-process, once serve starts.
 	lb := inprocess.New(log.With("component", "in-process-api"))
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(cluster.ClientCA.Cert)

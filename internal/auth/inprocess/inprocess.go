@@ -1,15 +1,17 @@
 // Package inprocess connects berth server's own API clients — the scheduler,
 // the controllers, the node authorizer's graph — to its API handler through
-// memory instead of HTTPS on loopback. They still speak the API through
-// client-go, each as its own user, through authentication, authorization and
-// admission like any client; only TLS and the socket are gone. Profiles of
-// bench/api showed ~10% of the server's CPU in TLS records and socket calls
-// for these clients alone: every pod event went out encrypted to four
-// in-process watchers, which decrypted it again.
+// socket pairs made inside the process instead of HTTPS on loopback. They
+// still speak the API through client-go, each as its own user, through
+// authentication, authorization, admission and audit like any client; only
+// TLS and the TCP socket are gone. Every pod event went out encrypted to four
+// in-process watchers, which decrypted it again: in bench/api's profile TLS
+// fell from 8.9% to 5.1% of the server's CPU and socket calls from 9.3% to
+// 6.1% with this, and the scheduler's binds no longer queue behind its
+// watches on one HTTP/2 connection.
 //
 // Each identity gets a random bearer token that lives only in this process
 // and that the authenticator accepts only on requests that arrived through
-// the in-memory listener, so it is worthless anywhere else.
+// this package's listener, so it is worthless anywhere else.
 package inprocess
 
 import (
@@ -34,7 +36,7 @@ import (
 // (.invalid, RFC 2606); connections come from Dial, not DNS.
 const host = "berth-server.in-process.invalid"
 
-// Loopback is the in-memory listener, its server and the identities of the
+// Loopback is the in-process listener, its server and the identities of the
 // clients that use it. The zero value is not usable; use New.
 type Loopback struct {
 	listener *listener
@@ -55,7 +57,7 @@ func New(log *slog.Logger) *Loopback {
 	}
 	l.server = &http.Server{
 		BaseContext: func(net.Listener) context.Context {
-			return context.WithValue(context.Background(), throughMemory{}, true)
+			return context.WithValue(context.Background(), inProcessRequest{}, true)
 		},
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -63,9 +65,9 @@ func New(log *slog.Logger) *Loopback {
 	return l
 }
 
-// throughMemory marks the context of every request that came through the
-// in-memory listener.
-type throughMemory struct{}
+// inProcessRequest marks the context of every request that came through the
+// in-process listener.
+type inProcessRequest struct{}
 
 // Serve serves handler until Shutdown; it returns nil once shut down.
 func (l *Loopback) Serve(handler http.Handler) error {
@@ -88,8 +90,7 @@ func (l *Loopback) Shutdown(ctx context.Context) error {
 // Close closes the listener and every connection at once.
 func (l *Loopback) Close() error { return l.server.Close() }
 
-// Config is a client configuration that reaches the server through memory
-// as u.
+// Config is a client configuration that reaches the server in-process as u.
 func (l *Loopback) Config(u user.Info) (*rest.Config, error) {
 	token, err := l.token(u)
 	if err != nil {
@@ -124,9 +125,10 @@ func (l *Loopback) token(u user.Info) (string, error) {
 }
 
 // AuthenticateToken implements authenticator.Token: an in-process client's
-// token names its user, on requests that came through memory only.
+// token names its user, on requests that came through the in-process
+// listener only.
 func (l *Loopback) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	if through, _ := ctx.Value(throughMemory{}).(bool); !through {
+	if through, _ := ctx.Value(inProcessRequest{}).(bool); !through {
 		return nil, false, nil
 	}
 	l.mu.Lock()

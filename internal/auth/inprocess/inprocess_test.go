@@ -59,7 +59,7 @@ func get(t *testing.T, cfg *rest.Config) (int, string) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/whoami", nil)
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("GET through memory: %v", err)
+		t.Fatalf("GET in-process: %v", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
@@ -89,14 +89,14 @@ func TestClientsReachTheServerAsTheirOwnUser(t *testing.T) {
 	}
 }
 
-func TestTokensAreRefusedOutsideMemory(t *testing.T) {
+func TestTokensAreRefusedOutsideTheProcess(t *testing.T) {
 	l := startLoopback(t)
 	cfg, err := l.Config(&user.DefaultInfo{Name: "system:kube-scheduler"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := l.AuthenticateToken(context.Background(), cfg.BearerToken); ok {
-		t.Error("a request that did not come through memory was authenticated by an in-process token")
+		t.Error("a request that did not come through the in-process listener was authenticated by an in-process token")
 	}
 	// The same handler on a network listener: the token names nobody there.
 	srv := httptest.NewServer(whoami(l))
@@ -111,11 +111,11 @@ func TestTokensAreRefusedOutsideMemory(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("in-process token over the network: %d, want 401", resp.StatusCode)
 	}
-	// Through memory, a token it never issued is refused.
+	// In-process, a token it never issued is refused.
 	bad := rest.CopyConfig(cfg)
 	bad.BearerToken = "not-a-token"
 	if code, _ := get(t, bad); code != http.StatusUnauthorized {
-		t.Errorf("unknown token through memory: %d, want 401", code)
+		t.Errorf("unknown token in-process: %d, want 401", code)
 	}
 }
 
