@@ -24,7 +24,7 @@ type rbacPolicy struct {
 	ensure     func(context.Context) error
 }
 
-func newRBACPolicy(cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (*rbacPolicy, error) {
+func newRBACPolicy(cfg Config, lb *inprocess.Loopback) (*rbacPolicy, error) {
 	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("rbac: %w", err)

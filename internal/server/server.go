@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// The Node authorizer's graph is fed through the API once it serves
 	// (startNodeGraph); until then nodes' reads of their pods' objects are refused.
 	nodeGraph := node.NewGraph()
-	access, err := newRBACPolicy(cfg, lb, cluster)
+	access, err := newRBACPolicy(cfg, lb)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := newBootstrapTokens(cfg, lb, cluster)
+	tokens, err := newBootstrapTokens(cfg, lb)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	saTokens, err := newServiceAccountTokens(cfg, lb, cluster)
+	saTokens, err := newServiceAccountTokens(cfg, lb)
 	if err != nil {
 		return err
 	}
@@ -144,8 +144,8 @@ const (
 	compactionKeep     = 10000
 )
 
-// serve runs the HTTPS server, and the in-memory one for the server's own
-// clients, until ctx ends; stopAPI ends the API's long requests (watches) as
+// serve runs the HTTPS server, and the in-process one (socket pairs) for the
+// server's own clients, until ctx ends; stopAPI ends the API's long requests (watches) as
 // shutdown begins so they do not hold it up.
 func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
 	log := cfg.Logger
@@ -174,9 +174,9 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	defer lb.Close() // on an early return; after Shutdown, a no-op
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	inMemoryDone := make(chan struct{})
+	inProcessDone := make(chan struct{})
 	go func() {
-		defer close(inMemoryDone)
+		defer close(inProcessDone)
 		if err := lb.Serve(handler); err != nil {
 			errc <- err
 		}
@@ -190,7 +190,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	if err != nil {
 		return err
 	}
-	waitGraph, err := startNodeGraph(compCtx, cfg, lb, cluster, nodeGraph)
+	waitGraph, err := startNodeGraph(compCtx, cfg, lb, nodeGraph)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	if err := errors.Join(srv.Shutdown(shutdownCtx), lb.Shutdown(shutdownCtx)); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	<-inMemoryDone
+	<-inProcessDone
 	log.Info("shutdown: API server stopped")
 	return nil
 }
@@ -241,7 +241,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 // server's own API, as the API server's own identity (system:apiserver),
 // so it sees every pod and CSR as stored. The returned wait blocks until it
 // has stopped after ctx ends.
-func startNodeGraph(ctx context.Context, cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster, graph *node.Graph) (wait func(), err error) {
+func startNodeGraph(ctx context.Context, cfg Config, lb *inprocess.Loopback, graph *node.Graph) (wait func(), err error) {
 	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("node authorizer graph: %w", err)

@@ -20,7 +20,7 @@ type serviceAccountTokens struct {
 	api   *apiserver.ServiceAccountTokens
 }
 
-func newServiceAccountTokens(cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (*serviceAccountTokens, error) {
+func newServiceAccountTokens(cfg Config, lb *inprocess.Loopback) (*serviceAccountTokens, error) {
 	key, err := serviceaccount.LoadOrCreateKey(cfg.path("pki", "service-account.key"))
 	if err != nil {
 		return nil, err

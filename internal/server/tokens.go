@@ -31,7 +31,7 @@ type bootstrapTokens struct {
 	factory informers.SharedInformerFactory
 }
 
-func newBootstrapTokens(cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (*bootstrapTokens, error) {
+func newBootstrapTokens(cfg Config, lb *inprocess.Loopback) (*bootstrapTokens, error) {
 	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap token authenticator: %w", err)
