@@ -37,7 +37,7 @@ func main() {
 	flag.IntVar(&o.pods, "pods", 10000, "pods to schedule (per scheduler with -peer)")
 	flag.IntVar(&o.clients, "clients", 64, "concurrent pod creators")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report file (empty: print only)")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the scheduling phase (server, scheduler and load generator share this process) to this file; not with -peer")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the scheduling phase (server, scheduler and load generator share this process) to this file, and its allocations to FILE.allocs; not with -peer")
 	flag.StringVar(&o.peer, "peer", "", `"kube-scheduler": measure berth's scheduler and kube-scheduler side by side against one berth server`)
 	flag.StringVar(&o.peerBinary, "peer-binary", "_output/bench/kube-scheduler", "kube-scheduler binary for -peer (bench/scheduler/build-peer.sh builds it)")
 	flag.StringVar(&o.peerLog, "peer-log", "_output/bench/kube-scheduler.log", "kube-scheduler's output for -peer")

@@ -130,7 +130,8 @@ func loadAverage() string {
 }
 
 // startCPUProfile profiles this process (the whole server runs in it) until
-// the returned stop is called; path "" profiles nothing.
+// the returned stop is called, which also writes the allocations made since
+// the process started to path+".allocs"; path "" profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
@@ -143,7 +144,25 @@ func startCPUProfile(path string) (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		if err := writeAllocsProfile(path + ".allocs"); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/scheduler:", err)
+		}
+	}, nil
+}
+
+func writeAllocsProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("allocs profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return fmt.Errorf("allocs profile: %w", err)
+	}
+	return nil
 }
 
 // schedulePods creates pods pod-0..pod-(n-1) in namespace and waits until

@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -39,8 +38,9 @@ const host = "berth-server.in-process.invalid"
 // Loopback is the in-process listener, its server and the identities of the
 // clients that use it. The zero value is not usable; use New.
 type Loopback struct {
-	listener *listener
-	server   *http.Server
+	listener  *listener
+	server    *http.Server
+	transport *http.Transport
 
 	mu     sync.Mutex
 	users  map[string]user.Info // by token
@@ -62,8 +62,33 @@ func New(log *slog.Logger) *Loopback {
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	l.transport = newTransport(l.listener)
 	return l
 }
+
+// newTransport is the one HTTP/1.1 transport every in-process client shares
+// (tokens travel per request, so a connection serves any user). client-go's
+// own keeps 25 idle connections per transport: the scheduler's 128 binds in
+// flight then closed and re-dialled connections all the time, each a new
+// socket pair, server goroutine and buffers. HTTP/1.1 rather than HTTP/2:
+// one goroutine per connection serves its requests in turn, where HTTP/2
+// starts a goroutine, and grows its stack, per request. Responses are never
+// compressed: gzip only costs CPU where no network is crossed.
+func newTransport(ln *listener) *http.Transport {
+	return &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial(ctx) },
+		Proxy:               nil, // never through an HTTP proxy from the environment
+		MaxIdleConns:        0,   // no limit beyond the per-host one
+		MaxIdleConnsPerHost: maxIdleConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// maxIdleConns bounds the connections kept open for reuse: more than the
+// server's own clients ever have in flight at once (the scheduler binds 128
+// pods at a time; watches hold their connections while open).
+const maxIdleConns = 512
 
 // inProcessRequest marks the context of every request that came through the
 // in-process listener.
@@ -84,11 +109,15 @@ func (l *Loopback) RegisterOnShutdown(f func()) { l.server.RegisterOnShutdown(f)
 // Shutdown stops accepting connections and waits, as far as ctx allows, for
 // requests in flight; in-process clients' requests fail from then on.
 func (l *Loopback) Shutdown(ctx context.Context) error {
+	defer l.transport.CloseIdleConnections()
 	return l.server.Shutdown(ctx)
 }
 
 // Close closes the listener and every connection at once.
-func (l *Loopback) Close() error { return l.server.Close() }
+func (l *Loopback) Close() error {
+	defer l.transport.CloseIdleConnections()
+	return l.server.Close()
+}
 
 // Config is a client configuration that reaches the server in-process as u.
 func (l *Loopback) Config(u user.Info) (*rest.Config, error) {
@@ -99,11 +128,7 @@ func (l *Loopback) Config(u user.Info) (*rest.Config, error) {
 	return &rest.Config{
 		Host:        "http://" + host,
 		BearerToken: token,
-		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return l.listener.dial(ctx)
-		},
-		// Never through an HTTP proxy from the environment.
-		Proxy: func(*http.Request) (*url.URL, error) { return nil, nil },
+		Transport:   l.transport,
 	}, nil
 }
 

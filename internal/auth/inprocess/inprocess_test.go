@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,5 +150,82 @@ func TestDialWaitsForServeOrItsContext(t *testing.T) {
 	defer cancel()
 	if _, err := l.listener.dial(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("dial before Serve with an expiring context: %v, want DeadlineExceeded", err)
+	}
+}
+
+// TestClientsOfEveryUserShareOnePoolOfConnections holds 100 requests in
+// flight at once, twice, from clients of two users: the second burst finds
+// the first's connections idle and reuses them. client-go's own transport
+// keeps 25 idle connections per client, so it would dial at least 75 anew.
+func TestClientsOfEveryUserShareOnePoolOfConnections(t *testing.T) {
+	const inFlight = 100
+	l := New(slog.New(slog.DiscardHandler))
+	var newConns atomic.Int64
+	l.server.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			newConns.Add(1)
+		}
+	}
+	arrived := make(chan struct{})
+	var release atomic.Pointer[chan struct{}]
+	done := make(chan error, 1)
+	go func() {
+		done <- l.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gate := *release.Load()
+			arrived <- struct{}{}
+			<-gate
+		}))
+	}()
+	t.Cleanup(func() {
+		if err := l.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+		<-done
+	})
+	var clients []*http.Client
+	for _, name := range []string{"system:kube-scheduler", "system:kube-controller-manager"} {
+		cfg, err := l.Config(&user.DefaultInfo{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	burst := func() {
+		gate := make(chan struct{})
+		release.Store(&gate)
+		errs := make(chan error, inFlight)
+		for i := range inFlight {
+			go func() {
+				resp, err := clients[i%len(clients)].Get("http://" + host + "/")
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range inFlight {
+			<-arrived
+		}
+		close(gate)
+		for range inFlight {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	burst()
+	if n := newConns.Load(); n != inFlight {
+		t.Fatalf("first burst opened %d connections, want %d", n, inFlight)
+	}
+	burst()
+	// A connection goes back to the pool just after its response is read,
+	// so a few of the second burst's requests may come too early for it.
+	if n := newConns.Load() - inFlight; n > inFlight/10 {
+		t.Errorf("second burst opened %d new connections, want the first burst's reused", n)
 	}
 }
