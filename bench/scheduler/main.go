@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 
 type options struct {
 	nodes, pods, clients int
+	runs                 int
 	out, cpuProfile      string
 	peer, peerBinary     string
 	peerLog              string
@@ -36,6 +38,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 1000, "Node objects")
 	flag.IntVar(&o.pods, "pods", 10000, "pods to schedule (per scheduler with -peer)")
 	flag.IntVar(&o.clients, "clients", 64, "concurrent pod creators")
+	flag.IntVar(&o.runs, "runs", 1, "runs, each on a fresh server; the report shows the median run (not with -peer)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report file (empty: print only)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the scheduling phase (server, scheduler and load generator share this process) to this file, and its allocations to FILE.allocs; not with -peer")
 	flag.StringVar(&o.peer, "peer", "", `"kube-scheduler": measure berth's scheduler and kube-scheduler side by side against one berth server`)
@@ -54,8 +57,10 @@ func main() {
 
 func validate(o options) error {
 	switch {
-	case o.nodes <= 0 || o.pods <= 0 || o.clients <= 0:
-		return fmt.Errorf("-nodes, -pods and -clients must be positive")
+	case o.nodes <= 0 || o.pods <= 0 || o.clients <= 0 || o.runs <= 0:
+		return fmt.Errorf("-nodes, -pods, -clients and -runs must be positive")
+	case o.peer != "" && o.runs != 1:
+		return fmt.Errorf("-runs repeats berth's scheduler alone; it cannot be combined with -peer")
 	case o.peer != "" && o.peer != "kube-scheduler":
 		return fmt.Errorf("-peer %q: only kube-scheduler is known", o.peer)
 	case o.peer != "" && o.cpuProfile != "":
@@ -70,6 +75,44 @@ func validate(o options) error {
 }
 
 func run(o options) error {
+	var body string
+	if o.peer != "" {
+		err := withServer(o, func(ctx context.Context, cs kubernetes.Interface, dir string, port int, leaseWrites *atomic.Int64) (err error) {
+			body, err = runSideBySide(ctx, cs, dir, port, o, leaseWrites)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		var runs []measurement
+		for range o.runs {
+			err := withServer(o, func(ctx context.Context, cs kubernetes.Interface, _ string, _ int, leaseWrites *atomic.Int64) error {
+				m, err := runInServer(ctx, cs, o, leaseWrites)
+				runs = append(runs, m)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "run %d of %d: %.0f pods/s\n", len(runs), o.runs, runs[len(runs)-1].podsPerSecond())
+		}
+		body = markdown(o, runs)
+	}
+	fmt.Print(body)
+	if o.out == "" {
+		return nil
+	}
+	section := "scheduler"
+	if o.peer != "" {
+		section = "scheduler-peer"
+	}
+	return report.Write(o.out, section, body)
+}
+
+// withServer starts a berth server on a fresh data directory, registers
+// the nodes with heartbeating Leases, calls measure and stops the server.
+func withServer(o options, measure func(ctx context.Context, cs kubernetes.Interface, dir string, port int, leaseWrites *atomic.Int64) error) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "berth-bench-scheduler")
@@ -100,42 +143,20 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	defer heartbeats()
-	var body string
-	if o.peer != "" {
-		body, err = runSideBySide(ctx, cs, dir, port, o, &leaseWrites)
-	} else {
-		body, err = runInServer(ctx, cs, o, &leaseWrites)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Print(body)
-	if o.out != "" {
-		section := "scheduler"
-		if o.peer != "" {
-			section = "scheduler-peer"
-		}
-		if err := report.Write(o.out, section, body); err != nil {
-			return err
-		}
-	}
+	err = measure(ctx, cs, dir, port, &leaseWrites)
+	heartbeats()
 	cancel()
-	return <-done
+	return errors.Join(err, <-done)
 }
 
 // runInServer measures the scheduler berth server runs itself.
-func runInServer(ctx context.Context, cs kubernetes.Interface, o options, leaseWrites *atomic.Int64) (string, error) {
+func runInServer(ctx context.Context, cs kubernetes.Interface, o options, leaseWrites *atomic.Int64) (measurement, error) {
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
-		return "", err
+		return measurement{}, err
 	}
-	m, err := measurePhase(ctx, cs, "default", o.pods, o.clients, leaseWrites)
-	stopProfile()
-	if err != nil {
-		return "", err
-	}
-	return m.markdown(o.nodes, o.pods, o.clients), nil
+	defer stopProfile()
+	return measurePhase(ctx, cs, "default", o.pods, o.clients, leaseWrites)
 }
 
 func warnLogger() *slog.Logger {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -39,12 +40,26 @@ func (m measurement) writesPerPod() float64 {
 	return float64(m.revisionDelta) / float64(len(m.latencies))
 }
 
-func (m measurement) markdown(nodes, pods, clients int) string {
+// markdown reports the median of runs by pods/s, and every run's rate.
+func markdown(o options, runs []measurement) string {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b measurement) int { return cmp.Compare(a.podsPerSecond(), b.podsPerSecond()) })
+	m := sorted[len(sorted)/2]
+	rates := make([]string, len(runs))
+	for i, r := range runs {
+		rates[i] = fmt.Sprintf("%.0f", r.podsPerSecond())
+	}
+	command := fmt.Sprintf("go run ./bench/scheduler -nodes %d -pods %d -clients %d", o.nodes, o.pods, o.clients)
+	which := "one run"
+	if len(runs) > 1 {
+		command += fmt.Sprintf(" -runs %d", len(runs))
+		which = fmt.Sprintf("the median of %d runs, each on a fresh server (pods/s in order: %s)", len(runs), strings.Join(rates, ", "))
+	}
 	return fmt.Sprintf(`## Scheduler: creation to bound (bench/scheduler)
 
-`+"`go run ./bench/scheduler -nodes %d -pods %d -clients %d`"+`, measured %s on this machine
+`+"`%s`"+`, measured %s on this machine
 (2 cores shared by the server, its embedded etcd, the scheduler and the load generator;
-1-minute load average %s: other work on the machine competes for the cores).
+1-minute load average %s: other work on the machine competes for the cores). Figures of %s.
 
 | figure | value |
 | --- | --- |
@@ -58,7 +73,7 @@ Each bind is one etcd transaction (node guard, node usage record, pod): the writ
 are the pod's create, that transaction, and the scheduler's Scheduled event. Nodes renew their
 Leases every 10 s during the run, as agents do. Target: 1000 pods/s;
 kube-scheduler's scheduler_perf threshold for 5000 nodes and 10k pods is 270 pods/s.
-`, nodes, pods, clients, time.Now().UTC().Format("2006-01-02"), m.load,
+`, command, time.Now().UTC().Format("2006-01-02"), m.load, which,
 		m.podsPerSecond(), m.quantile(0.5), m.quantile(0.99), m.writesPerPod())
 }
 

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,5 +51,25 @@ func TestCreatePodRetriesStoreTimeouts(t *testing.T) {
 				t.Errorf("err %v after %d calls; want error %v after %d", err, *calls, tc.wantErr, tc.wantCalls)
 			}
 		})
+	}
+}
+
+func TestReportShowsTheMedianRunAndEveryRate(t *testing.T) {
+	run := func(pods int, elapsed time.Duration, p50 time.Duration) measurement {
+		m := measurement{load: "1.0", elapsed: elapsed, revisionDelta: int64(3 * pods)}
+		for range pods {
+			m.latencies = append(m.latencies, p50)
+		}
+		return m
+	}
+	runs := []measurement{run(100, time.Second, time.Second), run(100, 2*time.Second, 2*time.Second), run(100, 4*time.Second, 4*time.Second)}
+	got := markdown(options{nodes: 10, pods: 100, clients: 4}, runs)
+	for _, want := range []string{
+		"-runs 3", "pods/s in order: 100, 50, 25",
+		"| pods/s, first creation to last bound | 50 |", "| time to bind, p50 | 2s |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
 	}
 }
