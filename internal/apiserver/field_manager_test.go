@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -129,5 +131,45 @@ func TestUpdateWithoutManagedFieldsKeepsThem(t *testing.T) {
 	}
 	if !managers["creator"] || !managers["controller"] {
 		t.Fatalf("managedFields after an update without them: %+v, want entries of creator and controller", updated.ManagedFields)
+	}
+}
+
+// Bindings and Evictions are consumed by their subresource and answered with
+// a Status: their field manager records nothing on them, while a stored kind
+// keeps its managed fields.
+func TestConsumedRequestKindsGetNoManagedFields(t *testing.T) {
+	scheme, err := newScheme(servedResources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeConverter, err := openapi.TypeConverter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		obj        runtime.Object
+		wantFields bool
+	}{
+		{&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}}, false},
+		{&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}, false},
+		{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Data: map[string]string{"k": "v"}}, true},
+	} {
+		kinds, _, err := scheme.ObjectKinds(tc.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fm, err := newFieldManager(typeConverter, scheme, kinds[0], "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, _ := scheme.New(kinds[0])
+		out, err := fm.Update(live, tc.obj, "kube-scheduler")
+		if err != nil {
+			t.Fatalf("%s: %v", kinds[0].Kind, err)
+		}
+		accessor, _ := meta.Accessor(out)
+		if got := len(accessor.GetManagedFields()) > 0; got != tc.wantFields {
+			t.Errorf("%s: managed fields recorded: %v, want %v (%v)", kinds[0].Kind, got, tc.wantFields, accessor.GetManagedFields())
+		}
 	}
 }
