@@ -154,9 +154,8 @@ func TestDialWaitsForServeOrItsContext(t *testing.T) {
 }
 
 // TestClientsOfEveryUserShareOnePoolOfConnections holds 100 requests in
-// flight at once, twice, from clients of two users: the second burst finds
-// the first's connections idle and reuses them. client-go's own transport
-// keeps 25 idle connections per client, so it would dial at least 75 anew.
+// flight at once, then again, from clients of two users: the later burst
+// finds the first's connections idle and reuses them.
 func TestClientsOfEveryUserShareOnePoolOfConnections(t *testing.T) {
 	const inFlight = 100
 	l := New(slog.New(slog.DiscardHandler))
@@ -222,10 +221,19 @@ func TestClientsOfEveryUserShareOnePoolOfConnections(t *testing.T) {
 	if n := newConns.Load(); n != inFlight {
 		t.Fatalf("first burst opened %d connections, want %d", n, inFlight)
 	}
-	burst()
-	// A connection goes back to the pool just after its response is read,
-	// so a few of the second burst's requests may come too early for it.
-	if n := newConns.Load() - inFlight; n > inFlight/10 {
-		t.Errorf("second burst opened %d new connections, want the first burst's reused", n)
+	// A connection goes back to the pool just after its response has been
+	// read, so on a loaded machine some requests of the next burst may come
+	// too early for theirs: up to three tries. With client-go's transports
+	// (25 idle connections each) every burst opens at least 50 new ones.
+	for try := 1; ; try++ {
+		before := newConns.Load()
+		burst()
+		opened := newConns.Load() - before
+		if opened <= inFlight/10 {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("burst %d opened %d new connections, want the first burst's reused", try+1, opened)
+		}
 	}
 }
