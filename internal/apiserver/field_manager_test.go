@@ -20,14 +20,7 @@ import (
 // copying conversion records, for creates, updates and applies, and leaves
 // the objects it is given as they were (but for apiVersion and kind).
 func TestUncopiedConversionRecordsTheSameManagedFields(t *testing.T) {
-	scheme, err := newScheme(servedResources())
-	if err != nil {
-		t.Fatal(err)
-	}
-	typeConverter, err := openapi.TypeConverter()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, typeConverter := fieldManagerInputs(t)
 	kind := corev1.SchemeGroupVersion.WithKind("Pod")
 	copying, err := managedfields.NewDefaultFieldManager(typeConverter, scheme, scheme, scheme, kind, kind.GroupVersion(), "", nil)
 	if err != nil {
@@ -138,14 +131,7 @@ func TestUpdateWithoutManagedFieldsKeepsThem(t *testing.T) {
 // a Status: their field manager records nothing on them, while a stored kind
 // keeps its managed fields.
 func TestConsumedRequestKindsGetNoManagedFields(t *testing.T) {
-	scheme, err := newScheme(servedResources())
-	if err != nil {
-		t.Fatal(err)
-	}
-	typeConverter, err := openapi.TypeConverter()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, typeConverter := fieldManagerInputs(t)
 	for _, tc := range []struct {
 		obj        runtime.Object
 		wantFields bool
@@ -172,4 +158,19 @@ func TestConsumedRequestKindsGetNoManagedFields(t *testing.T) {
 			t.Errorf("%s: managed fields recorded: %v, want %v (%v)", kinds[0].Kind, got, tc.wantFields, accessor.GetManagedFields())
 		}
 	}
+}
+
+// fieldManagerInputs is the scheme and OpenAPI type converter the server
+// builds its field managers from.
+func fieldManagerInputs(t *testing.T) (*runtime.Scheme, managedfields.TypeConverter) {
+	t.Helper()
+	scheme, err := newScheme(servedResources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeConverter, err := openapi.TypeConverter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scheme, typeConverter
 }
