@@ -145,8 +145,8 @@ const (
 )
 
 // serve runs the HTTPS server, and the in-process one (socket pairs) for the
-// server's own clients, until ctx ends; stopAPI ends the API's long requests (watches) as
-// shutdown begins so they do not hold it up.
+// server's own clients, until ctx ends; stopAPI ends the API's long requests
+// (watches) as shutdown begins so they do not hold it up.
 func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)

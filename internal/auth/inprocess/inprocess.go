@@ -73,12 +73,11 @@ func New(log *slog.Logger) *Loopback {
 // socket pair, server goroutine and buffers. HTTP/1.1 rather than HTTP/2:
 // one goroutine per connection serves its requests in turn, where HTTP/2
 // starts a goroutine, and grows its stack, per request. Responses are never
-// compressed: gzip only costs CPU where no network is crossed.
+// compressed: gzip only costs CPU where no network is crossed. No Proxy:
+// never through an HTTP proxy from the environment.
 func newTransport(ln *listener) *http.Transport {
 	return &http.Transport{
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial(ctx) },
-		Proxy:               nil, // never through an HTTP proxy from the environment
-		MaxIdleConns:        0,   // no limit beyond the per-host one
 		MaxIdleConnsPerHost: maxIdleConns,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
