@@ -86,6 +86,10 @@ type Config struct {
 	// (TokenRequest); without it that subresource answers 503.
 	ServiceAccountTokens *ServiceAccountTokens
 
+	// LocalReads, when set, is filled with the server's collection readers
+	// for its own control loops' informers (LocalReads.ListWatch).
+	LocalReads *LocalReads
+
 	// EnableProfiling serves Go's pprof endpoints under /debug/pprof/ to
 	// users the authorizer allows (off by default: profiles reveal
 	// memory contents and cost CPU).
@@ -248,6 +252,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 			return nil, err
 		}
 		stores[res.gvr.String()] = r
+		if cfg.LocalReads != nil {
+			cfg.LocalReads.add(cfg.Authorizer, res, r.reader)
+		}
 		switch {
 		case res.gvr.Resource == "namespaces" && res.gvr.Group == "":
 			api.namespaces = &namespaceREST{resourceREST: r, wake: api.nsController.wake}

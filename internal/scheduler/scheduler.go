@@ -56,6 +56,9 @@ type Config struct {
 	// (bindings, unschedulable conditions); 0 means defaultBindWorkers.
 	BindWorkers int
 	Logger      *slog.Logger
+	// Pods, when set, is where the pod informer lists and watches instead
+	// of Client (berth server's own scheduler: its watch cache).
+	Pods cache.ListerWatcher
 }
 
 // Scheduler is one scheduler instance; several may run against one cluster.
@@ -100,6 +103,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(factory, &v1.Pod{}, cfg.Pods)
 	return &Scheduler{
 		cfg:           cfg,
 		log:           cfg.Logger,

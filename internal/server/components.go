@@ -3,14 +3,18 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
@@ -30,11 +34,15 @@ type component struct {
 	run      func(ctx context.Context, client kubernetes.Interface) error
 }
 
-func (c *Config) components(lb *inprocess.Loopback, cluster *pki.Cluster) []component {
+func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads, cluster *pki.Cluster) []component {
 	var out []component
 	if !c.DisableScheduler {
 		out = append(out, component{name: "scheduler", identity: pki.SchedulerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-			return scheduler.New(scheduler.Config{Client: client, Logger: c.Logger.With("component", "scheduler")}).Run(ctx)
+			pods, err := localPods(ctx, local, pki.SchedulerIdentity)
+			if err != nil {
+				return err
+			}
+			return scheduler.New(scheduler.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "scheduler")}).Run(ctx)
 		}})
 	}
 	out = append(out, component{name: "certificates", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
@@ -46,7 +54,11 @@ func (c *Config) components(lb *inprocess.Loopback, cluster *pki.Cluster) []comp
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return nodelifecycle.New(nodelifecycle.Config{Client: client, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return nodelifecycle.New(nodelifecycle.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
 	}})
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return clusterroleaggregation.New(clusterroleaggregation.Config{Client: client, Logger: c.Logger.With("component", "clusterrole-aggregation")}).Run(ctx)
@@ -81,10 +93,10 @@ func (c *Config) components(lb *inprocess.Loopback, cluster *pki.Cluster) []comp
 // under its own identity (in-process: internal/auth/inprocess), so they
 // hold no more power than an external scheduler or controller would. The
 // returned wait blocks until all have stopped after ctx ends.
-func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, cluster *pki.Cluster) (wait func(), err error) {
+func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, cluster *pki.Cluster) (wait func(), err error) {
 	var wg sync.WaitGroup
 	identity := leader.NewIdentity()
-	for _, comp := range cfg.components(lb, cluster) {
+	for _, comp := range cfg.components(lb, local, cluster) {
 		client, err := loopbackClient(lb, comp.identity)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", comp.name, err)
@@ -112,11 +124,23 @@ func loopbackClient(lb *inprocess.Loopback, id pki.Identity) (kubernetes.Interfa
 	return kubernetes.NewForConfig(restCfg)
 }
 
+// localPods lists and watches pods from the server's watch cache for id,
+// which must be allowed to list and watch them all (apiserver.LocalReads).
+func localPods(ctx context.Context, local *apiserver.LocalReads, id pki.Identity) (cache.ListerWatcher, error) {
+	u := identityUser(id)
+	u.Groups = append(u.Groups, user.AllAuthenticated) // as the authenticator adds
+	return local.ListWatch(ctx, u, corev1.SchemeGroupVersion.WithResource("pods"))
+}
+
+// identityUser is the user an x509 client certificate for id would name (CN, O).
+func identityUser(id pki.Identity) *user.DefaultInfo {
+	return &user.DefaultInfo{Name: id.CommonName, Groups: slices.Clone(id.Organizations)}
+}
+
 // loopbackConfig is the client configuration behind loopbackClient, for
 // components that need another kind of client (metadata, dynamic).
 func loopbackConfig(lb *inprocess.Loopback, id pki.Identity) (*rest.Config, error) {
-	// The user an x509 client certificate for id would name (CN, O).
-	restCfg, err := lb.Config(&user.DefaultInfo{Name: id.CommonName, Groups: id.Organizations})
+	restCfg, err := lb.Config(identityUser(id))
 	if err != nil {
 		return nil, fmt.Errorf("%s client: %w", id.CommonName, err)
 	}

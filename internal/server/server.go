@@ -124,6 +124,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	apiCfg.ServiceAccountTokens = saTokens.api
 	apiCfg.EnableProfiling = cfg.Profiling
+	apiCfg.LocalReads = apiserver.NewLocalReads()
 	apiCfg.EventTTL = cfg.EventTTL
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
@@ -133,7 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
 	waitRBAC := access.start(apiCtx)
 	defer func() { stopAPI(); waitRBAC() }()
-	return serve(ctx, cfg, ln, lb, handler, cluster, clientCAs, stopAPI, nodeGraph, tokens)
+	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens)
 }
 
 // History kept in etcd: compacting every 5 minutes (kube-apiserver's
@@ -147,7 +148,7 @@ const (
 // serve runs the HTTPS server, and the in-process one (socket pairs) for the
 // server's own clients, until ctx ends; stopAPI ends the API's long requests
 // (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
+func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -186,11 +187,11 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 
 	compCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
-	waitComponents, err := startComponents(compCtx, cfg, lb, cluster)
+	waitComponents, err := startComponents(compCtx, cfg, lb, local, cluster)
 	if err != nil {
 		return err
 	}
-	waitGraph, err := startNodeGraph(compCtx, cfg, lb, nodeGraph)
+	waitGraph, err := startNodeGraph(compCtx, cfg, lb, local, nodeGraph)
 	if err != nil {
 		return err
 	}
@@ -238,18 +239,22 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 }
 
 // startNodeGraph keeps the Node authorizer's graph current through the
-// server's own API, as the API server's own identity (system:apiserver),
-// so it sees every pod and CSR as stored. The returned wait blocks until it
-// has stopped after ctx ends.
-func startNodeGraph(ctx context.Context, cfg Config, lb *inprocess.Loopback, graph *node.Graph) (wait func(), err error) {
+// server's own API (pods from its watch cache), as the API server's own
+// identity (system:apiserver), so it sees every pod and CSR as stored. The
+// returned wait blocks until it has stopped after ctx ends.
+func startNodeGraph(ctx context.Context, cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, graph *node.Graph) (wait func(), err error) {
 	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("node authorizer graph: %w", err)
+	}
+	pods, err := localPods(ctx, local, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("node authorizer graph: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := graph.Run(ctx, client, cfg.Logger.With("component", "node-authorizer")); err != nil && ctx.Err() == nil {
+		if err := graph.Run(ctx, client, pods, cfg.Logger.With("component", "node-authorizer")); err != nil && ctx.Err() == nil {
 			cfg.Logger.Error("node authorizer graph stopped; nodes' reads of their pods' objects are refused", "err", err)
 		}
 	}()

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -91,7 +92,10 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = auditLog.Close() })
+	// The graph reads pods from the watch cache, as internal/server's does.
+	local := apiserver.NewLocalReads()
 	handler, err := apiserver.New(ctx, apiserver.Config{
+		LocalReads:    local,
 		Store:         c.store,
 		Authenticator: auth.NewAuthenticator(clientCAs, tokens),
 		Authorizer:    authz,
@@ -118,7 +122,12 @@ func newCluster(t *testing.T) *cluster {
 	secrets.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); secrets.Shutdown() })
 	background(ctx, t, "RBAC informers", func(ctx context.Context) error { roles.Run(ctx); return nil })
-	background(ctx, t, "graph", func(ctx context.Context) error { return c.graph.Run(ctx, self, slog.New(slog.DiscardHandler)) })
+	apiserverUser := &user.DefaultInfo{Name: pki.APIServerClientIdentity.CommonName, Groups: pki.APIServerClientIdentity.Organizations}
+	pods, err := local.ListWatch(ctx, apiserverUser, corev1.SchemeGroupVersion.WithResource("pods"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(ctx, t, "graph", func(ctx context.Context) error { return c.graph.Run(ctx, self, pods, slog.New(slog.DiscardHandler)) })
 	t.Cleanup(cancel) // runs before the waits above
 	if err := rbac.EnsureDefaults(ctx, c.client(t, pki.AdminIdentity), log); err != nil {
 		t.Fatalf("default RBAC roles: %v", err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -14,10 +15,12 @@ import (
 )
 
 // Run keeps g current from informers on pods and CSRs through client (the
-// API server's own loopback identity) until ctx ends. The graph reports
-// synced once both informers have listed.
-func (g *Graph) Run(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
+// API server's own loopback identity) until ctx ends; podSource, when not nil,
+// is where pods are listed and watched instead (the server's watch cache).
+// The graph reports synced once both informers have listed.
+func (g *Graph) Run(ctx context.Context, client kubernetes.Interface, podSource cache.ListerWatcher, log *slog.Logger) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(factory, &corev1.Pod{}, podSource)
 	pods := factory.Core().V1().Pods().Informer()
 	if err := pods.SetTransform(keepGraphParts); err != nil {
 		return err

@@ -39,6 +39,9 @@ type Config struct {
 	GracePeriod   time.Duration
 	MonitorPeriod time.Duration
 	Logger        *slog.Logger
+	// Pods, when set, is where the pod informer lists and watches instead
+	// of Client (berth server's watch cache).
+	Pods cache.ListerWatcher
 }
 
 // Controller is the node lifecycle controller.
@@ -77,6 +80,7 @@ func New(cfg Config) *Controller {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(factory, &v1.Pod{}, cfg.Pods)
 	// Not started yet, so this cannot fail.
 	_ = factory.Core().V1().Pods().Informer().SetTransform(keepLifecycleParts)
 	return &Controller{

@@ -1,0 +1,120 @@
+package apiserver
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/berth/berth/internal/informeropts"
+)
+
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
+
+// onlyReaders allows list and watch to the user "reader" and nothing else
+// to anyone but the test's admin.
+var onlyReaders = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetUser().GetName() == "admin" || (a.GetUser().GetName() == "reader" && (a.GetVerb() == "list" || a.GetVerb() == "watch")) {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "not a reader", nil
+})
+
+func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
+	local := NewLocalReads()
+	s := newTestServerWith(t, func(c *Config) { c.LocalReads = local; c.Authorizer = onlyReaders })
+	ctx := testContext(t)
+	createNodes(t, s, "n1")
+	before, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("before"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := local.ListWatch(ctx, &user.DefaultInfo{Name: "reader"}, podsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the server's loops use it: a typed factory with managed fields
+	// stripped by the informer's transform.
+	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(factory, &corev1.Pod{}, lw)
+	pods := factory.Core().V1().Pods()
+	informer := pods.Informer()
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	assertLister := func(name string, want func(*corev1.Pod) bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			p, err := pods.Lister().Pods("default").Get(name)
+			return err == nil && want(p), nil
+		})
+		if err != nil {
+			t.Fatalf("informer never showed pod %s as wanted: %v", name, err)
+		}
+	}
+	assertLister("before", func(p *corev1.Pod) bool { return p.UID == before.UID && p.ManagedFields == nil })
+
+	if _, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("after"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	assertLister("after", func(p *corev1.Pod) bool { return p.ManagedFields == nil && p.Spec.NodeName == "n1" })
+	patch := []byte(`{"metadata":{"labels":{"changed":"yes"}}}`)
+	if _, err := s.client.CoreV1().Pods("default").Patch(ctx, "after", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	assertLister("after", func(p *corev1.Pod) bool { return p.Labels["changed"] == "yes" })
+
+	// The informer's transform changed its own copies only: the cache,
+	// which serves everyone else, still has the managed fields.
+	for _, name := range []string{"before", "after"} {
+		got, err := s.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.ManagedFields) == 0 {
+			t.Errorf("pod %s lost its managed fields in the watch cache", name)
+		}
+	}
+
+	if err := s.client.CoreV1().Pods("default").Delete(ctx, "before", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := pods.Lister().Pods("default").Get("before")
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Fatal("informer kept a deleted pod")
+	}
+}
+
+func TestLocalReadsOnlyForUsersWhoMayListAndWatch(t *testing.T) {
+	local := NewLocalReads()
+	newTestServerWith(t, func(c *Config) { c.LocalReads = local; c.Authorizer = onlyReaders })
+	ctx := testContext(t)
+	if _, err := local.ListWatch(ctx, &user.DefaultInfo{Name: "someone"}, podsGVR); err == nil || !strings.Contains(err.Error(), "may not list pods") {
+		t.Errorf("a user who may not list pods got local reads: %v", err)
+	}
+	unserved := corev1.SchemeGroupVersion.WithResource("widgets")
+	if _, err := local.ListWatch(ctx, &user.DefaultInfo{Name: "reader"}, unserved); err == nil {
+		t.Error("local reads of an unserved resource")
+	}
+}
+
+func localReadsPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+}
