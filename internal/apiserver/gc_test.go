@@ -11,25 +11,39 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/controller/garbagecollector"
 )
 
-// startGarbageCollector runs the real collector against s until the test ends.
+// startGarbageCollector runs the real collector against s until the test
+// ends, watching through s's local reads as berth server's collector does.
 func startGarbageCollector(t *testing.T, s *testServer) {
+	t.Helper()
+	startGarbageCollectorWith(t, s, func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
+		return s.local.MetadataListWatch(ctx, &user.DefaultInfo{Name: "collector", Groups: []string{user.AllAuthenticated}}, gvr)
+	})
+}
+
+// startGarbageCollectorWith runs the collector with local (nil: every
+// resource watched over HTTP through the metadata client).
+func startGarbageCollectorWith(t *testing.T, s *testServer, local func(context.Context, schema.GroupVersionResource) (cache.ListerWatcher, error)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	gc := garbagecollector.New(garbagecollector.Config{
-		Client:   s.jsonCli,
-		Metadata: metadata.NewForConfigOrDie(s.config),
-		Logger:   slog.New(slog.NewTextHandler(testLogWriter{t}, nil)),
+		Client:        s.jsonCli,
+		Metadata:      metadata.NewForConfigOrDie(s.config),
+		LocalMetadata: local,
+		Logger:        slog.New(slog.NewTextHandler(testLogWriter{t}, nil)),
 	})
 	go func() { done <- gc.Run(ctx) }()
 	t.Cleanup(func() {
@@ -108,8 +122,19 @@ func (f family) ownerGone(s *testServer) func(ctx context.Context) (bool, error)
 }
 
 func TestKubectlDeleteCascadeBackgroundRemovesDependents(t *testing.T) {
-	s := newTestServer(t)
-	startGarbageCollector(t, s)
+	t.Run("local reads", func(t *testing.T) {
+		s := newTestServer(t)
+		startGarbageCollector(t, s)
+		testDeleteCascadeBackground(t, s)
+	})
+	t.Run("over HTTP", func(t *testing.T) {
+		s := newTestServer(t)
+		startGarbageCollectorWith(t, s, nil)
+		testDeleteCascadeBackground(t, s)
+	})
+}
+
+func testDeleteCascadeBackground(t *testing.T, s *testServer) {
 	k := newKubectl(t, s)
 	doomed := createFamily(t, s, "doomed")
 	kept := createFamily(t, s, "kept")

@@ -29,6 +29,8 @@ type testServer struct {
 	client  kubernetes.Interface // protobuf, client-go's default for core types
 	jsonCli kubernetes.Interface
 	dynamic dynamic.Interface
+	// local serves the server's own loops' informers (Config.LocalReads).
+	local *LocalReads
 }
 
 // adminAuthenticator authenticates every request as a cluster admin.
@@ -52,6 +54,7 @@ func newTestServerWith(t testing.TB, configure func(*Config)) *testServer {
 		Authorizer:    authorizerfactory.NewAlwaysAllowAuthorizer(),
 		Logger:        slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Metrics:       prometheus.NewRegistry(),
+		LocalReads:    NewLocalReads(),
 	}
 	configure(&cfg)
 	handler, err := New(ctx, cfg)
@@ -71,6 +74,7 @@ func newTestServerWith(t testing.TB, configure func(*Config)) *testServer {
 		client:  kubernetes.NewForConfigOrDie(protoCfg),
 		jsonCli: kubernetes.NewForConfigOrDie(jsonCfg),
 		dynamic: dynamic.NewForConfigOrDie(jsonCfg),
+		local:   cfg.LocalReads,
 	}
 }
 

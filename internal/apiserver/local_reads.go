@@ -41,6 +41,8 @@ type LocalReads struct {
 type localReader struct {
 	reader  collectionReader
 	newList func() runtime.Object
+	// metadata: objects as PartialObjectMetadata, for metadata informers.
+	metadata bool
 }
 
 // NewLocalReads returns an empty set, for Config.LocalReads.
@@ -56,14 +58,34 @@ func (l *LocalReads) add(authz authorizer.Authorizer, res *resource, reader coll
 }
 
 // ListWatch is a client-go ListerWatcher of gvr in all namespaces for u.
-// It fails if the server does not cache gvr or u may not list and watch it.
+// It fails if the server does not serve gvr or u may not list and watch it.
 func (l *LocalReads) ListWatch(ctx context.Context, u user.Info, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
+	r, err := l.readerFor(ctx, u, gvr)
+	if err != nil {
+		return nil, err
+	}
+	return &cache.ListWatch{ListWithContextFunc: r.list, WatchFuncWithContext: r.watch}, nil
+}
+
+// MetadataListWatch is ListWatch for metadata informers (client-go's
+// metadatainformer, the garbage collector's): every object, list item and
+// bookmark as a PartialObjectMetadata, as the metadata client reads them.
+func (l *LocalReads) MetadataListWatch(ctx context.Context, u user.Info, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
+	r, err := l.readerFor(ctx, u, gvr)
+	if err != nil {
+		return nil, err
+	}
+	r.metadata = true
+	return &cache.ListWatch{ListWithContextFunc: r.list, WatchFuncWithContext: r.watch}, nil
+}
+
+func (l *LocalReads) readerFor(ctx context.Context, u user.Info, gvr schema.GroupVersionResource) (localReader, error) {
 	l.mu.Lock()
 	r, ok := l.readers[gvr]
 	authz := l.authorizer
 	l.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("local reads: %s is not served", gvr)
+		return localReader{}, fmt.Errorf("local reads: %s is not served", gvr)
 	}
 	for _, verb := range []string{"list", "watch"} {
 		decision, reason, err := authz.Authorize(ctx, authorizer.AttributesRecord{
@@ -71,13 +93,10 @@ func (l *LocalReads) ListWatch(ctx context.Context, u user.Info, gvr schema.Grou
 			ResourceRequest: true,
 		})
 		if err != nil || decision != authorizer.DecisionAllow {
-			return nil, fmt.Errorf("local reads: %s may not %s %s: %s %v", u.GetName(), verb, gvr.Resource, reason, err)
+			return localReader{}, fmt.Errorf("local reads: %s may not %s %s: %s %v", u.GetName(), verb, gvr.Resource, reason, err)
 		}
 	}
-	return &cache.ListWatch{
-		ListWithContextFunc:  r.list,
-		WatchFuncWithContext: r.watch,
-	}, nil
+	return r, nil
 }
 
 func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -93,7 +112,12 @@ func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime
 	if err != nil {
 		return nil, err
 	}
-	list := r.newList()
+	var list runtime.Object
+	if r.metadata {
+		list, objs = metadataList(objs)
+	} else {
+		list = r.newList()
+	}
 	// SetList copies each object's top-level struct into the typed list.
 	if err := meta.SetList(list, objs); err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -112,7 +136,7 @@ func (r localReader) watch(ctx context.Context, opts metav1.ListOptions) (watch.
 	if err != nil {
 		return nil, err
 	}
-	return r.reader.Watch(ctx, watchQuery{
+	w, err := r.reader.Watch(ctx, watchQuery{
 		Label: label, Field: field,
 		ResourceVersion: opts.ResourceVersion, SendInitialEvents: opts.SendInitialEvents,
 		AllowBookmarks: opts.AllowWatchBookmarks,
@@ -120,6 +144,39 @@ func (r localReader) watch(ctx context.Context, opts metav1.ListOptions) (watch.
 		// rather than the cache's objects wrapped for shared encoding.
 		View: func(obj runtime.Object) runtime.Object { return obj },
 	})
+	if err != nil || !r.metadata {
+		return w, err
+	}
+	// Bookmarks too: a reflector drops events of another type than its
+	// informer's, and watch-list's end of initial events is a bookmark.
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+		if e.Type != watch.Error {
+			e.Object = partialMetadata(e.Object)
+		}
+		return e, true
+	}), nil
+}
+
+var partialMetadataType = metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: "PartialObjectMetadata"}
+
+// partialMetadata is obj's metadata (nested fields shared with obj).
+func partialMetadata(obj runtime.Object) runtime.Object {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if om, ok := m.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			return &metav1.PartialObjectMetadata{TypeMeta: partialMetadataType, ObjectMeta: *om}
+		}
+	}
+	return obj
+}
+
+// metadataList is an empty list for objs' metadata, and that metadata.
+func metadataList(objs []runtime.Object) (*metav1.PartialObjectMetadataList, []runtime.Object) {
+	items := make([]runtime.Object, len(objs))
+	for i, obj := range objs {
+		items[i] = partialMetadata(obj)
+	}
+	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: partialMetadataType.APIVersion, Kind: "PartialObjectMetadataList"}}
+	return list, items
 }
 
 func parseSelectors(opts metav1.ListOptions) (labels.Selector, fields.Selector, error) {

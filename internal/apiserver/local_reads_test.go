@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
@@ -116,5 +117,52 @@ func localReadsPod(name string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+}
+
+func TestLocalMetadataReadsAreMetadataOnlyBookmarksToo(t *testing.T) {
+	s := newTestServerWith(t, func(c *Config) { c.Authorizer = onlyReaders })
+	ctx := testContext(t)
+	createNodes(t, s, "n1")
+	if _, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("p"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := s.local.MetadataListWatch(ctx, &user.DefaultInfo{Name: "reader"}, podsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := lw.List(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := list.(*metav1.PartialObjectMetadataList).Items
+	if len(items) != 1 || items[0].Name != "p" || items[0].Kind != "PartialObjectMetadata" || items[0].ResourceVersion == "" {
+		t.Fatalf("list: %+v", list)
+	}
+	// A watch-list, as client-go's reflector starts one: the initial
+	// events end with a bookmark, which must be of the informer's type.
+	yes := true
+	w, err := lw.Watch(metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, want := range []watch.EventType{watch.Added, watch.Bookmark} {
+		select {
+		case e := <-w.ResultChan():
+			m, ok := e.Object.(*metav1.PartialObjectMetadata)
+			if e.Type != want || !ok {
+				t.Fatalf("got %s of %T, want %s of PartialObjectMetadata", e.Type, e.Object, want)
+			}
+			if e.Type == watch.Bookmark && m.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
+				t.Fatalf("bookmark without the end of initial events: %+v", m)
+			}
+			if e.Type == watch.Added && (m.Name != "p" || m.ManagedFields == nil) {
+				t.Fatalf("added: %+v", m)
+			}
+		case <-ctx.Done():
+			t.Fatal("watch sent too little")
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -75,7 +76,13 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		if err != nil {
 			return fmt.Errorf("garbage-collector metadata client: %w", err)
 		}
-		return garbagecollector.New(garbagecollector.Config{Client: client, Metadata: meta, Logger: c.Logger.With("component", "garbage-collector")}).Run(ctx)
+		localMetadata := func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
+			return local.MetadataListWatch(ctx, authenticatedUser(pki.ControllerIdentity), gvr)
+		}
+		return garbagecollector.New(garbagecollector.Config{
+			Client: client, Metadata: meta, LocalMetadata: localMetadata,
+			Logger: c.Logger.With("component", "garbage-collector"),
+		}).Run(ctx)
 	}})
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
@@ -127,9 +134,14 @@ func loopbackClient(lb *inprocess.Loopback, id pki.Identity) (kubernetes.Interfa
 // localPods lists and watches pods from the server's watch cache for id,
 // which must be allowed to list and watch them all (apiserver.LocalReads).
 func localPods(ctx context.Context, local *apiserver.LocalReads, id pki.Identity) (cache.ListerWatcher, error) {
+	return local.ListWatch(ctx, authenticatedUser(id), corev1.SchemeGroupVersion.WithResource("pods"))
+}
+
+// authenticatedUser is identityUser as the authenticator passes it on.
+func authenticatedUser(id pki.Identity) *user.DefaultInfo {
 	u := identityUser(id)
-	u.Groups = append(u.Groups, user.AllAuthenticated) // as the authenticator adds
-	return local.ListWatch(ctx, u, corev1.SchemeGroupVersion.WithResource("pods"))
+	u.Groups = append(u.Groups, user.AllAuthenticated)
+	return u
 }
 
 // identityUser is the user an x509 client certificate for id would name (CN, O).

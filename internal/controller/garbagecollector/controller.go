@@ -12,14 +12,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 
@@ -35,8 +39,12 @@ type Config struct {
 	Client kubernetes.Interface
 	// Metadata reads, watches, patches and deletes any resource by its metadata.
 	Metadata metadata.Interface
-	Workers  int
-	Logger   *slog.Logger
+	// LocalMetadata, when set, is where a resource's metadata is listed
+	// and watched instead of through Metadata (berth server's own watch
+	// cache); resources it returns an error for go through Metadata.
+	LocalMetadata func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error)
+	Workers       int
+	Logger        *slog.Logger
 }
 
 // Controller is the garbage collector.
@@ -89,8 +97,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.recorder = broadcaster.NewRecorder(scheme.Scheme, "garbage-collector-controller")
 
 	factory := metadatainformer.NewSharedInformerFactory(c.cfg.Metadata, 0)
+	var local []cache.SharedIndexInformer
 	for _, r := range resources {
-		informer := factory.ForResource(r.resource).Informer()
+		informer := c.localInformer(ctx, r.resource)
+		if informer == nil {
+			informer = factory.ForResource(r.resource).Informer()
+		} else {
+			local = append(local, informer)
+		}
 		if err := informer.SetTransform(keepCollectionMetadata); err != nil {
 			return fmt.Errorf("garbage collector: watch %s: %w", r.resource, err)
 		}
@@ -100,15 +114,42 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	var running sync.WaitGroup
+	defer running.Wait()
+	informerCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers() // before running.Wait, on an early return too
+	synced := make([]cache.InformerSynced, 0, len(local))
+	for _, informer := range local {
+		running.Go(func() { informer.Run(informerCtx.Done()) })
+		synced = append(synced, informer.HasSynced)
+	}
 	for gvr, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("garbage collector: %s informer did not sync: %w", gvr, ctx.Err())
 		}
 	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("garbage collector: informers did not sync: %w", ctx.Err())
+	}
 	c.log.Info("garbage collector started", "resources", len(resources))
 
 	keyloop.Run(ctx, c.queue, c.cfg.Workers, c.sync, c.onError)
 	return nil
+}
+
+// localInformer is a metadata informer of gvr through LocalMetadata, or nil
+// when there is none for it.
+func (c *Controller) localInformer(ctx context.Context, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	if c.cfg.LocalMetadata == nil {
+		return nil
+	}
+	lw, err := c.cfg.LocalMetadata(ctx, gvr)
+	if err != nil {
+		c.log.Debug("watching through the API", "resource", gvr, "reason", err)
+		return nil
+	}
+	return cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
 // onError logs each failure and records the first as an event on the object.
