@@ -56,9 +56,10 @@ type Config struct {
 	// (bindings, unschedulable conditions); 0 means defaultBindWorkers.
 	BindWorkers int
 	Logger      *slog.Logger
-	// Pods, when set, is where the pod informer lists and watches instead
-	// of Client (berth server's own scheduler: its watch cache).
-	Pods cache.ListerWatcher
+	// Pods and Nodes, when set, are where the pod and node informers list
+	// and watch instead of Client (berth server's own scheduler: its watch
+	// cache).
+	Pods, Nodes cache.ListerWatcher
 }
 
 // Scheduler is one scheduler instance; several may run against one cluster.
@@ -104,6 +105,7 @@ func New(cfg Config) *Scheduler {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &v1.Pod{}, cfg.Pods)
+	informeropts.ReadThrough(factory, &v1.Node{}, cfg.Nodes)
 	return &Scheduler{
 		cfg:           cfg,
 		log:           cfg.Logger,

@@ -39,11 +39,11 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	var out []component
 	if !c.DisableScheduler {
 		out = append(out, component{name: "scheduler", identity: pki.SchedulerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-			pods, err := localPods(ctx, local, pki.SchedulerIdentity)
+			pods, nodes, err := localPodsAndNodes(ctx, local, pki.SchedulerIdentity)
 			if err != nil {
 				return err
 			}
-			return scheduler.New(scheduler.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "scheduler")}).Run(ctx)
+			return scheduler.New(scheduler.Config{Client: client, Pods: pods, Nodes: nodes, Logger: c.Logger.With("component", "scheduler")}).Run(ctx)
 		}})
 	}
 	out = append(out, component{name: "certificates", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
@@ -55,11 +55,11 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		pods, nodes, err := localPodsAndNodes(ctx, local, pki.ControllerIdentity)
 		if err != nil {
 			return err
 		}
-		return nodelifecycle.New(nodelifecycle.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
+		return nodelifecycle.New(nodelifecycle.Config{Client: client, Pods: pods, Nodes: nodes, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
 	}})
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return clusterroleaggregation.New(clusterroleaggregation.Config{Client: client, Logger: c.Logger.With("component", "clusterrole-aggregation")}).Run(ctx)
@@ -135,6 +135,15 @@ func loopbackClient(lb *inprocess.Loopback, id pki.Identity) (kubernetes.Interfa
 // which must be allowed to list and watch them all (apiserver.LocalReads).
 func localPods(ctx context.Context, local *apiserver.LocalReads, id pki.Identity) (cache.ListerWatcher, error) {
 	return local.ListWatch(ctx, authenticatedUser(id), corev1.SchemeGroupVersion.WithResource("pods"))
+}
+
+// localPodsAndNodes is localPods, and the same for nodes.
+func localPodsAndNodes(ctx context.Context, local *apiserver.LocalReads, id pki.Identity) (pods, nodes cache.ListerWatcher, err error) {
+	if pods, err = localPods(ctx, local, id); err != nil {
+		return nil, nil, err
+	}
+	nodes, err = local.ListWatch(ctx, authenticatedUser(id), corev1.SchemeGroupVersion.WithResource("nodes"))
+	return pods, nodes, err
 }
 
 // authenticatedUser is identityUser as the authenticator passes it on.

@@ -39,9 +39,9 @@ type Config struct {
 	GracePeriod   time.Duration
 	MonitorPeriod time.Duration
 	Logger        *slog.Logger
-	// Pods, when set, is where the pod informer lists and watches instead
-	// of Client (berth server's watch cache).
-	Pods cache.ListerWatcher
+	// Pods and Nodes, when set, are where the pod and node informers list
+	// and watch instead of Client (berth server's watch cache).
+	Pods, Nodes cache.ListerWatcher
 }
 
 // Controller is the node lifecycle controller.
@@ -81,6 +81,7 @@ func New(cfg Config) *Controller {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &v1.Pod{}, cfg.Pods)
+	informeropts.ReadThrough(factory, &v1.Node{}, cfg.Nodes)
 	// Not started yet, so this cannot fail.
 	_ = factory.Core().V1().Pods().Informer().SetTransform(keepLifecycleParts)
 	return &Controller{
