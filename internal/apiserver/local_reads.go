@@ -3,11 +3,9 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -118,16 +116,10 @@ func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime
 	} else {
 		list = r.newList()
 	}
-	// SetList copies each object's top-level struct into the typed list.
-	if err := meta.SetList(list, objs); err != nil {
-		return nil, apierrors.NewInternalError(err)
+	// fillList copies each object's top-level struct into the typed list.
+	if err := fillList(list, objs, rev, cont); err != nil {
+		return nil, err
 	}
-	listMeta, err := meta.ListAccessor(list)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	listMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
-	listMeta.SetContinue(cont)
 	return list, nil
 }
 

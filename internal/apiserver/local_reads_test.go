@@ -131,7 +131,7 @@ func TestLocalMetadataReadsAreMetadataOnlyBookmarksToo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := lw.List(metav1.ListOptions{})
+	list, err := lw.(cache.ListerWithContext).ListWithContext(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestLocalMetadataReadsAreMetadataOnlyBookmarksToo(t *testing.T) {
 	// A watch-list, as client-go's reflector starts one: the initial
 	// events end with a bookmark, which must be of the informer's type.
 	yes := true
-	w, err := lw.Watch(metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
+	w, err := lw.(cache.WatcherWithContext).WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil {
 		t.Fatal(err)
