@@ -109,7 +109,11 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Warn("closing the audit log", "err", err)
 		}
 	}()
-	apiCtx, stopAPI := context.WithCancel(ctx)
+	// The API outlives ctx until serve has stopped the loops that use it
+	// (their informers read its watch caches in-process) and shuts the
+	// listeners down, which calls stopAPI; on any earlier return, the
+	// deferred stopAPI below.
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
