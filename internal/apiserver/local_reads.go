@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,9 +28,8 @@ import (
 //
 // A loop gets a collection only if the authorizer lets its user list and
 // watch it in every namespace, so it holds no power it would not have over
-// HTTPS. New fills it; ListWatch is usable once New has returned.
+// HTTPS. New fills it before it returns; it is only read after that.
 type LocalReads struct {
-	mu         sync.Mutex
 	authorizer authorizer.Authorizer
 	readers    map[schema.GroupVersionResource]localReader
 }
@@ -48,53 +46,39 @@ func NewLocalReads() *LocalReads {
 	return &LocalReads{readers: map[schema.GroupVersionResource]localReader{}}
 }
 
-func (l *LocalReads) add(authz authorizer.Authorizer, res *resource, reader collectionReader) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.authorizer = authz
+func (l *LocalReads) add(res *resource, reader collectionReader) {
 	l.readers[res.gvr] = localReader{reader: reader, newList: res.newList}
 }
 
 // ListWatch is a client-go ListerWatcher of gvr in all namespaces for u.
 // It fails if the server does not serve gvr or u may not list and watch it.
 func (l *LocalReads) ListWatch(ctx context.Context, u user.Info, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
-	r, err := l.readerFor(ctx, u, gvr)
-	if err != nil {
-		return nil, err
-	}
-	return &cache.ListWatch{ListWithContextFunc: r.list, WatchFuncWithContext: r.watch}, nil
+	return l.listWatch(ctx, u, gvr, false)
 }
 
 // MetadataListWatch is ListWatch for metadata informers (client-go's
 // metadatainformer, the garbage collector's): every object, list item and
 // bookmark as a PartialObjectMetadata, as the metadata client reads them.
 func (l *LocalReads) MetadataListWatch(ctx context.Context, u user.Info, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
-	r, err := l.readerFor(ctx, u, gvr)
-	if err != nil {
-		return nil, err
-	}
-	r.metadata = true
-	return &cache.ListWatch{ListWithContextFunc: r.list, WatchFuncWithContext: r.watch}, nil
+	return l.listWatch(ctx, u, gvr, true)
 }
 
-func (l *LocalReads) readerFor(ctx context.Context, u user.Info, gvr schema.GroupVersionResource) (localReader, error) {
-	l.mu.Lock()
+func (l *LocalReads) listWatch(ctx context.Context, u user.Info, gvr schema.GroupVersionResource, metadata bool) (cache.ListerWatcher, error) {
 	r, ok := l.readers[gvr]
-	authz := l.authorizer
-	l.mu.Unlock()
 	if !ok {
-		return localReader{}, fmt.Errorf("local reads: %s is not served", gvr)
+		return nil, fmt.Errorf("local reads: %s is not served", gvr)
 	}
 	for _, verb := range []string{"list", "watch"} {
-		decision, reason, err := authz.Authorize(ctx, authorizer.AttributesRecord{
+		decision, reason, err := l.authorizer.Authorize(ctx, authorizer.AttributesRecord{
 			User: u, Verb: verb, APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource,
 			ResourceRequest: true,
 		})
 		if err != nil || decision != authorizer.DecisionAllow {
-			return localReader{}, fmt.Errorf("local reads: %s may not %s %s: %s %v", u.GetName(), verb, gvr.Resource, reason, err)
+			return nil, fmt.Errorf("local reads: %s may not %s %s: %s %v", u.GetName(), verb, gvr.Resource, reason, err)
 		}
 	}
-	return r, nil
+	r.metadata = metadata
+	return &cache.ListWatch{ListWithContextFunc: r.list, WatchFuncWithContext: r.watch}, nil
 }
 
 func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -128,21 +112,25 @@ func (r localReader) watch(ctx context.Context, opts metav1.ListOptions) (watch.
 	if err != nil {
 		return nil, err
 	}
+	// A view, even the identity, gets each watcher its own shallow copies
+	// rather than the cache's objects wrapped for shared encoding.
+	view := func(obj runtime.Object) runtime.Object { return obj }
+	if r.metadata {
+		view = partialMetadata
+	}
 	w, err := r.reader.Watch(ctx, watchQuery{
 		Label: label, Field: field,
 		ResourceVersion: opts.ResourceVersion, SendInitialEvents: opts.SendInitialEvents,
-		AllowBookmarks: opts.AllowWatchBookmarks,
-		// A view, even this one, gets each watcher its own shallow copies
-		// rather than the cache's objects wrapped for shared encoding.
-		View: func(obj runtime.Object) runtime.Object { return obj },
+		AllowBookmarks: opts.AllowWatchBookmarks, View: view,
 	})
 	if err != nil || !r.metadata {
 		return w, err
 	}
-	// Bookmarks too: a reflector drops events of another type than its
-	// informer's, and watch-list's end of initial events is a bookmark.
+	// Views do not see bookmarks, but a reflector drops events of another
+	// type than its informer's, and watch-list's end of initial events is
+	// a bookmark.
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-		if e.Type != watch.Error {
+		if e.Type == watch.Bookmark {
 			e.Object = partialMetadata(e.Object)
 		}
 		return e, true

@@ -246,6 +246,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger), nodeTransport: cfg.NodeTransport,
 		serviceAccountTokens: cfg.ServiceAccountTokens}
 	stores := map[string]*resourceREST{}
+	if cfg.LocalReads != nil {
+		cfg.LocalReads.authorizer = cfg.Authorizer
+	}
 	for _, res := range served {
 		r, err := newResourceREST(ctx, cfg, c, res, tableConvertor)
 		if err != nil {
@@ -253,7 +256,7 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		}
 		stores[res.gvr.String()] = r
 		if cfg.LocalReads != nil {
-			cfg.LocalReads.add(cfg.Authorizer, res, r.reader)
+			cfg.LocalReads.add(res, r.reader)
 		}
 		switch {
 		case res.gvr.Resource == "namespaces" && res.gvr.Group == "":
