@@ -25,6 +25,7 @@ import (
 	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/agent/pods"
 	nodeserver "github.com/berth/berth/internal/agent/server"
+	"github.com/berth/berth/internal/memtrim"
 	"github.com/berth/berth/internal/version"
 )
 
@@ -176,6 +177,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := registrar.Sync(ctx); err != nil {
 		return err
 	}
+	memtrim.DropStartupPages(a.log)
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return registrar.Run(ctx) })

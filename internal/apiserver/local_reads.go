@@ -3,8 +3,10 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,10 +23,11 @@ import (
 // in-process HTTP client every pod event was encoded, written, read and
 // decoded once per loop (scheduler, node lifecycle, the Node authorizer's
 // graph), and each loop's informer held its own fully decoded copy of
-// every pod. Here a loop gets the cache's objects as shallow copies: its
-// informer owns the top-level struct (transforms may reset fields of it)
-// while everything nested stays shared with the cache and must only be
-// read, as client-go asks of every informer's objects anyway.
+// every pod. Here a loop gets the cache's own objects, neither copied nor
+// wrapped, so an informer that keeps whole objects costs a pointer per
+// object. They must only be read, as client-go asks of every informer's
+// objects anyway; informers over them must not transform them in place
+// (informeropts.ReadThrough drops the factory's transform).
 //
 // A loop gets a collection only if the authorizer lets its user list and
 // watch it in every namespace, so it holds no power it would not have over
@@ -35,8 +38,7 @@ type LocalReads struct {
 }
 
 type localReader struct {
-	reader  collectionReader
-	newList func() runtime.Object
+	reader collectionReader
 	// metadata: objects as PartialObjectMetadata, for metadata informers.
 	metadata bool
 }
@@ -47,7 +49,7 @@ func NewLocalReads() *LocalReads {
 }
 
 func (l *LocalReads) add(res *resource, reader collectionReader) {
-	l.readers[res.gvr] = localReader{reader: reader, newList: res.newList}
+	l.readers[res.gvr] = localReader{reader: reader}
 }
 
 // ListWatch is a client-go ListerWatcher of gvr in all namespaces for u.
@@ -94,16 +96,16 @@ func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime
 	if err != nil {
 		return nil, err
 	}
-	var list runtime.Object
 	if r.metadata {
-		list, objs = metadataList(objs)
-	} else {
-		list = r.newList()
+		for i, obj := range objs {
+			objs[i] = partialMetadata(obj)
+		}
 	}
-	// fillList copies each object's top-level struct into the typed list.
-	if err := fillList(list, objs, rev, cont); err != nil {
-		return nil, err
-	}
+	// An untyped list: a typed one would copy every item into its Items,
+	// and a reflector copies each typed item once more.
+	list := &metainternalversion.List{Items: objs}
+	list.ResourceVersion = strconv.FormatInt(rev, 10)
+	list.Continue = cont
 	return list, nil
 }
 
@@ -112,17 +114,15 @@ func (r localReader) watch(ctx context.Context, opts metav1.ListOptions) (watch.
 	if err != nil {
 		return nil, err
 	}
-	// A view, even the identity, gets each watcher its own shallow copies
-	// rather than the cache's objects wrapped for shared encoding.
-	view := func(obj runtime.Object) runtime.Object { return obj }
-	if r.metadata {
-		view = partialMetadata
-	}
-	w, err := r.reader.Watch(ctx, watchQuery{
+	q := watchQuery{
 		Label: label, Field: field,
 		ResourceVersion: opts.ResourceVersion, SendInitialEvents: opts.SendInitialEvents,
-		AllowBookmarks: opts.AllowWatchBookmarks, View: view,
-	})
+		AllowBookmarks: opts.AllowWatchBookmarks, Direct: true,
+	}
+	if r.metadata {
+		q.View = partialMetadata
+	}
+	w, err := r.reader.Watch(ctx, q)
 	if err != nil || !r.metadata {
 		return w, err
 	}
@@ -147,16 +147,6 @@ func partialMetadata(obj runtime.Object) runtime.Object {
 		}
 	}
 	return obj
-}
-
-// metadataList is an empty list for objs' metadata, and that metadata.
-func metadataList(objs []runtime.Object) (*metav1.PartialObjectMetadataList, []runtime.Object) {
-	items := make([]runtime.Object, len(objs))
-	for i, obj := range objs {
-		items[i] = partialMetadata(obj)
-	}
-	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: partialMetadataType.APIVersion, Kind: "PartialObjectMetadataList"}}
-	return list, items
 }
 
 func parseSelectors(opts metav1.ListOptions) (labels.Selector, fields.Selector, error) {

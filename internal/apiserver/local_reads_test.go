@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -42,8 +43,8 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As the server's loops use it: a typed factory with managed fields
-	// stripped by the informer's transform.
+	// As the server's loops use it: a typed factory whose transform strips
+	// managed fields, which ReadThrough must drop for these shared objects.
 	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &corev1.Pod{}, lw)
 	pods := factory.Core().V1().Pods()
@@ -64,20 +65,20 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 			t.Fatalf("informer never showed pod %s as wanted: %v", name, err)
 		}
 	}
-	assertLister("before", func(p *corev1.Pod) bool { return p.UID == before.UID && p.ManagedFields == nil })
+	assertLister("before", func(p *corev1.Pod) bool { return p.UID == before.UID && len(p.ManagedFields) > 0 })
 
 	if _, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("after"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	assertLister("after", func(p *corev1.Pod) bool { return p.ManagedFields == nil && p.Spec.NodeName == "n1" })
+	assertLister("after", func(p *corev1.Pod) bool { return len(p.ManagedFields) > 0 && p.Spec.NodeName == "n1" })
 	patch := []byte(`{"metadata":{"labels":{"changed":"yes"}}}`)
 	if _, err := s.client.CoreV1().Pods("default").Patch(ctx, "after", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	assertLister("after", func(p *corev1.Pod) bool { return p.Labels["changed"] == "yes" })
 
-	// The informer's transform changed its own copies only: the cache,
-	// which serves everyone else, still has the managed fields.
+	// No transform changed the cache's objects: the cache, which serves
+	// everyone else, still has the managed fields.
 	for _, name := range []string{"before", "after"} {
 		got, err := s.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 		if err != nil {
@@ -97,6 +98,39 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal("informer kept a deleted pod")
+	}
+}
+
+// Local reads hand out the cache's objects themselves: two lists share
+// every item, so an informer over them costs a pointer per object.
+func TestLocalReadsShareTheCachesObjects(t *testing.T) {
+	local := NewLocalReads()
+	s := newTestServerWith(t, func(c *Config) { c.LocalReads = local; c.Authorizer = onlyReaders })
+	ctx := testContext(t)
+	createNodes(t, s, "n1")
+	created, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("shared"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := local.ListWatch(ctx, &user.DefaultInfo{Name: "reader"}, podsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func() *corev1.Pod {
+		t.Helper()
+		opts := metav1.ListOptions{ResourceVersion: created.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+		list, err := cache.ToListerWatcherWithContext(lw).ListWithContext(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil || len(items) != 1 {
+			t.Fatalf("listed %d items (%v), want 1", len(items), err)
+		}
+		return items[0].(*corev1.Pod)
+	}
+	if first, second := listed(), listed(); first != second {
+		t.Error("two local lists returned different copies of one cached pod")
 	}
 }
 
@@ -135,9 +169,12 @@ func TestLocalMetadataReadsAreMetadataOnlyBookmarksToo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := list.(*metav1.PartialObjectMetadataList).Items
-	if len(items) != 1 || items[0].Name != "p" || items[0].Kind != "PartialObjectMetadata" || items[0].ResourceVersion == "" {
-		t.Fatalf("list: %+v", list)
+	items, err := meta.ExtractList(list)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("list: %+v (%v)", list, err)
+	}
+	if item, ok := items[0].(*metav1.PartialObjectMetadata); !ok || item.Name != "p" || item.Kind != "PartialObjectMetadata" || item.ResourceVersion == "" {
+		t.Fatalf("list item: %+v", items[0])
 	}
 	// A watch-list, as client-go's reflector starts one: the initial
 	// events end with a bookmark, which must be of the informer's type.

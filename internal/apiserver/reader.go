@@ -44,6 +44,10 @@ type watchQuery struct {
 	// View maps each object the watch sends (not bookmarks); nil: none.
 	// Objects may be shared: it returns its argument or a changed copy.
 	View func(runtime.Object) runtime.Object
+	// Direct sends the reader's own objects (through View, if set) without
+	// the per-watcher copies the API's encoders need: for in-process
+	// readers that only read them (LocalReads).
+	Direct bool
 }
 
 // readerFactory builds the reader of one resource; the server calls it once

@@ -88,25 +88,28 @@ func (r watchCacheReader) Watch(ctx context.Context, q watchQuery) (watch.Interf
 		// replay, which the cache does when the option is unset.
 		q.SendInitialEvents = nil
 	}
-	// The cache shares its objects between watchers, and the encoders set
-	// and reset TypeMeta on what they encode: each watcher gets its own
-	// shallow copies (nested fields stay shared and are only read), made in
-	// the cache's watcher goroutine rather than in one more per watch.
-	// Watchers that see objects as stored share each live event's encoding
-	// instead (sharedEncoding hands its encoders shallow copies).
-	shared := q.View == nil
-	view := q.View
-	q.View = func(obj runtime.Object) runtime.Object {
-		if view != nil {
-			obj = view(obj)
-		}
-		return shallowCopy(obj)
-	}
-	return r.cache.Watch(ctx, watchcache.WatchOptions{
+	opts := watchcache.WatchOptions{
 		Namespace: q.Namespace, Label: q.Label, Field: q.Field,
 		ResourceVersion: q.ResourceVersion, SendInitialEvents: q.SendInitialEvents, AllowBookmarks: q.AllowBookmarks,
-		View: q.View, Shared: shared,
-	})
+		View: q.View,
+	}
+	if !q.Direct {
+		// The cache shares its objects between watchers, and the encoders
+		// set and reset TypeMeta on what they encode: each watcher gets its
+		// own shallow copies (nested fields stay shared and are only read),
+		// made in the cache's watcher goroutine rather than in one more per
+		// watch. Watchers that see objects as stored share each live
+		// event's encoding instead (sharedEncoding hands its encoders
+		// shallow copies).
+		opts.Shared = q.View == nil
+		opts.View = func(obj runtime.Object) runtime.Object {
+			if q.View != nil {
+				obj = q.View(obj)
+			}
+			return shallowCopy(obj)
+		}
+	}
+	return r.cache.Watch(ctx, opts)
 }
 
 func shallowCopy(obj runtime.Object) runtime.Object {

@@ -1,10 +1,11 @@
 // Package informeropts holds what every informer inside berth server shares:
 // the scheduler's, the controllers' and the node authorizer's caches each
-// keep their own copy of what they watch (of pods, a shallow copy of the
-// watch cache's object: ReadThrough).
+// keep their own copy of what they watch, except those that read through
+// to the watch cache (ReadThrough) and share its objects.
 package informeropts
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,8 +26,8 @@ func Factory(own ...informers.SharedInformerOption) []informers.SharedInformerOp
 // in-process consumer reads them, and they are a third to a half of a
 // typical pod's decoded size, held once per informer. An update built from
 // a cached object leaves the stored managedFields as they are, since the
-// API server keeps them when a request carries none. It resets only the
-// top-level field, so it is safe on shallow copies of shared objects.
+// API server keeps them when a request carries none. It changes the
+// object it is given, so it is only for objects decoded for the informer.
 func StripManagedFields(obj any) (any, error) {
 	if acc, err := meta.Accessor(obj); err == nil && acc.GetManagedFields() != nil {
 		acc.SetManagedFields(nil)
@@ -38,11 +39,21 @@ func StripManagedFields(obj any) (any, error) {
 // lw instead of the factory's client (nil lw: no change). Call it before
 // the informer is first asked for. The informer indexes by namespace, as
 // client-go's typed informers do, so their listers work unchanged.
+//
+// lw hands out the watch cache's own objects (apiserver.LocalReads), so the
+// informer gets no transform from the factory: StripManagedFields would
+// change the objects every other reader sees, and keeping them costs the
+// informer nothing the cache does not hold already. A component may still
+// set a transform that builds new objects from them.
 func ReadThrough(factory informers.SharedInformerFactory, obj runtime.Object, lw cache.ListerWatcher) {
 	if lw == nil {
 		return
 	}
-	factory.InformerFor(obj, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	informer := factory.InformerFor(obj, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	})
+	if err := informer.SetTransform(nil); err != nil {
+		// Only if called after the informer started: a bug in the caller.
+		panic(fmt.Sprintf("informeropts.ReadThrough on a started informer: %v", err))
+	}
 }

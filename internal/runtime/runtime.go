@@ -23,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
 
+	"github.com/berth/berth/internal/memtrim"
 	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/imageimport"
 	"github.com/berth/berth/internal/runtime/network"
@@ -103,6 +104,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 	log.Info("berth runtime serving", "socket", sockPath, "streaming", svc.streamListener.Addr().String(), "metrics", cfg.MetricsAddress)
+	memtrim.DropStartupPages(log)
 
 	select {
 	case <-ctx.Done():

@@ -22,6 +22,7 @@ import (
 	"github.com/berth/berth/internal/auth"
 	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/auth/node"
+	"github.com/berth/berth/internal/memtrim"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/store/etcd"
 )
@@ -214,6 +215,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 			return err
 		}
 	}
+	memtrim.DropStartupPages(log)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
