@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -129,8 +130,22 @@ func TestLocalReadsShareTheCachesObjects(t *testing.T) {
 		}
 		return items[0].(*corev1.Pod)
 	}
-	if first, second := listed(), listed(); first != second {
+	first := listed()
+	if second := listed(); first != second {
 		t.Error("two local lists returned different copies of one cached pod")
+	}
+	w, err := cache.ToListerWatcherWithContext(lw).WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case e := <-w.ResultChan():
+		if e.Type != watch.Added || e.Object != runtime.Object(first) {
+			t.Errorf("watch sent %s of a copy (%p), not the cached pod (%p)", e.Type, e.Object, first)
+		}
+	case <-ctx.Done():
+		t.Fatal("watch sent nothing")
 	}
 }
 
