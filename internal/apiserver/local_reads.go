@@ -39,8 +39,8 @@ type LocalReads struct {
 
 type localReader struct {
 	reader collectionReader
-	// metadata: objects as PartialObjectMetadata, for metadata informers.
-	metadata bool
+	// view is partialMetadata for metadata informers; nil: objects as cached.
+	view func(runtime.Object) runtime.Object
 }
 
 // NewLocalReads returns an empty set, for Config.LocalReads.
@@ -79,7 +79,9 @@ func (l *LocalReads) listWatch(ctx context.Context, u user.Info, gvr schema.Grou
 			return nil, fmt.Errorf("local reads: %s may not %s %s: %s %v", u.GetName(), verb, gvr.Resource, reason, err)
 		}
 	}
-	r.metadata = metadata
+	if metadata {
+		r.view = partialMetadata
+	}
 	return &cache.ListWatch{ListWithContextFunc: r.list, WatchFuncWithContext: r.watch}, nil
 }
 
@@ -96,14 +98,9 @@ func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime
 	if err != nil {
 		return nil, err
 	}
-	if r.metadata {
-		for i, obj := range objs {
-			objs[i] = partialMetadata(obj)
-		}
-	}
 	// An untyped list: a typed one would copy every item into its Items,
 	// and a reflector copies each typed item once more.
-	list := &metainternalversion.List{Items: objs}
+	list := &metainternalversion.List{Items: viewObjects(r.view, objs)}
 	list.ResourceVersion = strconv.FormatInt(rev, 10)
 	list.Continue = cont
 	return list, nil
@@ -117,13 +114,10 @@ func (r localReader) watch(ctx context.Context, opts metav1.ListOptions) (watch.
 	q := watchQuery{
 		Label: label, Field: field,
 		ResourceVersion: opts.ResourceVersion, SendInitialEvents: opts.SendInitialEvents,
-		AllowBookmarks: opts.AllowWatchBookmarks, Direct: true,
-	}
-	if r.metadata {
-		q.View = partialMetadata
+		AllowBookmarks: opts.AllowWatchBookmarks, View: r.view, Direct: true,
 	}
 	w, err := r.reader.Watch(ctx, q)
-	if err != nil || !r.metadata {
+	if err != nil || r.view == nil {
 		return w, err
 	}
 	// Views do not see bookmarks, but a reflector drops events of another

@@ -31,12 +31,15 @@ var onlyReaders = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer
 	return authorizer.DecisionNoOpinion, "not a reader", nil
 })
 
-func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
+// localReadsOfOnePod starts a server with local reads, creates pod name on
+// node n1 and returns the server, the pod and the reader's ListerWatcher of
+// pods.
+func localReadsOfOnePod(ctx context.Context, t *testing.T, name string) (*testServer, *corev1.Pod, cache.ListerWatcher) {
+	t.Helper()
 	local := NewLocalReads()
 	s := newTestServerWith(t, func(c *Config) { c.LocalReads = local; c.Authorizer = onlyReaders })
-	ctx := testContext(t)
 	createNodes(t, s, "n1")
-	before, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("before"), metav1.CreateOptions{})
+	pod, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod(name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +47,12 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, pod, lw
+}
+
+func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
+	ctx := testContext(t)
+	s, before, lw := localReadsOfOnePod(ctx, t, "before")
 	// As the server's loops use it: a typed factory whose transform strips
 	// managed fields, which ReadThrough must drop for these shared objects.
 	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informeropts.Factory()...)
@@ -93,7 +102,7 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 	if err := s.client.CoreV1().Pods("default").Delete(ctx, "before", *metav1.NewDeleteOptions(0)); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_, err := pods.Lister().Pods("default").Get("before")
 		return err != nil, nil
 	})
@@ -105,18 +114,8 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 // Local reads hand out the cache's objects themselves: two lists share
 // every item, so an informer over them costs a pointer per object.
 func TestLocalReadsShareTheCachesObjects(t *testing.T) {
-	local := NewLocalReads()
-	s := newTestServerWith(t, func(c *Config) { c.LocalReads = local; c.Authorizer = onlyReaders })
 	ctx := testContext(t)
-	createNodes(t, s, "n1")
-	created, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("shared"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lw, err := local.ListWatch(ctx, &user.DefaultInfo{Name: "reader"}, podsGVR)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, created, lw := localReadsOfOnePod(ctx, t, "shared")
 	listed := func() *corev1.Pod {
 		t.Helper()
 		opts := metav1.ListOptions{ResourceVersion: created.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}

@@ -35,24 +35,16 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	}
 	objs = viewObjects(r.viewFor(ctx), objs)
 	list := r.res.newList()
-	if err := fillList(list, objs, rev, cont); err != nil {
-		return nil, err
-	}
-	return list, nil
-}
-
-// fillList sets list's items to objs and its resourceVersion and continue token.
-func fillList(list runtime.Object, objs []runtime.Object, rev int64, cont string) error {
 	if err := meta.SetList(list, objs); err != nil {
-		return apierrors.NewInternalError(err)
+		return nil, apierrors.NewInternalError(err)
 	}
 	listMeta, err := meta.ListAccessor(list)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return nil, apierrors.NewInternalError(err)
 	}
 	listMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 	listMeta.SetContinue(cont)
-	return nil
+	return list, nil
 }
 
 // Watch implements rest.Watcher from the collection reader.
