@@ -374,11 +374,14 @@ func TestCritestBaseRunsChrooted(t *testing.T) {
 	// In a private PID and mount namespace with /proc mounted in the root,
 	// a background sleep must be a process the image's own pgrep finds.
 	// The shell opens /dev/null for a background job; a runtime provides it.
+	// The background child is the shell until it execs sleep, so the script
+	// waits (with the builtin read, no fork) for its comm to say sleep.
 	if err := syscall.Mknod(filepath.Join(dir, "dev/null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc="+filepath.Join(dir, "proc"),
-		"chroot", dir, "/bin/sh", "-c", "sleep 30 & p=$!; pgrep '^sleep$' | grep -qx $p && echo found; kill $p")
+		"chroot", dir, "/bin/sh", "-c", "sleep 30 & p=$!; i=0; while [ $i -lt 100000 ]; do read c </proc/$p/comm; [ \"$c\" = sleep ] && break; i=$((i+1)); done; "+
+			"pgrep '^sleep$' | grep -qx $p && echo found; kill $p")
 	out2, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out2)) != "found" {
 		t.Errorf("the image's pgrep did not find its sleep as a process: %v %q", err, out2)
