@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
 
@@ -173,4 +174,30 @@ func fieldManagerInputs(t *testing.T) (*runtime.Scheme, managedfields.TypeConver
 		t.Fatal(err)
 	}
 	return scheme, typeConverter
+}
+
+// A status write keeps the entry the field manager records for it, with
+// subresource "status", as upstream does (the kubelet's entries), and the
+// main resource's entry as it was.
+func TestStatusWritesRecordTheirManagedFields(t *testing.T) {
+	s := newTestServer(t)
+	ctx := testContext(t)
+	createNodes(t, s, "n1")
+	created, err := s.client.CoreV1().Pods("default").Create(ctx, localReadsPod("p"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"status":{"phase":"Running","podIP":"10.1.1.1"}}`)
+	got, err := s.client.CoreV1().Pods("default").Patch(ctx, "p", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ManagedFields) != 2 || !apiequality.Semantic.DeepEqual(got.ManagedFields[0], created.ManagedFields[0]) {
+		t.Fatalf("managed fields after a status patch: %+v", got.ManagedFields)
+	}
+	status := got.ManagedFields[1]
+	if status.Subresource != "status" || status.Operation != metav1.ManagedFieldsOperationUpdate ||
+		string(status.FieldsV1.Raw) != `{"f:status":{"f:phase":{},"f:podIP":{}}}` {
+		t.Errorf("the status write's entry is %s %s %q %s", status.Manager, status.Operation, status.Subresource, status.FieldsV1.Raw)
+	}
 }

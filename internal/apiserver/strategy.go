@@ -204,8 +204,10 @@ func copyStatus(obj, old runtime.Object) {
 }
 
 // keepOnlyStatusChange makes obj equal to old except for its status and the
-// metadata a status writer may touch (labels, annotations, resourceVersion):
-// the status subresource changes only status.
+// metadata a status writer may touch (labels, annotations, resourceVersion)
+// or the field manager records (managedFields, with the writer's entry for
+// the subresource, as upstream keeps): the status subresource changes only
+// status.
 func keepOnlyStatusChange(obj, old runtime.Object) {
 	newMeta, ok := obj.(metav1.Object)
 	status := statusField(obj)
@@ -215,9 +217,11 @@ func keepOnlyStatusChange(obj, old runtime.Object) {
 	saved := reflect.New(status.Type()).Elem()
 	saved.Set(status)
 	labels, annotations, rv := newMeta.GetLabels(), newMeta.GetAnnotations(), newMeta.GetResourceVersion()
+	managed := newMeta.GetManagedFields()
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(old.DeepCopyObject()).Elem())
 	statusField(obj).Set(saved)
 	newMeta.SetLabels(labels)
 	newMeta.SetAnnotations(annotations)
 	newMeta.SetResourceVersion(rv)
+	newMeta.SetManagedFields(managed)
 }
