@@ -42,7 +42,7 @@ func newWatchCacheReader(ctx context.Context, spec readerSpec, metrics *watchcac
 		Store:       spec.Store,
 		Resource:    spec.Resource,
 		Prefix:      spec.Prefix,
-		Decode:      spec.Decode,
+		Decode:      decodeSharingParts(spec.Decode),
 		Attrs:       spec.Attrs,
 		IndexFields: spec.IndexFields,
 		HistorySize: spec.HistorySize,

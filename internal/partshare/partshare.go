@@ -1,0 +1,110 @@
+// Package partshare lets long-lived decoded objects share the parts they
+// have in common.
+//
+// The pods of one template carry equal containers, tolerations and security
+// contexts, yet every decode gives each pod its own copy: for a pod with one
+// container that is ~40% of its decoded size, held for as long as the watch
+// cache holds the pod. Objects served from the cache are read-only by
+// contract (ReadView and the local readers say so), so equal parts can be one
+// value. Nothing in k8s.io/apimachinery does this (kube-apiserver's cache
+// keeps every copy), hence this small package.
+//
+// Parts are keyed by their protobuf encoding, which the generated marshallers
+// make deterministic (map keys sorted), so equal keys mean equal parts.
+package partshare
+
+import (
+	"encoding/binary"
+	"sync"
+)
+
+// Marshaler is what the generated protobuf types of k8s.io/api implement.
+type Marshaler interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// Table records parts of one type by their encoding. It holds at most max
+// of them strongly: when full it starts over, so parts already shared stay
+// shared and at most max parts outlive the objects that used them.
+type Table[V any] struct {
+	mu    sync.Mutex
+	max   int
+	parts map[string]V
+	key   []byte // reused encoding buffer, under mu
+}
+
+// NewTable returns a table holding at most max parts.
+func NewTable[V any](max int) *Table[V] {
+	return &Table[V]{max: max, parts: make(map[string]V)}
+}
+
+// Len is the number of parts recorded.
+func (t *Table[V]) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.parts)
+}
+
+// share returns the part recorded under t.key, or records v under it.
+// t.mu must be held.
+func (t *Table[V]) shareLocked(v V) V {
+	if shared, ok := t.parts[string(t.key)]; ok {
+		return shared
+	}
+	if len(t.parts) >= t.max {
+		clear(t.parts)
+	}
+	t.parts[string(t.key)] = v
+	return v
+}
+
+// appendEncoding appends m's encoding, length-prefixed so that a list's
+// key tells its elements apart.
+func (t *Table[V]) appendEncoding(m Marshaler) bool {
+	n := m.Size()
+	t.key = binary.AppendUvarint(t.key, uint64(n))
+	start := len(t.key)
+	t.key = append(t.key, make([]byte, n)...)
+	_, err := m.MarshalToSizedBuffer(t.key[start:])
+	return err == nil
+}
+
+// Slice returns a slice equal to s that other callers may hold too. Its
+// capacity is its length, so an append by any holder copies instead of
+// writing where another holder's elements could be.
+func Slice[E any, P interface {
+	*E
+	Marshaler
+}](t *Table[[]E], s []E) []E {
+	if len(s) == 0 {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.key = t.key[:0]
+	for i := range s {
+		if !t.appendEncoding(P(&s[i])) {
+			return s
+		}
+	}
+	return t.shareLocked(s[:len(s):len(s)])
+}
+
+// Pointer returns a pointer to a value equal to *p that other callers may
+// hold too; nil stays nil.
+func Pointer[E any, P interface {
+	*E
+	Marshaler
+}](t *Table[*E], p *E) *E {
+	if p == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.key = t.key[:0]
+	if !t.appendEncoding(P(p)) {
+		return p
+	}
+	return t.shareLocked(p)
+}
