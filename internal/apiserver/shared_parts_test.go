@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// The watch cache's pods of one template share their containers,
+// The watch cache's pods of one template share their labels, containers,
 // tolerations, security context and managed field sets; a change to one
 // pod leaves the others as they were.
 func TestCachedPodsOfOneTemplateShareTheirParts(t *testing.T) {
@@ -18,6 +19,7 @@ func TestCachedPodsOfOneTemplateShareTheirParts(t *testing.T) {
 	s, _, lw := localReadsOfOnePod(ctx, t, "first")
 	templated := func(name, image string) *corev1.Pod {
 		pod := localReadsPod(name)
+		pod.Labels = map[string]string{"app": "templated"}
 		pod.Spec.Containers[0].Image = image
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: new(bool)}
@@ -51,7 +53,8 @@ func TestCachedPodsOfOneTemplateShareTheirParts(t *testing.T) {
 	pods := cached(lastRV)
 	a, b, c := pods["a"], pods["b"], pods["c"]
 	if &a.Spec.Containers[0] != &b.Spec.Containers[0] || &a.Spec.Tolerations[0] != &b.Spec.Tolerations[0] ||
-		a.Spec.SecurityContext != b.Spec.SecurityContext || a.ManagedFields[0].FieldsV1 != b.ManagedFields[0].FieldsV1 {
+		a.Spec.SecurityContext != b.Spec.SecurityContext || a.ManagedFields[0].FieldsV1 != b.ManagedFields[0].FieldsV1 ||
+		reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
 		t.Error("pods a and b of one template keep their own copies of its parts")
 	}
 	if &c.Spec.Containers[0] == &a.Spec.Containers[0] || c.Spec.Containers[0].Image != "pause" {

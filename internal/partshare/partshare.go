@@ -15,6 +15,7 @@ package partshare
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync"
 )
 
@@ -31,7 +32,8 @@ type Table[V any] struct {
 	mu    sync.Mutex
 	max   int
 	parts map[string]V
-	key   []byte // reused encoding buffer, under mu
+	key   []byte   // reused encoding buffer, under mu
+	names []string // reused for a map's sorted keys, under mu
 }
 
 // NewTable returns a table holding at most max parts.
@@ -107,4 +109,30 @@ func Pointer[E any, P interface {
 		return p
 	}
 	return t.shareLocked(p)
+}
+
+// Map returns a map equal to m that other callers may hold too (labels and
+// annotations); nil and empty maps stay as they are.
+func Map(t *Table[map[string]string], m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.names = t.names[:0]
+	for name := range m {
+		t.names = append(t.names, name)
+	}
+	slices.Sort(t.names)
+	t.key = t.key[:0]
+	for _, name := range t.names {
+		t.key = appendString(t.key, name)
+		t.key = appendString(t.key, m[name])
+	}
+	clear(t.names) // hold no strings of maps gone since
+	return t.shareLocked(m)
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }

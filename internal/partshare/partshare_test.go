@@ -1,6 +1,7 @@
 package partshare
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,5 +96,26 @@ func TestAFullTableStartsOverAndKeepsWhatItShared(t *testing.T) {
 	}
 	if Pointer(table, &corev1.Toleration{Key: "a"}) == a {
 		t.Error("a part dropped when the table started over is still handed out")
+	}
+}
+
+func TestEqualMapsAreOneMap(t *testing.T) {
+	table := NewTable[map[string]string](8)
+	a := Map(table, map[string]string{"app": "web", "tier": "front"})
+	b := Map(table, map[string]string{"tier": "front", "app": "web"})
+	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+		t.Error("equal maps are two maps")
+	}
+	for _, other := range []map[string]string{
+		{"app": "web", "tier": "back"},
+		{"app": "webtier", "": "front"}, // the same bytes without lengths
+		{"app": "web"},
+	} {
+		if got := Map(table, other); len(got) != len(other) || got["app"] != other["app"] || got["tier"] != other["tier"] {
+			t.Errorf("%v was answered with %v", other, got)
+		}
+	}
+	if Map(table, nil) != nil || len(Map(table, map[string]string{})) != 0 {
+		t.Error("a nil or empty map became another value")
 	}
 }
