@@ -211,6 +211,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		GrouplessAPIPrefixes: sets.NewString("api"),
 	})
 	handler = filters.WithRequestReceivedTimestamp(handler)
+	if cfg.AuditSink == nil || cfg.AuditPolicy == nil {
+		handler = withAuditOff(handler)
+	}
 	handler = filters.WithAuditInit(handler) // the upstream handlers record into it
 	return handler, nil
 }
