@@ -73,6 +73,21 @@ func TestVersionHealthDiscoveryOpenAPI(t *testing.T) {
 	if code != 200 || !strings.Contains(ctype, "protobuf") {
 		t.Fatalf("/openapi/v2 as protobuf: %d %s", code, ctype)
 	}
+	// Every group-version's v3 document builds (they are built on first
+	// request, so this is what proves the served resources describable).
+	code, _, body = getWithAccept(t, s, "/openapi/v3", "application/json")
+	var v3 struct {
+		Paths map[string]struct{ ServerRelativeURL string } `json:"paths"`
+	}
+	if code != 200 || json.Unmarshal(body, &v3) != nil || len(v3.Paths) < 8 || v3.Paths["api/v1"].ServerRelativeURL == "" {
+		t.Fatalf("/openapi/v3: %d %s", code, body)
+	}
+	for key, gv := range v3.Paths {
+		code, _, body := getWithAccept(t, s, gv.ServerRelativeURL, "application/json")
+		if code != 200 || !strings.Contains(string(body), `"openapi":"3.`) {
+			t.Errorf("/openapi/v3/%s: %d %.200s", key, code, body)
+		}
+	}
 	if code, _, body := getWithAccept(t, s, "/nothing/here", ""); code != 404 || !strings.Contains(string(body), "the server could not find the requested resource") {
 		t.Fatalf("unknown path: %d %s, want a 404 Status", code, body)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
@@ -46,46 +47,20 @@ type Specs struct {
 
 // Build describes resources (which should pass discovery.Validate). It fails
 // when a resource's kind has no generated definition or a verb has no
-// operation, so an unservable list is caught at start-up.
+// operation.
 func Build(resources []discovery.Resource, opts Options) (*Specs, error) {
-	scheme, err := newScheme()
+	d, err := newDocuments(resources, opts)
 	if err != nil {
 		return nil, err
 	}
-	namer := newDefinitionNamer(scheme)
-	paths := pathBuilder{scheme: scheme, fieldValidation: opts.ServerSideFieldValidation}
-	if opts.Version == "" {
-		opts.Version = version.Version
-	}
-	info := &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: opts.Version}}
-
-	var containers []common.RouteContainer
 	specs := &Specs{V3: map[string]*spec3.OpenAPI{}}
-	for _, gv := range groupVersions(resources) {
-		c, err := paths.container(gv, resourcesOf(resources, gv))
-		if err != nil {
-			return nil, fmt.Errorf("describing %s: %w", gv, err)
+	for _, gv := range d.groupVersions {
+		if specs.V3[v3Key(gv)], err = d.v3(gv); err != nil {
+			return nil, err
 		}
-		containers = append(containers, c)
-		v3, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{c}, &common.OpenAPIV3Config{
-			Info:                           info,
-			GetDefinitions:                 generated.GetOpenAPIDefinitions,
-			GetOperationIDAndTagsFromRoute: operationIDAndTags,
-			GetDefinitionName:              namer.name,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("building the OpenAPI v3 document of %s: %w", gv, err)
-		}
-		specs.V3[strings.TrimPrefix(rootPath(gv), "/")] = v3
 	}
-	specs.V2, err = builder.BuildOpenAPISpecFromRoutes(containers, &common.Config{
-		Info:                           info,
-		GetDefinitions:                 generated.GetOpenAPIDefinitions,
-		GetOperationIDAndTagsFromRoute: operationIDAndTags,
-		GetDefinitionName:              namer.name,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the OpenAPI v2 document: %w", err)
+	if specs.V2, err = d.v2(); err != nil {
+		return nil, err
 	}
 	return specs, nil
 }
@@ -94,21 +69,113 @@ func Build(resources []discovery.Resource, opts Options) (*Specs, error) {
 // /openapi/v3 with its per-group-version documents, through kube-openapi's
 // handlers, which do the content negotiation, ETags and hash redirects
 // clients expect. Mount it at /openapi/.
+//
+// Each document is built when a client first asks for it (as kube-apiserver
+// builds its v3 documents) and kept from then on: their object models take
+// ~13 MB of heap, which a server whose clients never ask (agents,
+// controllers, client-go programs) does not carry. Build's tests prove
+// every served resource describable.
 func Handler(resources []discovery.Resource, opts Options) (http.Handler, error) {
-	specs, err := Build(resources, opts)
+	d, err := newDocuments(resources, opts)
 	if err != nil {
 		return nil, err
 	}
 	mux := prefixMux{http.NewServeMux()}
-	handler.NewOpenAPIService(specs.V2).RegisterOpenAPIVersionedService("/openapi/v2", mux)
+	handler.NewOpenAPIServiceLazy(lazily(d.v2)).RegisterOpenAPIVersionedService("/openapi/v2", mux)
 	v3 := handler3.NewOpenAPIService()
-	for key, doc := range specs.V3 {
-		v3.UpdateGroupVersion(key, doc)
+	for _, gv := range d.groupVersions {
+		v3.UpdateGroupVersionLazy(v3Key(gv), lazily(func() (*spec3.OpenAPI, error) { return d.v3(gv) }))
 	}
 	if err := v3.RegisterOpenAPIV3VersionedService("/openapi/v3", mux); err != nil {
 		return nil, fmt.Errorf("registering /openapi/v3: %w", err)
 	}
 	return mux, nil
+}
+
+// lazily builds a document once, on first use.
+func lazily[T any](build func() (T, error)) cached.Value[T] {
+	return cached.Once(cached.Func(func() (T, string, error) {
+		doc, err := build()
+		return doc, "", err // the handlers derive ETags from the encoded documents
+	}))
+}
+
+// v3Key is a group-version's key as /openapi/v3 lists it ("api/v1",
+// "apis/coordination.k8s.io/v1").
+func v3Key(gv schema.GroupVersion) string { return strings.TrimPrefix(rootPath(gv), "/") }
+
+// documents builds the OpenAPI documents of a resource list.
+type documents struct {
+	resources     []discovery.Resource
+	groupVersions []schema.GroupVersion
+	paths         pathBuilder
+	namer         *definitionNamer
+	info          *spec.Info
+}
+
+func newDocuments(resources []discovery.Resource, opts Options) (*documents, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Version == "" {
+		opts.Version = version.Version
+	}
+	return &documents{
+		resources:     resources,
+		groupVersions: groupVersions(resources),
+		paths:         pathBuilder{scheme: scheme, fieldValidation: opts.ServerSideFieldValidation},
+		namer:         newDefinitionNamer(scheme),
+		info:          &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: opts.Version}},
+	}, nil
+}
+
+func (d *documents) container(gv schema.GroupVersion) (common.RouteContainer, error) {
+	c, err := d.paths.container(gv, resourcesOf(d.resources, gv))
+	if err != nil {
+		return nil, fmt.Errorf("describing %s: %w", gv, err)
+	}
+	return c, nil
+}
+
+// v3 builds the v3 document of one group-version.
+func (d *documents) v3(gv schema.GroupVersion) (*spec3.OpenAPI, error) {
+	c, err := d.container(gv)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{c}, &common.OpenAPIV3Config{
+		Info:                           d.info,
+		GetDefinitions:                 generated.GetOpenAPIDefinitions,
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		GetDefinitionName:              d.namer.name,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI v3 document of %s: %w", gv, err)
+	}
+	return doc, nil
+}
+
+// v2 builds the one v2 document of every group-version.
+func (d *documents) v2() (*spec.Swagger, error) {
+	containers := make([]common.RouteContainer, 0, len(d.groupVersions))
+	for _, gv := range d.groupVersions {
+		c, err := d.container(gv)
+		if err != nil {
+			return nil, err
+		}
+		containers = append(containers, c)
+	}
+	doc, err := builder.BuildOpenAPISpecFromRoutes(containers, &common.Config{
+		Info:                           d.info,
+		GetDefinitions:                 generated.GetOpenAPIDefinitions,
+		GetOperationIDAndTagsFromRoute: operationIDAndTags,
+		GetDefinitionName:              d.namer.name,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI v2 document: %w", err)
+	}
+	return doc, nil
 }
 
 // prefixMux adds the HandlePrefix kube-openapi's v3 handler registers with.
