@@ -48,9 +48,15 @@ func (t *Table[V]) Len() int {
 	return len(t.parts)
 }
 
-// share returns the part recorded under t.key, or records v under it.
-// t.mu must be held.
-func (t *Table[V]) shareLocked(v V) V {
+// share returns the part recorded under the key encode writes into t.key,
+// or records v under it; v as it is if encode fails.
+func (t *Table[V]) share(v V, encode func() bool) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.key = t.key[:0]
+	if !encode() {
+		return v
+	}
 	if shared, ok := t.parts[string(t.key)]; ok {
 		return shared
 	}
@@ -82,15 +88,14 @@ func Slice[E any, P interface {
 	if len(s) == 0 {
 		return s
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.key = t.key[:0]
-	for i := range s {
-		if !t.appendEncoding(P(&s[i])) {
-			return s
+	return t.share(s[:len(s):len(s)], func() bool {
+		for i := range s {
+			if !t.appendEncoding(P(&s[i])) {
+				return false
+			}
 		}
-	}
-	return t.shareLocked(s[:len(s):len(s)])
+		return true
+	})
 }
 
 // Pointer returns a pointer to a value equal to *p that other callers may
@@ -102,13 +107,7 @@ func Pointer[E any, P interface {
 	if p == nil {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.key = t.key[:0]
-	if !t.appendEncoding(P(p)) {
-		return p
-	}
-	return t.shareLocked(p)
+	return t.share(p, func() bool { return t.appendEncoding(P(p)) })
 }
 
 // Map returns a map equal to m that other callers may hold too (labels and
@@ -117,20 +116,19 @@ func Map(t *Table[map[string]string], m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.names = t.names[:0]
-	for name := range m {
-		t.names = append(t.names, name)
-	}
-	slices.Sort(t.names)
-	t.key = t.key[:0]
-	for _, name := range t.names {
-		t.key = appendString(t.key, name)
-		t.key = appendString(t.key, m[name])
-	}
-	clear(t.names) // hold no strings of maps gone since
-	return t.shareLocked(m)
+	return t.share(m, func() bool {
+		t.names = t.names[:0]
+		for name := range m {
+			t.names = append(t.names, name)
+		}
+		slices.Sort(t.names)
+		for _, name := range t.names {
+			t.key = appendString(t.key, name)
+			t.key = appendString(t.key, m[name])
+		}
+		clear(t.names) // hold no strings of maps gone since
+		return true
+	})
 }
 
 func appendString(b []byte, s string) []byte {

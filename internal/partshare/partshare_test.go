@@ -119,3 +119,14 @@ func TestEqualMapsAreOneMap(t *testing.T) {
 		t.Error("a nil or empty map became another value")
 	}
 }
+
+// BenchmarkSliceOfOneContainer is the cost a decoded pod pays to share its
+// containers: encoding one container and looking it up.
+func BenchmarkSliceOfOneContainer(b *testing.B) {
+	table := NewTable[[]corev1.Container](8)
+	decoded := []corev1.Container{container("app", "registry.k8s.io/pause:3.10", "10m")}
+	b.ReportAllocs()
+	for b.Loop() {
+		Slice(table, decoded)
+	}
+}
