@@ -197,7 +197,7 @@ func TestStatusWritesRecordTheirManagedFields(t *testing.T) {
 	}
 	status := got.ManagedFields[1]
 	if status.Subresource != "status" || status.Operation != metav1.ManagedFieldsOperationUpdate ||
-		string(status.FieldsV1.Raw) != `{"f:status":{"f:phase":{},"f:podIP":{}}}` {
-		t.Errorf("the status write's entry is %s %s %q %s", status.Manager, status.Operation, status.Subresource, status.FieldsV1.Raw)
+		status.FieldsV1.GetRawString() != `{"f:status":{"f:phase":{},"f:podIP":{}}}` {
+		t.Errorf("the status write's entry is %s %s %q %s", status.Manager, status.Operation, status.Subresource, status.FieldsV1.GetRawString())
 	}
 }
