@@ -9,11 +9,15 @@
 // value. Nothing in k8s.io/apimachinery does this (kube-apiserver's cache
 // keeps every copy), hence this small package.
 //
-// Parts are keyed by their protobuf encoding, which the generated marshallers
-// make deterministic (map keys sorted), so equal keys mean equal parts.
+// Parts are keyed by the SHA-256 of their protobuf encoding, which the
+// generated marshallers make deterministic (map keys sorted), so equal keys
+// mean equal parts, as content addresses do in git and OCI registries. A key
+// is 32 bytes however large the part: a ConfigMap's last-applied annotation
+// may be a megabyte.
 package partshare
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"slices"
 	"sync"
@@ -31,14 +35,18 @@ type Marshaler interface {
 type Table[V any] struct {
 	mu    sync.Mutex
 	max   int
-	parts map[string]V
+	parts map[[sha256.Size]byte]V
 	key   []byte   // reused encoding buffer, under mu
 	names []string // reused for a map's sorted keys, under mu
 }
 
+// maxKeptBuffer is the largest encoding buffer a table keeps for the next
+// part; a larger one (a huge annotation) is dropped after use.
+const maxKeptBuffer = 64 << 10
+
 // NewTable returns a table holding at most max parts.
 func NewTable[V any](max int) *Table[V] {
-	return &Table[V]{max: max, parts: make(map[string]V)}
+	return &Table[V]{max: max, parts: make(map[[sha256.Size]byte]V)}
 }
 
 // Len is the number of parts recorded.
@@ -54,16 +62,21 @@ func (t *Table[V]) share(v V, encode func() bool) V {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.key = t.key[:0]
-	if !encode() {
+	ok := encode()
+	sum := sha256.Sum256(t.key)
+	if cap(t.key) > maxKeptBuffer {
+		t.key = nil
+	}
+	if !ok {
 		return v
 	}
-	if shared, ok := t.parts[string(t.key)]; ok {
+	if shared, ok := t.parts[sum]; ok {
 		return shared
 	}
 	if len(t.parts) >= t.max {
 		clear(t.parts)
 	}
-	t.parts[string(t.key)] = v
+	t.parts[sum] = v
 	return v
 }
 

@@ -2,6 +2,7 @@ package partshare
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,5 +129,20 @@ func BenchmarkSliceOfOneContainer(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Slice(table, decoded)
+	}
+}
+
+// A huge part is shared by a 32-byte key, and the table does not keep its
+// encoding buffer.
+func TestHugePartsKeepNoBuffer(t *testing.T) {
+	table := NewTable[map[string]string](8)
+	huge := strings.Repeat("x", 1<<20)
+	a := Map(table, map[string]string{"last-applied": huge})
+	b := Map(table, map[string]string{"last-applied": huge})
+	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+		t.Error("equal huge maps are two maps")
+	}
+	if cap(table.key) > maxKeptBuffer {
+		t.Errorf("the table keeps a %d-byte buffer", cap(table.key))
 	}
 }
