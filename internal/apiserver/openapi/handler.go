@@ -6,6 +6,7 @@
 package openapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
-	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
@@ -66,38 +66,42 @@ func Build(resources []discovery.Resource, opts Options) (*Specs, error) {
 }
 
 // Handler serves /openapi/v2 (JSON or, as kubectl asks, protobuf) and
-// /openapi/v3 with its per-group-version documents, through kube-openapi's
-// handlers, which do the content negotiation, ETags and hash redirects
-// clients expect. Mount it at /openapi/.
+// /openapi/v3 with its per-group-version documents (serve.go). Mount it at
+// /openapi/.
 //
 // Each document is built when a client first asks for it (as kube-apiserver
-// builds its v3 documents) and kept from then on: their object models take
-// ~13 MB of heap, which a server whose clients never ask (agents,
-// controllers, client-go programs) does not carry. Build's tests prove
-// every served resource describable.
+// builds its v3 documents), so a server whose clients never ask (agents,
+// controllers, client-go programs) builds none, and is then kept only in
+// its encodings. The tests that fetch every document prove every served
+// resource describable.
 func Handler(resources []discovery.Resource, opts Options) (http.Handler, error) {
 	d, err := newDocuments(resources, opts)
 	if err != nil {
 		return nil, err
 	}
-	mux := prefixMux{http.NewServeMux()}
-	handler.NewOpenAPIServiceLazy(lazily(d.v2)).RegisterOpenAPIVersionedService("/openapi/v2", mux)
-	v3 := handler3.NewOpenAPIService()
+	v2 := &document{toProto: handler.ToProtoBinary, build: func() ([]byte, error) {
+		doc, err := d.v2()
+		if err != nil {
+			return nil, err
+		}
+		return doc.MarshalJSON()
+	}}
+	byKey := map[string]*document{}
 	for _, gv := range d.groupVersions {
-		v3.UpdateGroupVersionLazy(v3Key(gv), lazily(func() (*spec3.OpenAPI, error) { return d.v3(gv) }))
+		byKey[v3Key(gv)] = &document{toProto: handler3.ToV3ProtoBinary, build: func() ([]byte, error) {
+			doc, err := d.v3(gv)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(doc)
+		}}
 	}
-	if err := v3.RegisterOpenAPIV3VersionedService("/openapi/v3", mux); err != nil {
-		return nil, fmt.Errorf("registering /openapi/v3: %w", err)
-	}
+	v3 := newV3Documents(byKey)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/openapi/v2", func(w http.ResponseWriter, r *http.Request) { serveDocument(w, r, v2, v2Types, nil) })
+	mux.HandleFunc("/openapi/v3", v3.serveDiscovery)
+	mux.HandleFunc("/openapi/v3/", v3.serveGroupVersion)
 	return mux, nil
-}
-
-// lazily builds a document once, on first use.
-func lazily[T any](build func() (T, error)) cached.Value[T] {
-	return cached.Once(cached.Func(func() (T, string, error) {
-		doc, err := build()
-		return doc, "", err // the handlers derive ETags from the encoded documents
-	}))
 }
 
 // v3Key is a group-version's key as /openapi/v3 lists it ("api/v1",
@@ -176,13 +180,6 @@ func (d *documents) v2() (*spec.Swagger, error) {
 		return nil, fmt.Errorf("building the OpenAPI v2 document: %w", err)
 	}
 	return doc, nil
-}
-
-// prefixMux adds the HandlePrefix kube-openapi's v3 handler registers with.
-type prefixMux struct{ *http.ServeMux }
-
-func (m prefixMux) HandlePrefix(prefix string, h http.Handler) {
-	m.Handle(strings.TrimSuffix(prefix, "/")+"/", h)
 }
 
 // groupVersions lists the group-versions of resources in first-seen order.
