@@ -156,17 +156,19 @@ func negotiate(w http.ResponseWriter, r *http.Request, types []mediaType) (media
 // answer instead once d is loaded (the v3 hash redirect).
 func serveDocument(w http.ResponseWriter, r *http.Request, d *document, types []mediaType, check func(*document) bool) {
 	t, ok := negotiate(w, r, types)
-	if !ok {
-		return
-	}
-	if err := d.load(); err != nil {
-		http.Error(w, "building the OpenAPI document: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	if check != nil && !check(d) {
+	if !ok || !loaded(w, d) || (check != nil && !check(d)) {
 		return
 	}
 	d.serve(w, r, t)
+}
+
+// loaded loads d or answers with why it cannot be.
+func loaded(w http.ResponseWriter, d *document) bool {
+	if err := d.load(); err != nil {
+		http.Error(w, "building the OpenAPI document: "+err.Error(), http.StatusInternalServerError)
+		return false
+	}
+	return true
 }
 
 // v3Documents serves /openapi/v3 (the list of group-versions, each with
@@ -191,8 +193,12 @@ func newV3Documents(byKey map[string]*document) *v3Documents {
 	return v
 }
 
+// serveDiscovery answers JSON whatever the client accepts, as kube-openapi
+// does.
 func (v *v3Documents) serveDiscovery(w http.ResponseWriter, r *http.Request) {
-	serveDocument(w, r, &v.discovery, v3Types[:1], nil)
+	if loaded(w, &v.discovery) {
+		v.discovery.serve(w, r, v3Types[0])
+	}
 }
 
 func (v *v3Documents) serveGroupVersion(w http.ResponseWriter, r *http.Request) {

@@ -93,7 +93,8 @@ func TestV2IsServedInEveryFormFromItsEncodings(t *testing.T) {
 func TestV3DiscoveryLinksHashedDocuments(t *testing.T) {
 	h := newTestHandler(t)
 	var list handler3.OpenAPIV3Discovery
-	if resp := get(t, h, "/openapi/v3", "Accept-Encoding", "gzip"); resp.StatusCode != 200 || json.Unmarshal(body(t, resp), &list) != nil {
+	// JSON whatever the client accepts, as kube-openapi answers.
+	if resp := get(t, h, "/openapi/v3", "Accept-Encoding", "gzip", "Accept", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"); resp.StatusCode != 200 || json.Unmarshal(body(t, resp), &list) != nil {
 		t.Fatalf("/openapi/v3: %d", resp.StatusCode)
 	}
 	if len(list.Paths) != len(groupVersions(discovery.Default())) {
