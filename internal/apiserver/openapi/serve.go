@@ -58,7 +58,7 @@ type document struct {
 	err           error
 	etag          string
 	modified      time.Time
-	json, protobf []byte // gzipped
+	gzJSON, gzProto []byte
 }
 
 func (d *document) load() error {
@@ -76,9 +76,9 @@ func (d *document) load() error {
 				d.err = fmt.Errorf("encoding as protobuf: %w", err)
 				return
 			}
-			d.protobf = gzipped(proto)
+			d.gzProto = gzipped(proto)
 		}
-		d.json = gzipped(plain)
+		d.gzJSON = gzipped(plain)
 	})
 	return d.err
 }
@@ -94,9 +94,9 @@ func gzipped(data []byte) []byte {
 // serve answers with the document in the negotiated form t, gzipped if the
 // client takes gzip (client-go and kubectl do) and unzipped otherwise.
 func (d *document) serve(w http.ResponseWriter, r *http.Request, t mediaType) {
-	body := d.json
+	body := d.gzJSON
 	if t.proto {
-		body = d.protobf
+		body = d.gzProto
 	}
 	h := w.Header()
 	h.Set("Content-Type", t.contentType)
