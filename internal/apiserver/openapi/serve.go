@@ -54,10 +54,10 @@ type document struct {
 	build   func() ([]byte, error)       // the document as JSON
 	toProto func([]byte) ([]byte, error) // nil: served as JSON only
 
-	once          sync.Once
-	err           error
-	etag          string
-	modified      time.Time
+	once            sync.Once
+	err             error
+	etag            string
+	modified        time.Time
 	gzJSON, gzProto []byte
 }
 
