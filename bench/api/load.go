@@ -66,12 +66,21 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	log.Info("creating pods", "pods", s.pods, "clients", s.clients)
 	prof := newProfiler(t, profileDir, s.name, log)
 	profiled := prof.createPhase(ctx)
+	cpuBefore, err := t.cpuTime()
+	if err != nil {
+		return nil, err
+	}
 	create := createPods(ctx, clients, w, s)
+	cpuAfter, err := t.cpuTime()
+	if err != nil {
+		return nil, err
+	}
 	<-profiled
 	if err := create.check("create pods", log); err != nil {
 		return nil, err
 	}
 	r.createPerSec, r.failedCreates = create.rate(), create.failed
+	r.cpuPerCreate = (cpuAfter - cpuBefore) / time.Duration(max(create.ok, 1))
 	waitUntil(ctx, t, 2*time.Minute, func() bool { return w.missing() == 0 })
 	latencies := w.latencies()
 	r.watchP50, r.watchP99 = percentile(latencies, 50), percentile(latencies, 99)

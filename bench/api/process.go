@@ -84,6 +84,35 @@ func (p *process) memory() (memory, error) {
 	return m, nil
 }
 
+// userHz is the unit of the CPU times in /proc/PID/stat: USER_HZ, which
+// the kernel fixes at 100 for that interface on every architecture.
+const userHz = 100
+
+// cpuTime is the CPU the process has used so far, user and system, over
+// all its threads.
+func (p *process) cpuTime() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("%s CPU time: %w", p.name, err)
+	}
+	// The command name, in parentheses, may hold spaces; utime and stime
+	// are the 12th and 13th fields after it.
+	_, rest, ok := bytes.Cut(data, []byte(") "))
+	fields := bytes.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, fmt.Errorf("%s CPU time: unexpected /proc stat %q", p.name, data)
+	}
+	var ticks uint64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseUint(string(f), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s CPU time: %w", p.name, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHz, nil
+}
+
 // statusField reads a "Name:   123 kB" line of /proc/PID/status, in bytes.
 func statusField(status []byte, field string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))

@@ -52,7 +52,9 @@ How it is measured: M Node objects (capacity and allocatable in status) with a L
 renewed every 10 s as agents do; M pod informers, each a list+watch with fieldSelector
 spec.nodeName=NODE on its own connection; N pods created already bound by C clients (one
 connection each, protobuf, no client-side rate limit); watch delivery is from the create call's
-start to the ADDED event at that pod's node watcher; then full LISTs of all pods, one status
+start to the ADDED event at that pod's node watcher; server CPU per create is the user and system
+time of the server's processes (for the peer, kube-apiserver and etcd) over the create phase,
+divided by the pods created; then full LISTs of all pods, one status
 patch per pod (as the kubelet sends), and deletion with grace period 0. RSS is VmRSS of
 berth server (embedded etcd in-process) and of kube-apiserver and etcd summed, read when
 started, when loaded (after creates and LISTs) and at the end (after deletes); peak is VmHWM.
@@ -88,6 +90,9 @@ func rss(f func(*result) []memory, peak bool) func(*result) string {
 var figures = []figure{
 	{name: "pod creates", show: rate(func(r *result) float64 { return r.createPerSec }), target: "≥ 2× peer",
 		met: func(b, p *result) bool { return b.createPerSec >= 2*p.createPerSec }},
+	{name: "server CPU per pod create", show: func(r *result) string {
+		return fmt.Sprintf("%.0f µs", float64(r.cpuPerCreate)/float64(time.Microsecond))
+	}},
 	{name: "watch delivery p50", show: duration(func(r *result) time.Duration { return r.watchP50 })},
 	{name: "watch delivery p99", show: duration(func(r *result) time.Duration { return r.watchP99 }), target: "≤ ½ peer",
 		met: func(b, p *result) bool { return b.watchP99 <= p.watchP99/2 }},

@@ -10,6 +10,7 @@ import (
 type result struct {
 	target                                      string
 	createPerSec, statusPerSec, deletePerSec    float64
+	cpuPerCreate                                time.Duration // the server's processes' CPU over the create phase, per pod created
 	watchP50, watchP99                          time.Duration // create start → ADDED at the pod's node watcher
 	missedAdds, misdelivered                    int64
 	failedCreates, failedPatches, failedDeletes int
@@ -33,6 +34,7 @@ func medianResult(runs []*result) *result {
 		createPerSec: pick(func(r *result) float64 { return r.createPerSec }),
 		statusPerSec: pick(func(r *result) float64 { return r.statusPerSec }),
 		deletePerSec: pick(func(r *result) float64 { return r.deletePerSec }),
+		cpuPerCreate: pickDuration(func(r *result) time.Duration { return r.cpuPerCreate }),
 		watchP50:     pickDuration(func(r *result) time.Duration { return r.watchP50 }),
 		watchP99:     pickDuration(func(r *result) time.Duration { return r.watchP99 }),
 		list:         pickDuration(func(r *result) time.Duration { return r.list }),

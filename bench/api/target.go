@@ -38,6 +38,19 @@ func (t *target) memory() ([]memory, error) {
 	return out, nil
 }
 
+// cpuTime is the CPU all the target's processes have used so far.
+func (t *target) cpuTime() (time.Duration, error) {
+	var total time.Duration
+	for _, p := range t.procs {
+		d, err := p.cpuTime()
+		if err != nil {
+			return 0, err
+		}
+		total += d
+	}
+	return total, nil
+}
+
 // failed reports the first of the target's processes that has exited.
 func (t *target) failed() error {
 	for _, p := range t.procs {

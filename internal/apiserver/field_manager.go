@@ -21,9 +21,11 @@ import (
 // objects, apart from setting their apiVersion and kind, which every
 // encoder sets anyway (TestUncopiedConversionRecordsTheSameManagedFields).
 //
-// Kinds that are only ever request bodies get a converter that sees no
-// fields in them (consumedRequestKinds).
+// Its type converter does not check Go-typed objects against their
+// schema (structsUnchecked). Kinds that are only ever request bodies get a
+// converter that sees no fields in them (consumedRequestKinds).
 func newFieldManager(typeConverter managedfields.TypeConverter, s *runtime.Scheme, kind schema.GroupVersionKind, subresource string) (*managedfields.FieldManager, error) {
+	typeConverter = newStructsUnchecked(typeConverter)
 	if consumedRequestKinds[kind] {
 		typeConverter = noFields{}
 	}

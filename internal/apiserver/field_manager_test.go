@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,9 +9,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth/berth/internal/apiserver/openapi"
@@ -21,16 +24,7 @@ import (
 // copying conversion records, for creates, updates and applies, and leaves
 // the objects it is given as they were (but for apiVersion and kind).
 func TestUncopiedConversionRecordsTheSameManagedFields(t *testing.T) {
-	scheme, typeConverter := fieldManagerInputs(t)
-	kind := corev1.SchemeGroupVersion.WithKind("Pod")
-	copying, err := managedfields.NewDefaultFieldManager(typeConverter, scheme, scheme, scheme, kind, kind.GroupVersion(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uncopied, err := newFieldManager(typeConverter, scheme, kind, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	copying, uncopied := podFieldManagers(t)
 	pod := requestingPod("p", "100m", 8080)
 	pod.Namespace = "default"
 	updated := pod.DeepCopy()
@@ -161,6 +155,22 @@ func TestConsumedRequestKindsGetNoManagedFields(t *testing.T) {
 	}
 }
 
+// podFieldManagers are kube-apiserver's field manager for pods, as
+// upstream builds it, and berth's.
+func podFieldManagers(t *testing.T) (upstream, berth *managedfields.FieldManager) {
+	t.Helper()
+	scheme, typeConverter := fieldManagerInputs(t)
+	kind := corev1.SchemeGroupVersion.WithKind("Pod")
+	upstream, err := managedfields.NewDefaultFieldManager(typeConverter, scheme, scheme, scheme, kind, kind.GroupVersion(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if berth, err = newFieldManager(typeConverter, scheme, kind, ""); err != nil {
+		t.Fatal(err)
+	}
+	return upstream, berth
+}
+
 // fieldManagerInputs is the scheme and OpenAPI type converter the server
 // builds its field managers from.
 func fieldManagerInputs(t *testing.T) (*runtime.Scheme, managedfields.TypeConverter) {
@@ -200,4 +210,79 @@ func TestStatusWritesRecordTheirManagedFields(t *testing.T) {
 		status.FieldsV1.GetRawString() != `{"f:status":{"f:phase":{},"f:podIP":{}}}` {
 		t.Errorf("the status write's entry is %s %s %q %s", status.Manager, status.Operation, status.Subresource, status.FieldsV1.GetRawString())
 	}
+}
+
+// Berth's field manager skips the schema check of Go-typed objects
+// (structsUnchecked), and records what kube-apiserver's records on objects
+// at the edges of the schema: duplicate and defaulted list-map keys, an
+// empty key.
+func TestUncheckedStructsRecordTheSameManagedFields(t *testing.T) {
+	checking, unchecked := podFieldManagers(t)
+	pod := func(containers ...corev1.Container) *corev1.Pod {
+		p := requestingPod("p", "100m", 8080)
+		p.Namespace = "default"
+		p.Spec.Containers = containers
+		return p
+	}
+	withPullSecret := pod(corev1.Container{Name: "a", Image: "i"})
+	withPullSecret.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: ""}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+	}{
+		{"valid", pod(corev1.Container{Name: "a", Image: "i"})},
+		{"duplicate keys", pod(corev1.Container{Name: "a", Image: "i"}, corev1.Container{Name: "a", Image: "j"})},
+		{"defaulted key", pod(corev1.Container{Name: "a", Ports: []corev1.ContainerPort{{ContainerPort: 80}}})},
+		{"empty key", withPullSecret},
+	} {
+		var results [2]*corev1.Pod
+		for i, fm := range []*managedfields.FieldManager{checking, unchecked} {
+			out, err := fm.Update(&corev1.Pod{}, tc.pod.DeepCopy(), "m")
+			if err != nil {
+				t.Fatalf("%s: field manager %d: %v", tc.name, i, err)
+			}
+			results[i] = out.(*corev1.Pod)
+			for j := range results[i].ManagedFields {
+				results[i].ManagedFields[j].Time = nil
+			}
+		}
+		if len(results[1].ManagedFields) == 0 {
+			t.Errorf("%s: no managed fields recorded", tc.name)
+		}
+		if !apiequality.Semantic.DeepEqual(results[0].ManagedFields, results[1].ManagedFields) {
+			t.Errorf("%s: managed fields differ:\nchecking  %s\nunchecked %s", tc.name, fieldsJSON(results[0]), fieldsJSON(results[1]))
+		}
+	}
+}
+
+// structsUnchecked asks the checking converter only for a kind's first
+// typed object, and for every unstructured one.
+func TestStructsUncheckedChecksOnlyAKindsFirstObject(t *testing.T) {
+	_, typeConverter := fieldManagerInputs(t)
+	inner := &countingConverter{TypeConverter: typeConverter}
+	c := newStructsUnchecked(inner)
+	for i := range 3 {
+		p := requestingPod("p"+strconv.Itoa(i), "100m", 8080)
+		p.APIVersion, p.Kind = "v1", "Pod"
+		if _, err := c.ObjectToTyped(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "u"}}}
+	if _, err := c.ObjectToTyped(u); err != nil {
+		t.Fatal(err)
+	}
+	if inner.calls != 2 {
+		t.Fatalf("the checking converter ran %d times for three typed pods and one unstructured, want 2", inner.calls)
+	}
+}
+
+type countingConverter struct {
+	managedfields.TypeConverter
+	calls int
+}
+
+func (c *countingConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	c.calls++
+	return c.TypeConverter.ObjectToTyped(obj, opts...)
 }
