@@ -142,6 +142,10 @@ func runTarget(ctx context.Context, o options, s shape, which string, log *slog.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	// The previous run's servers left hundreds of MB of WAL and database
+	// to write back; flush them now, so that writeback does not compete
+	// with this server's fsyncs.
+	syscall.Sync()
 	log = log.With("shape", s.name, "server", which)
 	log.Info("starting server", "dir", dir)
 	var t *target

@@ -57,3 +57,38 @@ func BenchmarkCreateStartContainer(b *testing.B) {
 	b.ReportMetric(float64(create.Microseconds())/1000/float64(b.N), "create-ms/op")
 	b.ReportMetric(float64(start.Microseconds())/1000/float64(b.N), "start-ms/op")
 }
+
+// BenchmarkRunPodSandbox times RunPodSandbox through the real runtime
+// (CNI, berth-monitor, runc), for a pod whose containers share its PID
+// namespace (a pause container, as critest's benchmark pods) and for one
+// whose containers do not (no pause container, as kubelet's default);
+// stopping and removing the pod is left out of the timing.
+func BenchmarkRunPodSandbox(b *testing.B) {
+	r := runtimetest.Start(b, monitor)
+	ctx := b.Context()
+	for _, pid := range []runtimeapi.NamespaceMode{runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_CONTAINER} {
+		b.Run(pid.String(), func(b *testing.B) {
+			for i := range b.N {
+				cfg := &runtimeapi.PodSandboxConfig{
+					Metadata:     &runtimeapi.PodSandboxMetadata{Name: fmt.Sprintf("bench-%d", i), Namespace: "default", Uid: fmt.Sprintf("uid-%s-%d", pid, i)},
+					LogDirectory: b.TempDir(),
+					Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+						NamespaceOptions: &runtimeapi.NamespaceOption{Pid: pid}}},
+				}
+				sb, err := r.Client.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+				if err != nil {
+					b.Fatalf("RunPodSandbox: %v", err)
+				}
+				b.StopTimer()
+				if _, err := r.Client.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+					b.Fatalf("StopPodSandbox: %v", err)
+				}
+				if _, err := r.Client.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+					b.Fatalf("RemovePodSandbox: %v", err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+		})
+	}
+}
