@@ -70,7 +70,7 @@ type memory struct {
 }
 
 func (p *process) memory() (memory, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
+	data, err := os.ReadFile(p.procFile("status"))
 	if err != nil {
 		return memory{}, fmt.Errorf("%s memory: %w", p.name, err)
 	}
@@ -84,6 +84,11 @@ func (p *process) memory() (memory, error) {
 	return m, nil
 }
 
+// procFile is the process's file name under /proc/PID.
+func (p *process) procFile(name string) string {
+	return "/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/" + name
+}
+
 // userHz is the unit of the CPU times in /proc/PID/stat: USER_HZ, which
 // the kernel fixes at 100 for that interface on every architecture.
 const userHz = 100
@@ -91,7 +96,7 @@ const userHz = 100
 // cpuTime is the CPU the process has used so far, user and system, over
 // all its threads.
 func (p *process) cpuTime() (time.Duration, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	data, err := os.ReadFile(p.procFile("stat"))
 	if err != nil {
 		return 0, fmt.Errorf("%s CPU time: %w", p.name, err)
 	}

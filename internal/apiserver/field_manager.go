@@ -25,9 +25,10 @@ import (
 // schema (structsUnchecked). Kinds that are only ever request bodies get a
 // converter that sees no fields in them (consumedRequestKinds).
 func newFieldManager(typeConverter managedfields.TypeConverter, s *runtime.Scheme, kind schema.GroupVersionKind, subresource string) (*managedfields.FieldManager, error) {
-	typeConverter = newStructsUnchecked(typeConverter)
 	if consumedRequestKinds[kind] {
 		typeConverter = noFields{}
+	} else {
+		typeConverter = newStructsUnchecked(typeConverter)
 	}
 	return managedfields.NewDefaultFieldManager(typeConverter, runtime.UnsafeObjectConvertor(s), s, s,
 		kind, kind.GroupVersion(), subresource, nil)
