@@ -40,6 +40,11 @@ func main() {
 	// The monitor outlives its starter: hang-ups and interrupts meant for
 	// a terminal or process group are not for it.
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	// Inherited descriptors are not close-on-exec: without this, every
+	// process the monitor starts would hold the pipes too, and the runtime
+	// would not see the sync pipe's end until the pause process's exit.
+	syscall.CloseOnExec(3)
+	syscall.CloseOnExec(4)
 	start, sync := os.NewFile(3, "start-pipe"), os.NewFile(4, "sync-pipe")
 	if start == nil || sync == nil {
 		log.Error("start and sync pipes missing")

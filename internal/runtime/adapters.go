@@ -10,6 +10,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/image"
+	"github.com/berth/berth/internal/runtime/nspin"
+	"github.com/berth/berth/internal/runtime/pause"
 	"github.com/berth/berth/internal/runtime/server"
 	"github.com/berth/berth/internal/runtime/spec"
 )
@@ -65,10 +67,16 @@ func (a imageAdapter) RecoverRootfs(ctx context.Context) (server.RootfsRecovery,
 // specAdapter presents the spec package as the server's Specs.
 type specAdapter struct{ host spec.Host }
 
-func (a specAdapter) Sandbox(ctx context.Context, in server.SpecInput) (*specs.Spec, error) {
-	return spec.GenerateSandbox(ctx, spec.SandboxInput{
+func (a specAdapter) Pause(ctx context.Context, in server.SpecInput) (*pause.Process, error) {
+	namespaces := map[nspin.Type]string{}
+	for t, p := range map[nspin.Type]string{nspin.Net: in.NetNSPath, nspin.UTS: in.UTSNSPath, nspin.IPC: in.IPCNSPath} {
+		if p != "" {
+			namespaces[t] = p
+		}
+	}
+	return spec.GeneratePause(ctx, spec.PauseInput{
 		ID: in.ID, Config: in.Sandbox, Image: in.Image, RootfsPath: in.RootfsPath,
-		NetNSPath: in.NetNSPath, SandboxDir: in.SandboxDir, Host: a.host,
+		Namespaces: namespaces, Host: a.host,
 	})
 }
 
@@ -76,7 +84,8 @@ func (a specAdapter) Container(ctx context.Context, in server.SpecInput) (*specs
 	return spec.Generate(ctx, spec.Input{
 		ID: in.ID, SandboxID: in.SandboxID, Sandbox: in.Sandbox, Container: in.Container, Image: in.Image,
 		RootfsPath: in.RootfsPath, SandboxPid: in.SandboxPid, NetNSPath: in.NetNSPath,
-		UTSNSPath: in.UTSNSPath, IPCNSPath: in.IPCNSPath, SandboxDir: in.SandboxDir, Host: a.host,
+		UTSNSPath: in.UTSNSPath, IPCNSPath: in.IPCNSPath, SysctlsSet: in.SysctlsSet,
+		SandboxDir: in.SandboxDir, Host: a.host,
 	})
 }
 

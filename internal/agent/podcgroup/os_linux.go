@@ -1,10 +1,11 @@
 package podcgroup
 
 import (
-	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth/berth/internal/cgroupfs"
 )
 
 // HostOS is the machine's cgroup filesystems, as this process's mount
@@ -13,12 +14,15 @@ type HostOS struct{}
 
 // Hierarchies reads the cgroup and cgroup2 mounts of /proc/self/mountinfo.
 func (HostOS) Hierarchies() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := cgroupfs.HostMounts()
 	if err != nil {
-		return nil, fmt.Errorf("cgroup hierarchies: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	return cgroupMountPoints(f)
+	dirs := make([]string, len(mounts))
+	for i, m := range mounts {
+		dirs[i] = m.Dir
+	}
+	return dirs, nil
 }
 
 // SubDirs lists dir's subdirectories.

@@ -6,8 +6,9 @@
 // die and restart; the monitor and its container carry on.
 //
 // This package is imported by cmd/berth-monitor, so it depends on the
-// standard library and golang.org/x/sys only: every import costs memory in
-// each of the many monitor processes.
+// standard library, golang.org/x/sys and berth's own packages that do the
+// same (pause) only: every import costs memory in each of the many monitor
+// processes.
 package monitor
 
 import (
@@ -19,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // Names of the files a container's state directory holds.
@@ -44,6 +47,9 @@ type Config struct {
 	Terminal   bool   `json:"terminal,omitempty"`
 	Stdin      bool   `json:"stdin,omitempty"`
 	StdinOnce  bool   `json:"stdinOnce,omitempty"`
+	// Pause, when set, is a pod's pause process to start directly instead
+	// of running Bundle with runc (see package pause).
+	Pause *pause.Process `json:"pause,omitempty"`
 }
 
 // ExitStatus is how and when the container's init process ended.

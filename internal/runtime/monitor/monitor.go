@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // drainTimeout bounds how long the monitor keeps reading the container's
@@ -133,10 +135,45 @@ func (m *monitor) runc(args ...string) *exec.Cmd {
 	return exec.Command(m.cfg.RuncBinary, append(base, args...)...)
 }
 
-// create runs `runc run --detach` (create and start in one runc process)
+// create starts the container: the pause process directly, anything else
+// with `runc run --detach`.
+func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
+	if m.cfg.Pause != nil {
+		return m.createPause()
+	}
+	return m.runcRun(ctx)
+}
+
+// createPause starts a pod's pause process in the pod's namespaces and
+// cgroups, as this monitor's child (see package pause).
+func (m *monitor) createPause() (<-chan unix.WaitStatus, error) {
+	startedAt := time.Now()
+	var exited <-chan unix.WaitStatus
+	pid, err := pause.Start(*m.cfg.Pause, func(cmd *exec.Cmd) error {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = m.io.child[0], m.io.child[1], m.io.child[2]
+		var err error
+		exited, err = m.reaper.start(cmd)
+		return err
+	})
+	if err != nil {
+		_ = m.phase.to(phaseStopped)
+		return nil, err
+	}
+	m.pid = pid
+	m.io.afterCreate()
+	if err := m.phase.to(phaseCreated); err != nil {
+		return nil, err
+	}
+	if err := m.started(startedAt); err != nil {
+		return nil, err
+	}
+	return exited, nil
+}
+
+// runcRun runs `runc run --detach` (create and start in one runc process)
 // with the container's stdio and returns a channel that receives the
 // container's exit status.
-func (m *monitor) create(ctx context.Context) (<-chan unix.WaitStatus, error) {
+func (m *monitor) runcRun(ctx context.Context) (<-chan unix.WaitStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, createTimeout)
 	defer cancel()
 	pidFile := filepath.Join(m.stateDir, ContainerPidFile)
@@ -278,6 +315,13 @@ func (m *monitor) finish(ws unix.WaitStatus, outputsDone <-chan struct{}) {
 	exit := ExitStatus{ExitCode: exitCode(ws), FinishedAt: time.Now(), OOMKilled: m.oomKilled()}
 	if err := WriteJSON(filepath.Join(m.stateDir, ExitFile), exit); err != nil {
 		m.log.Error("record exit", "err", err)
+	}
+	if m.cfg.Pause != nil {
+		// runc removes a container's cgroup on delete; the pause process's
+		// are the monitor's to remove, now that nothing is in them.
+		if err := pause.RemoveCgroups(m.cfg.Pause.CgroupsPath); err != nil {
+			m.log.Warn("remove the pause process's cgroups", "err", err)
+		}
 	}
 	m.exit = exit
 	_ = m.phase.to(phaseStopped)

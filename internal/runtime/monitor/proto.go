@@ -18,6 +18,7 @@ const (
 	OpWait   = "wait"
 	OpReopen = "reopen"
 	OpAttach = "attach"
+	OpSignal = "signal" // signal the container's init (the pause process)
 )
 
 // Request is the first line a client sends.
@@ -27,6 +28,8 @@ type Request struct {
 	Stdin  bool `json:"stdin,omitempty"`
 	Stdout bool `json:"stdout,omitempty"`
 	Stderr bool `json:"stderr,omitempty"`
+	// Signal only: the signal number.
+	Signal int `json:"signal,omitempty"`
 }
 
 // Response is the monitor's answer line.

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -94,6 +95,20 @@ func (r *reaper) expect(pid int) <-chan unix.WaitStatus {
 	r.keepEarly = false
 	clear(r.early)
 	return ch
+}
+
+// signal sends sig to pid if it has not been reaped yet (holding the lock
+// the reaper reaps under, so pid cannot be reused meanwhile).
+func (r *reaper) signal(pid int, sig unix.Signal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, waiting := r.waiting[pid]; !waiting {
+		return nil
+	}
+	if err := unix.Kill(pid, sig); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("signal %d: %w", pid, err)
+	}
+	return nil
 }
 
 // runCmd starts cmd and waits for it (or ctx) through the reaper.

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +53,8 @@ func (m *monitor) handle(conn *net.UnixConn) {
 		respond(conn, errResponse(m.crilog.Reopen()))
 	case OpAttach:
 		m.attach(conn, br, req)
+	case OpSignal:
+		respond(conn, errResponse(m.signal(syscall.Signal(req.Signal))))
 	default:
 		respond(conn, Response{Error: "unknown operation " + req.Op})
 	}
@@ -80,6 +84,19 @@ func (m *monitor) state() Response {
 	default:
 	}
 	return r
+}
+
+// signal sends sig to the container's init unless it has been reaped: the
+// monitor is its parent, so until then its pid cannot have been reused.
+// An init that has exited is no error.
+func (m *monitor) signal(sig syscall.Signal) error {
+	if sig <= 0 || sig > 64 {
+		return fmt.Errorf("invalid signal %d", sig)
+	}
+	if m.pid <= 0 {
+		return errors.New("the container has no process")
+	}
+	return m.reaper.signal(m.pid, sig)
 }
 
 // attach streams the container's output to conn and conn's input frames to

@@ -125,17 +125,42 @@ func onNewThread(types []Type, fn func() error) error {
 // path. What fn opens there (sockets) stays in that namespace after it
 // returns, which is how port-forward dials a pod's localhost.
 func Enter(path string, t Type, fn func() error) error {
-	if err := t.valid(); err != nil {
-		return err
+	return EnterAll(map[Type]string{t: path}, fn)
+}
+
+// EnterAll runs fn on an OS thread that has joined the namespace at each
+// path. A process fn starts there is born in those namespaces, which is how
+// the monitor starts a pod's pause process in the pod's pinned ones.
+func EnterAll(paths map[Type]string, fn func() error) error {
+	for t := range paths {
+		if err := t.valid(); err != nil {
+			return err
+		}
 	}
-	ns, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("nspin: open %s namespace: %w", t, err)
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	types := make([]Type, 0, len(paths))
+	for _, t := range Types() {
+		path, ok := paths[t]
+		if !ok {
+			continue
+		}
+		ns, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("nspin: open %s namespace: %w", t, err)
+		}
+		files = append(files, ns)
+		types = append(types, t)
 	}
-	defer ns.Close()
-	return onNewThread([]Type{t}, func() error {
-		if err := unix.Setns(int(ns.Fd()), int(cloneFlag(t))); err != nil {
-			return fmt.Errorf("nspin: enter %s namespace %s: %w", t, path, err)
+	return onNewThread(types, func() error {
+		for i, t := range types {
+			if err := unix.Setns(int(files[i].Fd()), int(cloneFlag(t))); err != nil {
+				return fmt.Errorf("nspin: enter %s namespace %s: %w", t, paths[t], err)
+			}
 		}
 		return fn()
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/spec"
@@ -227,8 +228,9 @@ func itoa(i int) string { return fmt.Sprint(i) }
 func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
 
 // createOptionsOnly makes the bundle and CreateOptions of a test
-// container; its spec comes from the real generator (a pod sandbox spec:
-// own namespaces, no capabilities) over the shared read-only rootfs.
+// container; its spec comes from the real generator over the shared
+// read-only rootfs, with namespaces of its own, as a pod's would be: a
+// network one (o.netns, else a new one), UTS (hostname testpod), IPC and PID.
 func (e *testEnv) createOptionsOnly(id string, o containerOpts) CreateOptions {
 	e.t.Helper()
 	bundle := filepath.Join(e.base, "bundles", id)
@@ -237,25 +239,35 @@ func (e *testEnv) createOptionsOnly(id string, o containerOpts) CreateOptions {
 			e.t.Fatal(err)
 		}
 	}
-	s, err := spec.GenerateSandbox(context.Background(), spec.SandboxInput{
-		ID: id, Config: &runtimeapi.PodSandboxConfig{Hostname: "testpod", Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: e.cgroupParent}},
-		Image: &v1.ConfigFile{Config: v1.Config{Entrypoint: o.args}}, RootfsPath: rootfsDir, NetNSPath: o.netns,
+	s, err := spec.Generate(context.Background(), spec.Input{
+		ID: id, SandboxID: id, Sandbox: e.standalonePod(),
+		Container: &runtimeapi.ContainerConfig{
+			Command: o.args, Tty: o.terminal,
+			Linux: &runtimeapi.LinuxContainerConfig{Resources: o.resources, SecurityContext: &runtimeapi.LinuxContainerSecurityContext{ReadonlyRootfs: true}},
+		},
+		Image: &v1.ConfigFile{}, RootfsPath: rootfsDir,
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s.Root.Readonly = true
-	s.Process.Terminal = o.terminal
-	if o.resources != nil {
-		lr, err := spec.LinuxResources(o.resources)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		lr.Devices = s.Linux.Resources.Devices
-		s.Linux.Resources = lr
-	}
+	s.Hostname = "testpod"
+	s.Linux.Namespaces = append(s.Linux.Namespaces,
+		specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: o.netns},
+		specs.LinuxNamespace{Type: specs.UTSNamespace}, specs.LinuxNamespace{Type: specs.IPCNamespace})
 	return CreateOptions{
 		ID: id, BundleDir: bundle, Spec: s, LogPath: filepath.Join(e.base, "logs", id+".log"),
 		Terminal: o.terminal, Stdin: o.stdin, StdinOnce: o.stdinOnce,
 	}
+}
+
+// standalonePod is the pod config of a test container that stands alone:
+// the generator is told the host's network and IPC and a PID namespace of
+// the container's own, and the harness adds the rest.
+func (e *testEnv) standalonePod() *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{Linux: &runtimeapi.LinuxPodSandboxConfig{
+		CgroupParent: e.cgroupParent,
+		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{
+			Network: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER,
+		}},
+	}}
 }

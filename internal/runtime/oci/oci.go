@@ -10,6 +10,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // Status is a container's lifecycle state as the monitor and OCI runtime see it.
@@ -34,6 +36,9 @@ type CreateOptions struct {
 	Terminal  bool
 	Stdin     bool // keep stdin open for attach
 	StdinOnce bool
+	// Pause, when set, makes this a pod's pause process, which the monitor
+	// starts directly, without the OCI runtime; BundleDir and Spec are unused.
+	Pause *pause.Process
 }
 
 // State is what the runtime knows about one container.

@@ -31,7 +31,11 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 	if err != nil {
 		return 0, err
 	}
-	if !filepath.IsAbs(opts.BundleDir) {
+	if opts.Pause != nil {
+		if err := opts.Pause.Validate(); err != nil {
+			return 0, status.Errorf(codes.InvalidArgument, "%v", err)
+		}
+	} else if !filepath.IsAbs(opts.BundleDir) {
 		return 0, status.Errorf(codes.InvalidArgument, "bundle dir %q is not absolute", opts.BundleDir)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -43,7 +47,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 	var mon *exec.Cmd
 	defer func() {
 		if err != nil {
-			r.cleanupFailedCreate(opts.ID, dir, mon)
+			r.cleanupFailedCreate(opts, dir, mon)
 		}
 	}()
 	if opts.Spec != nil {
@@ -54,6 +58,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 	cfg := monitor.Config{
 		ID: opts.ID, Bundle: opts.BundleDir, RuncBinary: r.cfg.Binary, RuncRoot: r.cfg.Root,
 		LogPath: opts.LogPath, Terminal: opts.Terminal, Stdin: opts.Stdin, StdinOnce: opts.StdinOnce,
+		Pause: opts.Pause,
 	}
 	if err := monitor.WriteJSON(filepath.Join(dir, monitor.ConfigFile), cfg); err != nil {
 		return 0, fmt.Errorf("write monitor config: %w", err)
@@ -185,14 +190,21 @@ func readSync(ctx context.Context, syncR *os.File) (monitor.SyncMessage, error) 
 
 // cleanupFailedCreate removes every trace of a container whose creation
 // failed: the monitor, runc's state and the state dir.
-func (r *Runc) cleanupFailedCreate(id, dir string, mon *exec.Cmd) {
+func (r *Runc) cleanupFailedCreate(opts CreateOptions, dir string, mon *exec.Cmd) {
+	id := opts.ID
 	if mon != nil && mon.Process != nil {
 		_ = mon.Process.Kill()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.runc.Delete(ctx, id, &gorunc.DeleteOpts{Force: true}); err != nil {
-		r.log.Debug("runc delete after failed create", "id", id, "err", err)
+	if opts.Pause != nil {
+		if err := r.endPause(opts.Pause); err != nil {
+			r.log.Warn("end the pause process after a failed create", "id", id, "err", err)
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.runc.Delete(ctx, id, &gorunc.DeleteOpts{Force: true}); err != nil {
+			r.log.Debug("runc delete after failed create", "id", id, "err", err)
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		r.log.Warn("remove state dir after failed create", "id", id, "err", err)

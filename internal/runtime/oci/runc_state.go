@@ -12,6 +12,7 @@ import (
 	gorunc "github.com/containerd/go-runc"
 
 	"github.com/berth/berth/internal/runtime/monitor"
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // State combines the exit file, the monitor's answer and, for containers
@@ -94,6 +95,9 @@ func (r *Runc) brokenReason(ctx context.Context, id, dir string) string {
 	if _, err := os.Stat(filepath.Join(dir, monitor.PidFile)); errors.Is(err, os.ErrNotExist) {
 		return "half-created: no monitor was recorded"
 	}
+	if p, err := pauseOf(dir); err != nil || p != nil {
+		return "the pause process's monitor is gone"
+	}
 	c, err := r.runc.State(ctx, id)
 	if err != nil {
 		return "monitor gone and the OCI runtime has no such container"
@@ -110,7 +114,18 @@ func (r *Runc) Kill(ctx context.Context, id string, sig syscall.Signal, all bool
 	if _, ok, _ := exitedState(id, dir); ok {
 		return nil
 	}
-	if err := r.runc.Kill(ctx, id, int(sig), &gorunc.KillOpts{All: all}); err != nil {
+	p, err := pauseOf(dir)
+	if err != nil {
+		return fmt.Errorf("kill container %s: %w", id, err)
+	}
+	// A pause process is its PID namespace's init: when it dies, the kernel
+	// kills every process left in the namespace, so "all" needs nothing more.
+	if p != nil {
+		err = r.signalPause(ctx, dir, p, sig)
+	} else {
+		err = r.runc.Kill(ctx, id, int(sig), &gorunc.KillOpts{All: all})
+	}
+	if err != nil {
 		if _, ok, _ := exitedState(id, dir); ok {
 			return nil // it exited meanwhile
 		}
@@ -152,19 +167,47 @@ func (r *Runc) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.runc.Delete(ctx, id, &gorunc.DeleteOpts{Force: true}); err != nil {
-		if _, serr := r.runc.State(ctx, id); serr == nil {
-			return fmt.Errorf("delete container %s: %w", id, err)
-		}
-		// runc no longer knows it: nothing to delete there.
+	p, err := pauseOf(dir)
+	if err != nil {
+		return fmt.Errorf("delete container %s: %w", id, err)
 	}
-	if err := r.stopMonitor(ctx, dir); err != nil {
+	if p != nil {
+		err = r.deletePause(ctx, dir, p)
+	} else {
+		err = r.deleteFromRunc(ctx, id, dir)
+	}
+	if err != nil {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}
 	return nil
+}
+
+// deleteFromRunc force-deletes the container from runc and then stops its monitor.
+func (r *Runc) deleteFromRunc(ctx context.Context, id, dir string) error {
+	if err := r.runc.Delete(ctx, id, &gorunc.DeleteOpts{Force: true}); err != nil {
+		if _, serr := r.runc.State(ctx, id); serr == nil {
+			return err
+		}
+		// runc no longer knows it: nothing to delete there.
+	}
+	return r.stopMonitor(ctx, dir)
+}
+
+// deletePause kills a pause process through its monitor, which then
+// records the exit, removes its cgroups and exits; without a monitor, it
+// kills and removes them itself.
+func (r *Runc) deletePause(ctx context.Context, dir string, p *pause.Process) error {
+	if err := r.signalPause(ctx, dir, p, syscall.SIGKILL); err != nil {
+		return err
+	}
+	if err := r.stopMonitor(ctx, dir); err != nil {
+		return err
+	}
+	// Nothing left to do if the monitor saw the exit; all of it if not.
+	return r.endPause(p)
 }
 
 // stopMonitor waits for the monitor to finish (it exits once the

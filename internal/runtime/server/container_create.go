@@ -101,7 +101,7 @@ func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, im
 	spec, err := s.cfg.Specs.Container(ctx, SpecInput{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
 		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, SandboxDir: sb.Dir,
-		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS,
+		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.pauseContainer(),
 	})
 	if err != nil {
 		return err

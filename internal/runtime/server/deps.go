@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth/berth/internal/runtime/cgroupstats"
 	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // The server consumes the image store, the spec generator and the network
@@ -47,27 +48,31 @@ type RootfsRecovery struct {
 
 // SpecInput is everything the spec generator needs for one container.
 type SpecInput struct {
-	ID         string // the container's ID (the sandbox's for the pause container)
+	ID         string // the container's ID (the sandbox's for the pause process)
 	SandboxID  string
 	Sandbox    *PodSandboxConfig
-	Container  *ContainerConfig // nil for the sandbox's pause container
+	Container  *ContainerConfig // nil for the sandbox's pause process
 	Image      *v1.ConfigFile
 	RootfsPath string
-	SandboxPid int    // the pause process, whose namespaces containers join; 0 without one
+	SandboxPid int    // the pause process, whose PID namespace containers join; 0 without one
 	NetNSPath  string // "" with host networking
-	// UTSNSPath and IPCNSPath are the pinned namespaces of a sandbox
-	// without a pause container ("" otherwise).
+	// UTSNSPath and IPCNSPath are the sandbox's pinned namespaces ("" for
+	// the host's, or for a sandbox whose pause container holds them).
 	UTSNSPath string
 	IPCNSPath string
+	// SysctlsSet: the sandbox's pause container set the pod's sysctls.
+	SysctlsSet bool
 	// SandboxDir holds the pod's hostname, hosts, resolv.conf and shm/
 	// (absent with host IPC), which every container bind-mounts.
 	SandboxDir string
 }
 
-// Specs turns CRI configs into OCI specs; errors for bad configs are gRPC
-// InvalidArgument statuses.
+// Specs turns CRI configs into OCI specs and pause processes; errors for
+// bad configs are gRPC InvalidArgument statuses.
 type Specs interface {
-	Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error)
+	// Pause describes the sandbox's pause process, which joins the
+	// sandbox's pinned namespaces (in's NetNSPath, UTSNSPath, IPCNSPath).
+	Pause(ctx context.Context, in SpecInput) (*pause.Process, error)
 	Container(ctx context.Context, in SpecInput) (*specs.Spec, error)
 	// ValidateSandbox checks a pod's hostname and sysctls before anything
 	// of it is created.

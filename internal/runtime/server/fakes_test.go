@@ -16,7 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/oci"
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // fakeOCI is an in-memory oci.Runtime whose containers exit when killed or
@@ -33,8 +35,9 @@ type fakeOCI struct {
 
 type fakeTask struct {
 	state oci.State
-	spec  *specs.Spec   // the spec it was started with
-	done  chan struct{} // closed once the task is no longer running
+	spec  *specs.Spec    // the spec it was started with
+	pause *pause.Process // set for a pause process
+	done  chan struct{}  // closed once the task is no longer running
 }
 
 func (t *fakeTask) finish() {
@@ -56,6 +59,26 @@ func (f *fakeOCI) actedOn(id string) []string {
 	return slices.Clone(f.acted[id])
 }
 
+// specOf is what the fake runs: as runc, the bundle's config.json; a
+// pause process has no bundle, only its command.
+func (f *fakeOCI) specOf(o oci.CreateOptions) (*specs.Spec, error) {
+	if o.Pause != nil {
+		if err := o.Pause.Validate(); err != nil {
+			return nil, err
+		}
+		return &specs.Spec{Process: &specs.Process{Args: o.Pause.Args}, Root: &specs.Root{Path: o.Pause.Root}}, nil
+	}
+	if o.Spec != nil {
+		if err := os.MkdirAll(o.BundleDir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := oci.WriteSpec(o.BundleDir, o.Spec); err != nil {
+			return nil, err
+		}
+	}
+	return oci.ReadSpec(o.BundleDir)
+}
+
 func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,21 +89,12 @@ func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) (int, error) 
 	if _, ok := f.containers[o.ID]; ok {
 		return 0, fmt.Errorf("container %s exists", o.ID)
 	}
-	if o.Spec != nil {
-		if err := os.MkdirAll(o.BundleDir, 0o700); err != nil {
-			return 0, err
-		}
-		if err := oci.WriteSpec(o.BundleDir, o.Spec); err != nil {
-			return 0, err
-		}
-	}
-	// As runc: what runs is the bundle's config.json.
-	spec, err := oci.ReadSpec(o.BundleDir)
+	spec, err := f.specOf(o)
 	if err != nil {
 		return 0, err
 	}
 	f.nextPid++
-	t := &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusRunning, Pid: f.nextPid, StartedAt: time.Now()}, spec: spec, done: make(chan struct{})}
+	t := &fakeTask{state: oci.State{ID: o.ID, Status: oci.StatusRunning, Pid: f.nextPid, StartedAt: time.Now()}, spec: spec, pause: o.Pause, done: make(chan struct{})}
 	f.containers[o.ID] = t
 	return t.state.Pid, nil
 }
@@ -274,8 +288,17 @@ type fakeSpecs struct {
 	lastIn SpecInput
 }
 
-func (*fakeSpecs) Sandbox(ctx context.Context, in SpecInput) (*specs.Spec, error) {
-	return &specs.Spec{Process: &specs.Process{Args: []string{"/pause"}, Cwd: "/"}, Root: &specs.Root{Path: in.RootfsPath}}, nil
+func (*fakeSpecs) Pause(ctx context.Context, in SpecInput) (*pause.Process, error) {
+	ns := map[nspin.Type]string{}
+	for t, p := range map[nspin.Type]string{nspin.Net: in.NetNSPath, nspin.UTS: in.UTSNSPath, nspin.IPC: in.IPCNSPath} {
+		if p != "" {
+			ns[t] = p
+		}
+	}
+	return &pause.Process{
+		Args: []string{"/pause"}, Root: in.RootfsPath, UID: 65535, GID: 65535,
+		Namespaces: ns, CgroupsPath: "/berth/" + in.ID,
+	}, nil
 }
 
 // ValidateSandbox rejects sandboxes annotated "invalid".

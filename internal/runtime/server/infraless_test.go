@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,9 +136,10 @@ func TestInfralessSandboxLifecycle(t *testing.T) {
 	}
 }
 
-// TestPodSharingPIDNamespaceKeepsPause: pid=POD still gets a pause
-// container, whose process the containers join, and no pinned UTS/IPC.
-func TestPodSharingPIDNamespaceKeepsPause(t *testing.T) {
+// TestPodSharingPIDNamespaceGetsPauseProcess: pid=POD gets a pause process,
+// whose PID namespace the containers join, born in the pod's pinned
+// network, UTS and IPC namespaces, with no OCI bundle.
+func TestPodSharingPIDNamespaceGetsPauseProcess(t *testing.T) {
 	h := newHarness(t)
 	cfg := infralessConfig("pod")
 	cfg.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
@@ -145,14 +147,30 @@ func TestPodSharingPIDNamespaceKeepsPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.oci.task(sb); err != nil {
-		t.Fatalf("no pause container: %v", err)
+	task, err := h.oci.task(sb)
+	if err != nil || task.pause == nil {
+		t.Fatalf("no pause process: task %v, err %v", task, err)
+	}
+	pins := h.pinPaths(sb)
+	want := map[nspin.Type]string{nspin.Net: pins[0], nspin.UTS: pins[1], nspin.IPC: pins[2]}
+	if !maps.Equal(task.pause.Namespaces, want) {
+		t.Errorf("pause process joins %v, want the pinned %v", task.pause.Namespaces, want)
 	}
 	info := h.sandboxInfo(sb)
-	if info["pid"] == float64(0) || info["pause"] != true || info["utsns"] != "" || info["ipcns"] != "" {
+	if info["pid"] != float64(task.state.Pid) || info["pause"] != true || info["utsns"] != pins[1] || info["ipcns"] != pins[2] {
 		t.Fatalf("sandbox info: %v", info)
 	}
-	requireAbsent(t, h.pinPaths(sb)[1:], "pinned for a pod with a pause container")
+	requireAbsent(t, []string{h.srv.bundleDir(sb)}, "made for a pause process")
+
+	resp, err := h.client.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("app"), SandboxConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := resp.GetContainerId()
+	in := h.specs.lastIn
+	if in.SandboxPid != task.state.Pid || in.UTSNSPath != pins[1] || in.IPCNSPath != pins[2] || in.SysctlsSet {
+		t.Errorf("container %s's spec input: pid %d, uts %q, ipc %q, sysctls set %v", c, in.SandboxPid, in.UTSNSPath, in.IPCNSPath, in.SysctlsSet)
+	}
 }
 
 // TestInfralessHostNamespacesPinOnlyWhatIsTheirs: host network means the

@@ -22,16 +22,24 @@ type sandbox struct {
 	Dir            string                     `json:"dir"`           // resolv.conf, hostname, hosts, shm
 	Pid            int                        `json:"pid,omitempty"` // the pause process; 0 without one
 	ImageID        string                     `json:"imageID"`       // the pause image; "" without one
-	// NoPause marks a sandbox run without a pause container (its containers
-	// share no PID namespace): its UTS and IPC namespaces are the pinned
-	// files below. Records written before it existed all had one.
-	NoPause bool   `json:"noPause,omitempty"`
-	UTSNS   string `json:"utsns,omitempty"` // "" with a pause container or host networking
-	IPCNS   string `json:"ipcns,omitempty"` // "" with a pause container or host IPC
+	// NoPause marks a sandbox run without a pause process (its containers
+	// share no PID namespace). Records written before it existed all had one.
+	NoPause bool `json:"noPause,omitempty"`
+	// PauseProcess marks a pause process the monitor started in the pinned
+	// namespaces (see package pause). Records written before it existed
+	// ran the pause image as a container with runc, which held the
+	// sandbox's UTS and IPC namespaces and set its sysctls.
+	PauseProcess bool   `json:"pauseProcess,omitempty"`
+	UTSNS        string `json:"utsns,omitempty"` // "" with host networking (or a pause container)
+	IPCNS        string `json:"ipcns,omitempty"` // "" with host IPC (or a pause container)
 	// Stopped is set once a StopPodSandbox has completed, so NRI plugins
 	// hear of the stop once however often it is asked for.
 	Stopped bool `json:"stopped,omitempty"`
 }
+
+// pauseContainer reports a sandbox of an older berth version whose pause
+// ran as a runc container.
+func (s *sandbox) pauseContainer() bool { return !s.NoPause && !s.PauseProcess }
 
 // container is everything the runtime remembers about one container.
 type container struct {

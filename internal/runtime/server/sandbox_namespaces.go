@@ -12,11 +12,11 @@ import (
 	"github.com/berth/berth/internal/runtime/nspin"
 )
 
-// needsPause reports whether a pod needs a pause container: only when its
+// needsPause reports whether a pod needs a pause process: only when its
 // containers share a PID namespace, whose init (PID 1, the reaper) the pause
 // process is. Every other pod runs without one, as CRI-O's drop_infra_ctr
-// does: its namespaces are pinned files that the containers join, which
-// saves a `runc run` and a monitor process per pod.
+// does, which saves a monitor and a process per pod. Either way the pod's
+// other namespaces are pinned files that the containers join.
 func needsPause(cfg *PodSandboxConfig) bool {
 	return cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD
 }
@@ -28,9 +28,9 @@ func (s *Server) pinPath(t nspin.Type, id string) string {
 }
 
 // namespacesToPin lists the namespaces the runtime itself creates for a
-// sandbox: the network one unless it uses the host's, and, without a pause
-// container to own them, the UTS one (host networking means the host's UTS
-// namespace too, as in Kubernetes) and the IPC one unless it is the host's.
+// sandbox: the network and UTS ones unless it uses the host's network (which
+// means the host's UTS namespace too, as in Kubernetes), and the IPC one
+// unless it is the host's.
 func (s *Server) namespacesToPin(sb *sandbox) map[nspin.Type]string {
 	ns := sb.Config.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
@@ -38,10 +38,10 @@ func (s *Server) namespacesToPin(sb *sandbox) map[nspin.Type]string {
 	if !hostNet {
 		paths[nspin.Net] = s.pinPath(nspin.Net, sb.ID)
 	}
-	if sb.NoPause && !hostNet {
+	if !hostNet {
 		paths[nspin.UTS] = s.pinPath(nspin.UTS, sb.ID)
 	}
-	if sb.NoPause && ns.GetIpc() != runtimeapi.NamespaceMode_NODE {
+	if ns.GetIpc() != runtimeapi.NamespaceMode_NODE {
 		paths[nspin.IPC] = s.pinPath(nspin.IPC, sb.ID)
 	}
 	return paths

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 )
 
 // RunPodSandbox creates the pod's namespaces, network and, if its
-// containers share a PID namespace, pause container (see needsPause).
+// containers share a PID namespace, pause process (see needsPause).
 // Any failure undoes every step taken, so nothing is half-created.
 func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (_ *runtimeapi.RunPodSandboxResponse, retErr error) {
 	cfg := req.GetConfig()
@@ -26,8 +25,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if h := req.GetRuntimeHandler(); h != "" && h != "runc" {
 		return nil, status.Errorf(codes.InvalidArgument, "unknown runtime handler %q (berth has the default handler only)", h)
 	}
-	// The pod's hostname and sysctls are checked before anything exists,
-	// whether or not a pause container's spec would check them later.
+	// The pod's hostname and sysctls are checked before anything exists.
 	if err := s.cfg.Specs.ValidateSandbox(cfg); err != nil {
 		return nil, err
 	}
@@ -55,7 +53,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	sb := &sandbox{
 		ID: id, Config: cfg, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY,
 		CreatedAt: time.Now().UnixNano(), RuntimeHandler: req.GetRuntimeHandler(),
-		Dir: s.sandboxDir(id), ImageID: pause.ID, NoPause: noPause,
+		Dir: s.sandboxDir(id), ImageID: pause.ID, NoPause: noPause, PauseProcess: !noPause,
 	}
 	// Persisted before anything exists on the host, so that a crash part-way
 	// leaves a NOTREADY record that recovery can clean up.
@@ -72,8 +70,8 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err := s.pinNamespaces(sb, &undo); err != nil {
 		return nil, err
 	}
-	// CNI runs while the pause container (if any) is created: it only
-	// needs its namespace to exist, not to be configured yet.
+	// CNI runs while the pause process (if any) starts: it only needs the
+	// namespace to exist, not to be configured yet.
 	pod := podNetwork(sb)
 	attached := s.attachNetwork(ctx, pod)
 	var pid int
@@ -142,33 +140,28 @@ func (s *Server) attachNetwork(ctx context.Context, pod network.Pod) <-chan atta
 	return out
 }
 
-// startPause creates and starts the sandbox's pause container, whose
-// namespaces the pod's containers join, and returns its pid.
-func (s *Server) startPause(ctx context.Context, sb *sandbox, pause Image, undo *undoStack) (int, error) {
-	// Writable like containerd's: runc must create mount points (/proc,
-	// /dev, ...) in it; the spec itself makes the root read-only.
-	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, pause.ID, sb.ID, false)
+// startPause starts the sandbox's pause process, whose PID namespace the
+// pod's containers join, under a monitor, and returns its pid.
+func (s *Server) startPause(ctx context.Context, sb *sandbox, img Image, undo *undoStack) (int, error) {
+	// Read-only: the pause process writes nothing, and runs no OCI runtime
+	// that would create mount points in it.
+	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, sb.ID, true)
 	if err != nil {
 		return 0, fmt.Errorf("pause rootfs: %w", err)
 	}
 	undo.add("remove pause rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, sb.ID) })
-	spec, err := s.cfg.Specs.Sandbox(ctx, SpecInput{
-		ID: sb.ID, SandboxID: sb.ID, Sandbox: sb.Config, Image: pause.Config,
-		RootfsPath: rootfs, NetNSPath: sb.NetNS, SandboxDir: sb.Dir,
+	proc, err := s.cfg.Specs.Pause(ctx, SpecInput{
+		ID: sb.ID, SandboxID: sb.ID, Sandbox: sb.Config, Image: img.Config, RootfsPath: rootfs,
+		NetNSPath: sb.NetNS, UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS,
 	})
 	if err != nil {
 		return 0, err
 	}
-	bundle := s.bundleDir(sb.ID)
-	if err := os.MkdirAll(bundle, 0o700); err != nil {
-		return 0, status.Errorf(codes.Internal, "create bundle dir: %v", err)
-	}
-	undo.add("remove pause bundle", func(context.Context) error { return os.RemoveAll(bundle) })
-	pid, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, BundleDir: bundle, Spec: spec})
+	pid, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, Pause: proc})
 	if err != nil {
-		return 0, status.Errorf(codes.Internal, "create pause container: %v", err)
+		return 0, status.Errorf(codes.Internal, "start pause process: %v", err)
 	}
-	undo.add("delete pause container", func(ctx context.Context) error { return s.deleteTask(ctx, sb.ID) })
+	undo.add("end pause process", func(ctx context.Context) error { return s.deleteTask(ctx, sb.ID) })
 	return pid, nil
 }
 

@@ -113,9 +113,10 @@ func TestBadInputGetsCodeAndChangesNothing(t *testing.T) {
 		t.Fatalf("bad input left objects: sandboxes=%d containers=%d rootfs=%d attached=%d",
 			len(sbs.Items), len(cs.Containers), h.images.inUse(), h.net.count())
 	}
-	bundles, _ := os.ReadDir(filepath.Join(h.stateDir, "bundles"))
-	if len(bundles) != 1 {
-		t.Fatalf("bundles left: %d", len(bundles))
+	for _, dir := range []string{"bundles", "monitors-of-the-fake"} {
+		if left, _ := os.ReadDir(filepath.Join(h.stateDir, dir)); len(left) != 0 {
+			t.Fatalf("%s left: %v", dir, left)
+		}
 	}
 }
 
@@ -143,8 +144,8 @@ func TestFailedCreatesLeaveNothing(t *testing.T) {
 	if h.images.inUse() != 1 || h.net.count() != 1 {
 		t.Fatalf("rootfs=%d attached=%d after failed creates", h.images.inUse(), h.net.count())
 	}
-	// Only the good sandbox remains: its record and dir, netns, and bundle.
-	for dir, want := range map[string]int{"sandboxes": 2, "netns": 1, "bundles": 1} {
+	// Only the good sandbox remains: its record and dir, and pinned namespaces.
+	for dir, want := range map[string]int{"sandboxes": 2, "netns": 1, "utsns": 1, "ipcns": 1, "bundles": 0} {
 		entries, _ := os.ReadDir(filepath.Join(h.stateDir, dir))
 		if len(entries) != want {
 			t.Fatalf("%s holds %v, want %d entries", dir, entries, want)

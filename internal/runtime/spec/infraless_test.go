@@ -47,10 +47,15 @@ func TestInfralessContainerJoinsPinnedNamespaces(t *testing.T) {
 		t.Errorf("sysctls %v, want the pod's", s.Linux.Sysctl)
 	}
 
-	// With a pause container its spec carries the sysctls, not each container's.
+	// A pause process sets none: the containers still carry them.
 	in.SandboxPid = 42
+	if s := mustGenerate(t, in); len(s.Linux.Sysctl) != 2 {
+		t.Errorf("container of a pod with a pause process got sysctls %v, want the pod's", s.Linux.Sysctl)
+	}
+	// A pause container of an older berth set them in the shared namespaces.
+	in.SysctlsSet = true
 	if s := mustGenerate(t, in); len(s.Linux.Sysctl) != 0 {
-		t.Errorf("container of a pod with a pause container got sysctls %v", s.Linux.Sysctl)
+		t.Errorf("container of a pod whose pause container set the sysctls got %v", s.Linux.Sysctl)
 	}
 }
 

@@ -19,32 +19,6 @@ func ipcMode(sb *runtimeapi.PodSandboxConfig) runtimeapi.NamespaceMode {
 
 func nsPath(pid int, ns string) string { return fmt.Sprintf("/proc/%d/ns/%s", pid, ns) }
 
-// setSandboxNamespaces gives the pause container the pod's namespaces: new
-// ones, or none (the host's) for host network/PID/IPC. Host networking also
-// means the host's UTS namespace, as in Kubernetes.
-func setSandboxNamespaces(s *specs.Spec, in SandboxInput) error {
-	ns := podNamespaces(in.Config)
-	hostNet := ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
-	if !hostNet {
-		s.Linux.Namespaces = append(s.Linux.Namespaces,
-			specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.NetNSPath},
-			specs.LinuxNamespace{Type: specs.UTSNamespace})
-		if h := in.Config.GetHostname(); h != "" {
-			if err := checkHostname(h); err != nil {
-				return err
-			}
-			s.Hostname = h
-		}
-	}
-	if ns.GetPid() != runtimeapi.NamespaceMode_NODE {
-		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.PIDNamespace})
-	}
-	if ns.GetIpc() != runtimeapi.NamespaceMode_NODE {
-		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.IPCNamespace})
-	}
-	return nil
-}
-
 func checkHostname(h string) error {
 	if len(h) > 64 || strings.ContainsAny(h, "\x00/ ") {
 		return invalid("invalid hostname %q", h)

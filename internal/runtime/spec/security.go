@@ -16,7 +16,6 @@ import (
 type securityRequest struct {
 	hostCaps      []string // nil: the runtime's own bounding set
 	privileged    bool
-	noCaps        bool // the pause container: no capabilities at all
 	caps          *runtimeapi.Capability
 	noNewPrivs    bool
 	readonlyRoot  bool
@@ -43,7 +42,7 @@ func setSecurity(s *specs.Spec, req securityRequest) error {
 		setPrivileged(s, all)
 		return nil
 	}
-	caps, err := capabilities(req.caps, req.noCaps, all)
+	caps, err := capabilities(req.caps, all)
 	if err != nil {
 		return err
 	}
@@ -87,10 +86,7 @@ func setPrivileged(s *specs.Spec, all []string) {
 	}
 }
 
-func capabilities(req *runtimeapi.Capability, none bool, all []string) (*specs.LinuxCapabilities, error) {
-	if none {
-		return &specs.LinuxCapabilities{Bounding: []string{}, Effective: []string{}, Permitted: []string{}}, nil
-	}
+func capabilities(req *runtimeapi.Capability, all []string) (*specs.LinuxCapabilities, error) {
 	set := slices.Clone(defaultCapabilities)
 	add, err := capNames(req.GetAddCapabilities())
 	if err != nil {

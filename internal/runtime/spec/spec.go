@@ -1,6 +1,6 @@
-// Package spec translates a CRI container or sandbox configuration, together
-// with its image's configuration, into the OCI runtime spec that the OCI
-// runtime (runc) executes. Everything here is a function of its input plus a
+// Package spec translates a CRI container configuration, together with its
+// image's configuration, into the OCI runtime spec that the OCI runtime
+// (runc) executes, and a pod's sandbox configuration into its pause process. Everything here is a function of its input plus a
 // few read-only looks at the container's rootfs (/etc/passwd, /etc/group) and
 // the host (device nodes), so it is table-tested and fuzzed without root.
 package spec
@@ -56,15 +56,20 @@ type Input struct {
 	// RootfsPath is the prepared (mounted) root filesystem on the host.
 	RootfsPath string
 	// SandboxPid is the pause process whose namespaces the container joins
-	// through /proc/PID/ns/... . 0 means the pod has no pause container: its
-	// UTS and IPC namespaces are the pinned files below, and the pod's
-	// sysctls go into every container's spec, since no pause process
-	// applies them for all.
+	// through /proc/PID/ns/... where the pod has no pinned one: its PID
+	// namespace, and all but the network one for pods of older berth
+	// versions, whose pause ran as a container (see SysctlsSet). 0 means
+	// the pod has no pause process.
 	SandboxPid int
 	// UTSNSPath and IPCNSPath are the pod's pinned UTS and IPC namespaces
-	// when it has no pause container ("" otherwise, or for the host's).
+	// ("" for the host's, or for a pod of an older berth version).
 	UTSNSPath string
 	IPCNSPath string
+	// SysctlsSet says the pod's pause container has set the pod's sysctls
+	// in the namespaces it shares (older berth versions ran it with runc).
+	// Otherwise they go into every container's spec and runc sets them in
+	// the pod's pinned namespaces as the container starts.
+	SysctlsSet bool
 	// NetNSPath is the pod's network namespace (made for CNI); "" means use
 	// the sandbox process's one (or the host's for host networking).
 	NetNSPath string
@@ -74,19 +79,6 @@ type Input struct {
 	// SandboxDir holds the files the CRI layer writes once per pod and that
 	// every container bind-mounts: hostname, hosts, resolv.conf and shm/
 	// (a tmpfs). "" leaves them out.
-	SandboxDir string
-	Host       Host
-}
-
-// SandboxInput is everything GenerateSandbox needs for a pod's pause container.
-type SandboxInput struct {
-	ID         string
-	Config     *runtimeapi.PodSandboxConfig
-	Image      *v1.ConfigFile
-	RootfsPath string
-	// NetNSPath is the pod's network namespace; "" with a non-host network
-	// gives the sandbox a fresh (unconfigured) one.
-	NetNSPath  string
 	SandboxDir string
 	Host       Host
 }
@@ -132,8 +124,8 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 		},
 		func(s *specs.Spec) error { return setContainerNamespaces(s, in) },
 		func(s *specs.Spec) error {
-			if in.SandboxPid > 0 {
-				return nil // the pause container set them in the shared namespaces
+			if in.SysctlsSet {
+				return nil
 			}
 			return setSysctls(s, in.Sandbox.GetLinux().GetSysctls(), in.Sandbox)
 		},
@@ -156,70 +148,6 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 		func(s *specs.Spec) error { return setDevices(s, in.Container.GetDevices(), sc.GetPrivileged()) },
 		func(s *specs.Spec) error {
 			return setResources(s, lc.GetResources(), cgroupsPath(in.Sandbox, in.ID), in.Host.OOMScoreAdjMin)
-		},
-	}
-	for _, step := range steps {
-		if err := step(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
-// GenerateSandbox builds the OCI spec of a pod's pause container, which
-// owns the pod's namespaces.
-func GenerateSandbox(ctx context.Context, in SandboxInput) (*specs.Spec, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if in.Config == nil {
-		return nil, invalid("sandbox config is required")
-	}
-	if err := checkID(in.ID); err != nil {
-		return nil, err
-	}
-	if !filepath.IsAbs(in.RootfsPath) {
-		return nil, invalid("rootfs path %q is not absolute", in.RootfsPath)
-	}
-	lc := in.Config.GetLinux()
-	sc := lc.GetSecurityContext()
-	s := baseSpec(in.RootfsPath)
-	s.Annotations = map[string]string{
-		AnnotationContainerType: ContainerTypeSandbox,
-		AnnotationSandboxID:     in.ID,
-	}
-	for k, v := range in.Config.GetAnnotations() {
-		s.Annotations[k] = v
-	}
-	steps := []func(*specs.Spec) error{
-		func(s *specs.Spec) error {
-			return setProcess(s, &runtimeapi.ContainerConfig{}, in.Image, in.Config.GetHostname())
-		},
-		func(s *specs.Spec) error {
-			return setUser(s, in.RootfsPath, userRequest{
-				imageUser: imageUser(in.Image),
-				uid:       sc.GetRunAsUser(),
-				gid:       sc.GetRunAsGroup(),
-				groups:    sc.GetSupplementalGroups(),
-				policy:    sc.GetSupplementalGroupsPolicy(),
-			})
-		},
-		func(s *specs.Spec) error { return setSandboxNamespaces(s, in) },
-		func(s *specs.Spec) error {
-			// The pause process needs no privilege at all, whatever the pod asks for
-			// its containers; only the seccomp choice is honoured.
-			return setSecurity(s, securityRequest{
-				hostCaps:     in.Host.Capabilities,
-				noNewPrivs:   true,
-				readonlyRoot: sc.GetReadonlyRootfs(),
-				seccomp:      sc.GetSeccomp(),
-				noCaps:       true,
-			})
-		},
-		func(s *specs.Spec) error { return setSysctls(s, lc.GetSysctls(), in.Config) },
-		func(s *specs.Spec) error { return setSandboxFiles(s, in.SandboxDir, ipcMode(in.Config), nil) },
-		func(s *specs.Spec) error {
-			return setResources(s, nil, cgroupsPath(in.Config, in.ID), in.Host.OOMScoreAdjMin)
 		},
 	}
 	for _, step := range steps {

@@ -4,15 +4,19 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/nspin"
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 const testPasswd = `root:x:0:0:root:/root:/bin/sh
@@ -413,42 +417,58 @@ func TestGenerateDevice(t *testing.T) {
 	}
 }
 
-func TestGenerateSandbox(t *testing.T) {
-	cfg := &runtimeapi.PodSandboxConfig{
-		Hostname: "pod1",
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			Sysctls: map[string]string{"net.ipv4.ip_forward": "1", "kernel.shmmax": "1000"},
-		},
+func TestGeneratePause(t *testing.T) {
+	rootfs := testRootfs(t)
+	if err := os.MkdirAll(filepath.Join(rootfs, "bin"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	s, err := GenerateSandbox(context.Background(), SandboxInput{
-		ID: "s1", Config: cfg, RootfsPath: testRootfs(t), NetNSPath: "/run/netns/p",
-		Image:      &v1.ConfigFile{Config: v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"}},
-		SandboxDir: "/var/lib/berth/sandboxes/s1",
-		Host:       Host{OOMScoreAdjMin: 0},
-	})
+	if err := os.WriteFile(filepath.Join(rootfs, "bin", "pause"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pins := map[nspin.Type]string{nspin.Net: "/run/netns/p", nspin.IPC: "/run/ipcns/p"}
+	in := PauseInput{
+		ID: "s1", Config: &runtimeapi.PodSandboxConfig{Hostname: "pod1", Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/podA"}},
+		RootfsPath: rootfs, Namespaces: pins,
+		Image: &v1.ConfigFile{Config: v1.Config{Entrypoint: []string{"pause"}, Cmd: []string{"-v"}, Env: []string{"PATH=/usr/bin:/bin"}, User: "65535:65535"}},
+		Host:  Host{OOMScoreAdjMin: -999},
+	}
+	p, err := GeneratePause(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Hostname != "pod1" || !slices.Equal(s.Process.Args, []string{"/pause"}) || s.Process.User.UID != 65535 {
-		t.Errorf("sandbox spec: hostname %q args %v user %+v", s.Hostname, s.Process.Args, s.Process.User)
+	want := &pause.Process{
+		Args: []string{"/bin/pause", "-v"}, Env: []string{"PATH=/usr/bin:/bin", "HOSTNAME=pod1"}, Root: rootfs,
+		UID: 65535, GID: 65535, Namespaces: pins, CgroupsPath: "/kubepods/podA/s1", OOMScoreAdj: -998,
 	}
-	if len(s.Process.Capabilities.Bounding) != 0 || !s.Process.NoNewPrivileges {
-		t.Errorf("pause container has privileges: %+v", s.Process.Capabilities)
-	}
-	if s.Linux.Sysctl["net.ipv4.ip_forward"] != "1" || s.Annotations[AnnotationContainerType] != ContainerTypeSandbox {
-		t.Errorf("sysctls %v annotations %v", s.Linux.Sysctl, s.Annotations)
-	}
-	var types []string
-	for _, n := range s.Linux.Namespaces {
-		types = append(types, string(n.Type))
-	}
-	if got := strings.Join(types, ","); got != "mount,network,uts,pid,ipc" {
-		t.Errorf("sandbox namespaces %s", got)
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("pause process\n%+v\nwant\n%+v", p, want)
 	}
 
-	cfg.Linux.Sysctls = map[string]string{"vm.swappiness": "1"}
-	if _, err := GenerateSandbox(context.Background(), SandboxInput{ID: "s1", Config: cfg, RootfsPath: "/r", Image: &v1.ConfigFile{Config: v1.Config{Cmd: []string{"/pause"}}}}); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("non-namespaced sysctl: %v", err)
+	// The pod's user wins over the image's, but root never runs it; the
+	// runtime's own OOM score is a floor.
+	in.Config.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 1000}}
+	in.Host.OOMScoreAdjMin = 0
+	if p, err := GeneratePause(context.Background(), in); err != nil || p.UID != 1000 || p.OOMScoreAdj != 0 {
+		t.Errorf("pod user 1000, runtime OOM score 0: %+v, %v", p, err)
+	}
+	in.Config.Linux.SecurityContext.RunAsUser.Value = 0
+	if p, err := GeneratePause(context.Background(), in); err != nil || p.UID != 65535 || p.GID != 65535 {
+		t.Errorf("pod user root: %+v, %v", p, err)
+	}
+
+	for name, bad := range map[string]func(*PauseInput){
+		"no command":           func(in *PauseInput) { in.Image = &v1.ConfigFile{} },
+		"command not in image": func(in *PauseInput) { in.Image = &v1.ConfigFile{Config: v1.Config{Cmd: []string{"nothere"}}} },
+		"relative rootfs":      func(in *PauseInput) { in.RootfsPath = "rootfs" },
+		"bad ID":               func(in *PauseInput) { in.ID = "../x" },
+		"no config":            func(in *PauseInput) { in.Config = nil },
+	} {
+		in := in
+		in.Config = proto.Clone(in.Config).(*runtimeapi.PodSandboxConfig)
+		bad(&in)
+		if _, err := GeneratePause(context.Background(), in); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want InvalidArgument", name, err)
+		}
 	}
 }
 
