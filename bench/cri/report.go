@@ -53,7 +53,7 @@ func renderReport(o options, results map[string][]round, pullBytes int64, loadBe
 	memoryRow("monitor (berth-monitor) vs containerd-shim-runc-v2, per pod", "≤ 1", 1, perPod)
 	perProcess := func(r round) memory { return divide(r.loaded.helpers, r.loaded.count) }
 	memoryRow("… per process", "", 0, perProcess)
-	fmt.Fprintf(&w, "\nHelper processes with %d pods: berth-monitor %d (one per container, the pause container included), "+
+	fmt.Fprintf(&w, "\nHelper processes with %d pods: berth-monitor %d (one per container and one per pause process), "+
 		"containerd-shim-runc-v2 %d (one per pod). A helper's VmRSS counts the pages of its executable that are shared "+
 		"with every other instance; RssAnon is what each one adds on its own.\n",
 		o.runningPod, b[0].loaded.count, c[0].loaded.count)

@@ -53,7 +53,7 @@ func newRuntimeCommand() *cobra.Command {
 	f.StringArrayVar(&mirrors, "registry-mirror", nil, "HOST=URL: pull HOST's images from URL instead (repeatable)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "host:port serving Prometheus metrics (off if empty)")
 	f.StringVar(&cfg.StreamAddress, "stream-address", "127.0.0.1:0", "loopback host:port of the exec/attach/port-forward streaming server")
-	f.StringVar(&pauseImage, "pause-image", "", "image of each sandbox's pause container (default registry.k8s.io/pause:3.9)")
+	f.StringVar(&pauseImage, "pause-image", "", "image whose command is the pause process of sandboxes that share a PID namespace (default registry.k8s.io/pause:3.9)")
 	return cmd
 }
 

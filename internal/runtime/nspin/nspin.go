@@ -1,9 +1,8 @@
 // Package nspin creates Linux namespaces that outlive every process in them
 // by bind-mounting each onto a file ("pinning" it), as CRI-O's pinns helper
 // and `ip netns add` do. The runtime pins a pod's network namespace for CNI,
-// and, for pods without a pause container, its UTS and IPC namespaces too:
-// containers join the pinned files instead of a pause process's
-// /proc/PID/ns entries.
+// and its UTS and IPC namespaces: containers (and the pod's pause process,
+// if it has one) join the pinned files.
 package nspin
 
 import "fmt"

@@ -30,8 +30,8 @@ type sandbox struct {
 	// ran the pause image as a container with runc, which held the
 	// sandbox's UTS and IPC namespaces and set its sysctls.
 	PauseProcess bool   `json:"pauseProcess,omitempty"`
-	UTSNS        string `json:"utsns,omitempty"` // "" with host networking (or a pause container)
-	IPCNS        string `json:"ipcns,omitempty"` // "" with host IPC (or a pause container)
+	UTSNS        string `json:"utsns,omitempty"` // "" with host networking (or a pause container's)
+	IPCNS        string `json:"ipcns,omitempty"` // "" with host IPC (or a pause container's)
 	// Stopped is set once a StopPodSandbox has completed, so NRI plugins
 	// hear of the stop once however often it is asked for.
 	Stopped bool `json:"stopped,omitempty"`

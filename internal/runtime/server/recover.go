@@ -84,7 +84,7 @@ func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[strin
 			s.releaseHalfCreatedSandbox(ctx, sb)
 		}
 	case !sb.NoPause && !running:
-		s.log.Warn("recovery: sandbox's pause container is gone; marked not ready", "id", sb.ID)
+		s.log.Warn("recovery: sandbox's pause process is gone; marked not ready", "id", sb.ID)
 		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	case lost != "":
 		s.log.Warn("recovery: sandbox's pinned namespace is gone; marked not ready", "id", sb.ID, "namespace", lost)

@@ -52,7 +52,7 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
-// removeSandboxResources deletes the pause container (if any) with its
+// removeSandboxResources deletes the pause process (if any) with its
 // rootfs and bundle, and the sandbox's files; each step tolerates what is
 // already gone.
 func (s *Server) removeSandboxResources(ctx context.Context, sb sandbox) error {

@@ -8,7 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// StopPodSandbox stops the pod's containers and pause container and gives
+// StopPodSandbox stops the pod's containers and pause process and gives
 // back its network and pinned namespaces. Stopping a sandbox that is gone or stopped is no error.
 func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	if err := requireID("sandbox", req.GetPodSandboxId()); err != nil {
@@ -58,7 +58,7 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 	}
 	if !sb.NoPause {
 		if _, err := s.stopTask(ctx, sb.ID, 0); err != nil {
-			return status.Errorf(codes.Internal, "stop pause container: %v", err)
+			return status.Errorf(codes.Internal, "stop pause process: %v", err)
 		}
 	}
 	if sb.NetNS != "" {

@@ -18,8 +18,8 @@ import (
 	"github.com/berth/berth/internal/runtime/oci"
 )
 
-// DefaultPauseImage is the image of the pause container of sandboxes whose
-// containers share a PID namespace (see needsPause).
+// DefaultPauseImage is the image whose command is the pause process of
+// sandboxes whose containers share a PID namespace (see needsPause).
 const DefaultPauseImage = "registry.k8s.io/pause:3.9"
 
 // Config assembles a Server from its parts.

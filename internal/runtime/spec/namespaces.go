@@ -63,7 +63,7 @@ func setContainerNamespaces(s *specs.Spec, in Input) error {
 	case pod.GetPid() == runtimeapi.NamespaceMode_CONTAINER && mode == runtimeapi.NamespaceMode_POD:
 		// POD is the enum's zero value, so a container that says nothing
 		// asks for it; a pod whose containers share no PID namespace has
-		// none to offer (and no pause container holding one).
+		// none to offer (and no pause process holding one).
 		mode = runtimeapi.NamespaceMode_CONTAINER
 	}
 	switch mode {
@@ -85,10 +85,9 @@ func setContainerNamespaces(s *specs.Spec, in Input) error {
 	return nil
 }
 
-// setSysctls applies the pod's sysctls to the pause container, whose
-// namespaces the pod's containers share, or to each container of a pod
-// without one (runc writes them inside the joined namespaces). Only namespaced
-// sysctls are accepted, and net.* ones need the pod's own network namespace.
+// setSysctls puts the pod's sysctls into a container's spec: runc writes them
+// inside the pod's namespaces the container joins. Only namespaced sysctls
+// are accepted, and net.* ones need the pod's own network namespace.
 func setSysctls(s *specs.Spec, sysctls map[string]string, sb *runtimeapi.PodSandboxConfig) error {
 	if len(sysctls) == 0 {
 		return nil

@@ -18,12 +18,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Annotations the spec carries so that tools reading config.json (and berth's
-// own recovery) can tell sandboxes from containers, as containerd and CRI-O do.
+// Annotations a container's spec carries, as containerd's and CRI-O's do, so
+// that tools reading config.json find its type and sandbox.
 const (
 	AnnotationContainerType = "io.kubernetes.cri.container-type"
 	AnnotationSandboxID     = "io.kubernetes.cri.sandbox-id"
-	ContainerTypeSandbox    = "sandbox"
 	ContainerTypeContainer  = "container"
 )
 
@@ -159,8 +158,7 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 }
 
 // ValidateSandbox checks what a pod's namespaces are given at creation (its
-// hostname and sysctls), for a pod that has no pause container whose spec
-// generation would check them.
+// hostname and sysctls), before any of them exists.
 func ValidateSandbox(cfg *runtimeapi.PodSandboxConfig) error {
 	if cfg == nil {
 		return invalid("sandbox config is required")
