@@ -104,6 +104,11 @@ func measure(ctx context.Context, logger *slog.Logger, o options, berth, kind, d
 	if res.afterBench, err = readMemory(t.Proc.Pid()); err != nil {
 		return round{}, err
 	}
+	if kind == "berth" {
+		if res.samples[runcRun], err = runcFloor(ctx, t, o.pods); err != nil {
+			return round{}, fmt.Errorf("runc alone: %w", err)
+		}
+	}
 	if res.loaded, err = runPods(ctx, t, o.runningPod); err != nil {
 		return round{}, err
 	}
