@@ -27,6 +27,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/berth/berth/internal/runtime/cgroupstats"
+	"github.com/berth/berth/internal/runtime/monitor"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/registry"
@@ -226,6 +227,7 @@ func TestRuntimeEndToEndWithRestart(t *testing.T) {
 		t.Fatalf("sandbox IP %v not in %s: %v", sst.GetStatus().GetNetwork(), e.subnet, err)
 	}
 	ip := sst.Status.Network.Ip
+	pausePid := e.sandboxPid(sb)
 
 	long := e.runContainer(sb, "long", "sh", "-c", "echo hello-log; exec sleep 100000")
 	if out := e.execSync(long, "ip", "-4", "addr", "show", "eth0"); !strings.Contains(out, ip+"/24") {
@@ -275,23 +277,23 @@ func TestRuntimeEndToEndWithRestart(t *testing.T) {
 	if sst.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || sst.Status.Network.Ip != ip {
 		t.Fatalf("sandbox after restart: %+v", sst.GetStatus())
 	}
+	// The pod shares a PID namespace (CRI's default): its pause process ran on.
+	if got := e.sandboxPid(sb); got != pausePid || syscall.Kill(pausePid, 0) != nil {
+		t.Fatalf("pause process %d before the restart, %d after", pausePid, got)
+	}
+	if out := e.execSync(long, "cat", "/proc/1/comm"); out != "pause\n" {
+		t.Fatalf("PID 1 of the pod after the restart: %q", out)
+	}
 
 	// Separately, one container's monitor is killed under a live runtime.
 	lost := e.runContainer(sb, "lost", "sleep", "100000")
-	pidLine, err := os.ReadFile(filepath.Join(e.cfg.StateDir, "monitors", lost, "monitor.pid"))
-	if err != nil {
-		t.Fatalf("monitor pid: %v", err)
-	}
-	monitorPid, err := strconv.Atoi(strings.Fields(string(pidLine))[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(monitorPid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(e.monitorPid(lost), syscall.SIGKILL); err != nil {
 		t.Fatalf("kill monitor: %v", err)
 	}
 	if got := e.waitExited(lost); got.Reason != "Unknown" || got.ExitCode == 0 {
 		t.Fatalf("container whose monitor was killed: %+v", got)
 	}
+	e.checkPauseMonitorKilled()
 
 	if _, err := e.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: long, Timeout: 1}); err != nil {
 		t.Fatal(err)
@@ -305,7 +307,10 @@ func TestRuntimeEndToEndWithRestart(t *testing.T) {
 	if _, err := e.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"netns", "sandboxes", "containers", "bundles"} {
+	if syscall.Kill(pausePid, 0) == nil {
+		t.Errorf("pause process %d outlived its sandbox", pausePid)
+	}
+	for _, d := range []string{"netns", "utsns", "ipcns", "sandboxes", "containers", "bundles", "monitors"} {
 		if entries, _ := os.ReadDir(filepath.Join(e.cfg.StateDir, d)); len(entries) != 0 {
 			t.Errorf("%s left after removal: %v", d, entries)
 		}
@@ -323,15 +328,83 @@ func (e *e2e) waitForLog(path, want string) {
 	}
 }
 
+// checkPauseMonitorKilled kills the monitor of a pod's pause process under
+// a live runtime: the pod becomes not ready, and its removal ends the pause
+// process, which outlived its monitor.
+func (e *e2e) checkPauseMonitorKilled() {
+	e.t.Helper()
+	ctx := context.Background()
+	sb := e.runSandbox("orphan")
+	pause, err := monitor.ProcessOf(e.sandboxPid(sb))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	mon := e.monitorPid(sb)
+	if err := syscall.Kill(mon, syscall.SIGKILL); err != nil {
+		e.t.Fatalf("kill the pause process's monitor: %v", err)
+	}
+	for {
+		st, err := e.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if st.Status.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the runtime learns it from the monitor's socket closing
+	}
+	// Orphaned, it is init's child now; a zombie is not alive (this
+	// machine's init may be slow to reap).
+	if !pause.Alive() {
+		e.t.Fatal("the pause process died with its monitor")
+	}
+	if _, err := e.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
+		e.t.Fatal(err)
+	}
+	if pause.Alive() {
+		e.t.Fatalf("pause process %d outlived the removal of its sandbox", pause.Pid)
+	}
+}
+
+// monitorPid is the pid of the monitor of container (or pause process) id.
+func (e *e2e) monitorPid(id string) int {
+	e.t.Helper()
+	line, err := os.ReadFile(filepath.Join(e.cfg.StateDir, "monitors", id, "monitor.pid"))
+	if err != nil {
+		e.t.Fatalf("monitor pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.Fields(string(line))[0])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pid
+}
+
+// sandboxPid is the sandbox's pause process, from its verbose status.
+func (e *e2e) sandboxPid(id string) int {
+	e.t.Helper()
+	st, err := e.rt.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pidInInfo(e.t, st.Info)
+}
+
 func pidOf(t *testing.T, st *runtimeapi.ContainerStatusResponse) int {
 	t.Helper()
-	var info struct {
+	return pidInInfo(t, st.Info)
+}
+
+// pidInInfo reads the pid a verbose CRI status carries.
+func pidInInfo(t testing.TB, info map[string]string) int {
+	t.Helper()
+	var v struct {
 		Pid int `json:"pid"`
 	}
-	if err := json.Unmarshal([]byte(st.Info["info"]), &info); err != nil || info.Pid <= 0 {
-		t.Fatalf("no pid in verbose status %v: %v", st.Info, err)
+	if err := json.Unmarshal([]byte(info["info"]), &v); err != nil || v.Pid <= 0 {
+		t.Fatalf("no pid in verbose status %v: %v", info, err)
 	}
-	return info.Pid
+	return v.Pid
 }
 
 // checkStreamingExec runs commands through the CRI streaming server with
