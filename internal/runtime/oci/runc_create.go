@@ -138,9 +138,9 @@ func (r *Runc) startMonitor(dir string) (*exec.Cmd, *os.File, error) {
 		syncR.Close()
 		return nil, nil, fmt.Errorf("start monitor: %w", err)
 	}
-	// While this runtime lives it is the monitor's parent and must reap it;
-	// the goroutine ends when the monitor exits (after its container).
-	go func() { _ = cmd.Wait() }()
+	// While this runtime lives it is the monitor's parent and must reap it
+	// when it exits (after its container).
+	reapOnExit(cmd.Process)
 	proc, err := monitor.ProcessOf(cmd.Process.Pid)
 	if err == nil {
 		err = monitor.WriteProcess(filepath.Join(dir, monitor.PidFile), proc)
