@@ -37,7 +37,7 @@ func renderReport(o options, results map[string][]round, pullBytes int64, loadBe
 	latencyRow("CreateContainer", "CreateContainer", "", 0)
 	latencyRow("StartContainer", "StartContainer", "", 0)
 	latencyRow("CreateContainer + StartContainer", createStart, "≤ 0.5", 0.5)
-	fmt.Fprintf(&w, "| … of which `runc run --detach` alone, on berth's bundle | %s / %s | | %.2f | |\n",
+	fmt.Fprintf(&w, "| … of which `runc run --detach` alone, on berth's bundles | %s / %s | | %.2f | |\n",
 		ms(latency(b, runcRun, 0.5)), ms(latency(b, runcRun, 0.9)), ratio(int64(latency(b, runcRun, 0.5)), int64(latency(c, createStart, 0.5))))
 	latencyRow("StopPodSandbox", "StopPod", "", 0)
 	latencyRow("RemovePodSandbox", "RemovePod", "", 0)
@@ -59,10 +59,10 @@ func renderReport(o options, results map[string][]round, pullBytes int64, loadBe
 		"containerd-shim-runc-v2 %d (one per pod). A helper's VmRSS counts the pages of its executable that are shared "+
 		"with every other instance; RssAnon is what each one adds on its own.\n",
 		o.runningPod, b[0].loaded.count, c[0].loaded.count)
-	fmt.Fprintf(&w, "\nThe `runc run --detach` row times the OCI runtime alone, %d times, on the bundle berth runtime writes "+
-		"for critest's benchmark container (its image and command, joining a pod like critest's; each run deleted before "+
-		"the next): the part of CreateContainer + StartContainer that is runc's own. Its ratio is to containerd's "+
-		"CreateContainer + StartContainer.\n", o.pods)
+	fmt.Fprintf(&w, "\nThe `runc run --detach` row times the OCI runtime alone, %d times, each on the bundle and fresh root "+
+		"filesystem berth runtime has just made for a new container like critest's benchmark one (its image and command, "+
+		"in a pod like critest's): the part of CreateContainer + StartContainer that is runc's own. Its ratio is to "+
+		"containerd's CreateContainer + StartContainer.\n", o.pods)
 	return w.String()
 }
 

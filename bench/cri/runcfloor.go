@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/testkit/images"
@@ -19,108 +16,84 @@ import (
 // runcRun is the sample key of `runc run --detach` timed alone.
 const runcRun = "RuncRun"
 
-// runcFloor times `runc run --detach` alone, n times, on the very bundle
-// berth runtime writes for critest's benchmark container (its image and
-// command, in a pod like critest's): the part of CreateContainer +
-// StartContainer that is the OCI runtime's, which no change to berth can
-// make shorter. Each run gets a fresh ID and cgroup and is deleted,
-// untimed, before the next.
+// runcFloor times `runc run --detach` alone, n times, each on the bundle
+// berth runtime has just written for a new container like critest's
+// benchmark one (its image and command, in a pod like critest's), with its
+// own fresh root filesystem: the part of CreateContainer + StartContainer
+// that is the OCI runtime's, which no change to berth can make shorter.
+// Everything else (CreateContainer, the runc delete, RemoveContainer) is
+// left out of the timing.
 func runcFloor(ctx context.Context, t *target, n int) ([]time.Duration, error) {
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		return nil, err
 	}
-	bundle, remove, err := benchmarkBundle(ctx, t)
+	rt := t.Client.Runtime
+	img := &runtimeapi.ImageSpec{Image: images.CritestDefaultImage}
+	if _, err := t.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img}); err != nil {
+		return nil, fmt.Errorf("pull %s: %w", img.Image, err)
+	}
+	pod := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "runc-floor", Namespace: "bench-cri", Uid: "runc-floor-uid"},
+		Linux:    &runtimeapi.LinuxPodSandboxConfig{},
+	}
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: pod})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("RunPodSandbox: %w", err)
 	}
-	defer remove()
-	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
-	if err != nil {
-		return nil, err
-	}
-	var spec specs.Spec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return nil, fmt.Errorf("bundle %s: %w", bundle, err)
-	}
+	defer func() {
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+			t.Logger.Warn("remove the runc-floor pod", "err", err)
+		}
+	}()
 	root := filepath.Join(t.Dir, "runc-floor")
-	parent := path.Dir(spec.Linux.CgroupsPath)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
 	out := make([]time.Duration, 0, n)
 	for i := range n {
-		id := fmt.Sprintf("runc-floor-%d", i)
-		dir := filepath.Join(root, "bundles", id)
-		spec.Linux.CgroupsPath = path.Join(parent, id)
-		if err := writeBundle(dir, &spec); err != nil {
+		c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+			PodSandboxId: sb.PodSandboxId, SandboxConfig: pod,
+			Config: &runtimeapi.ContainerConfig{
+				Metadata: &runtimeapi.ContainerMetadata{Name: "top", Attempt: uint32(i)}, Image: img,
+				Command: []string{"top"}, Linux: &runtimeapi.LinuxContainerConfig{},
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("CreateContainer: %w", err)
+		}
+		took, err := timeRuncRun(ctx, runc, root, filepath.Join(t.Dir, "state", "bundles", c.ContainerId), c.ContainerId)
+		if err != nil {
 			return nil, err
 		}
-		// The container's stdio is /dev/null: a pipe would be held open by it.
-		log := filepath.Join(root, id+".log")
-		runcArgs := func(args ...string) *exec.Cmd {
-			return exec.CommandContext(ctx, runc, append([]string{"--root", filepath.Join(root, "state"), "--log", log}, args...)...)
-		}
-		start := time.Now()
-		if err := runcArgs("run", "--detach", "--bundle", dir, id).Run(); err != nil {
-			msg, _ := os.ReadFile(log)
-			return nil, fmt.Errorf("runc run %s: %w: %s", id, err, msg)
-		}
-		out = append(out, time.Since(start))
-		if err := runcArgs("delete", "--force", id).Run(); err != nil {
-			msg, _ := os.ReadFile(log)
-			return nil, fmt.Errorf("runc delete %s: %w: %s", id, err, msg)
+		out = append(out, took)
+		// Never started through CRI, the container is removed without an
+		// OCI runtime call; its root filesystem goes with it.
+		if _, err := rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.ContainerId}); err != nil {
+			return nil, fmt.Errorf("RemoveContainer: %w", err)
 		}
 	}
 	return out, nil
 }
 
-// benchmarkBundle creates (without starting) critest's benchmark container
-// in a pod like critest's, through CRI, and returns the bundle berth wrote
-// and a function that removes the pod.
-func benchmarkBundle(ctx context.Context, t *target) (string, func(), error) {
-	rt := t.Client.Runtime
-	img := &runtimeapi.ImageSpec{Image: images.CritestDefaultImage}
-	if _, err := t.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img}); err != nil {
-		return "", nil, fmt.Errorf("pull %s: %w", img.Image, err)
+// timeRuncRun times `runc run --detach` of bundle (berth runtime's state
+// directory, see crirun's berthRuntimeArgs) under a runc root of its own,
+// then deletes the container, untimed. The container's stdio is /dev/null:
+// a pipe would be held open by it.
+func timeRuncRun(ctx context.Context, runc, root, bundle, id string) (time.Duration, error) {
+	log := filepath.Join(root, id+".log")
+	cmd := func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, runc, append([]string{"--root", filepath.Join(root, "state"), "--log", log}, args...)...)
 	}
-	config := &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "runc-floor", Namespace: "bench-cri", Uid: "runc-floor-uid"},
-		Linux:    &runtimeapi.LinuxPodSandboxConfig{},
+	start := time.Now()
+	if err := cmd("run", "--detach", "--bundle", bundle, id).Run(); err != nil {
+		msg, _ := os.ReadFile(log)
+		return 0, fmt.Errorf("runc run %s: %w: %s", id, err, msg)
 	}
-	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
-	if err != nil {
-		return "", nil, fmt.Errorf("RunPodSandbox: %w", err)
+	took := time.Since(start)
+	if err := cmd("delete", "--force", id).Run(); err != nil {
+		msg, _ := os.ReadFile(log)
+		return 0, fmt.Errorf("runc delete %s: %w: %s", id, err, msg)
 	}
-	remove := func() {
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
-			t.Logger.Warn("remove the runc-floor pod", "err", err)
-		}
-	}
-	c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-		PodSandboxId: sb.PodSandboxId, SandboxConfig: config,
-		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "top"}, Image: img,
-			Command: []string{"top"}, Linux: &runtimeapi.LinuxContainerConfig{},
-		},
-	})
-	if err != nil {
-		remove()
-		return "", nil, fmt.Errorf("CreateContainer: %w", err)
-	}
-	// berth runtime's state directory (see crirun.berthRuntimeArgs).
-	bundle := filepath.Join(t.Dir, "state", "bundles", c.ContainerId)
-	if _, err := os.Stat(filepath.Join(bundle, "config.json")); err != nil {
-		remove()
-		return "", nil, fmt.Errorf("the created container's bundle: %w", err)
-	}
-	return bundle, remove, nil
-}
-
-func writeBundle(dir string, spec *specs.Spec) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	data, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "config.json"), data, 0o600)
+	return took, nil
 }
