@@ -10,7 +10,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/image"
-	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/pause"
 	"github.com/berth/berth/internal/runtime/server"
 	"github.com/berth/berth/internal/runtime/spec"
@@ -68,15 +67,9 @@ func (a imageAdapter) RecoverRootfs(ctx context.Context) (server.RootfsRecovery,
 type specAdapter struct{ host spec.Host }
 
 func (a specAdapter) Pause(ctx context.Context, in server.SpecInput) (*pause.Process, error) {
-	namespaces := map[nspin.Type]string{}
-	for t, p := range map[nspin.Type]string{nspin.Net: in.NetNSPath, nspin.UTS: in.UTSNSPath, nspin.IPC: in.IPCNSPath} {
-		if p != "" {
-			namespaces[t] = p
-		}
-	}
 	return spec.GeneratePause(ctx, spec.PauseInput{
 		ID: in.ID, Config: in.Sandbox, Image: in.Image, RootfsPath: in.RootfsPath,
-		Namespaces: namespaces, Host: a.host,
+		Namespaces: in.PinnedNamespaces(), Host: a.host,
 	})
 }
 

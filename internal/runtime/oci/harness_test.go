@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/runtime/monitor"
 	"github.com/berth/berth/internal/runtime/spec"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 )
@@ -202,6 +204,20 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// killMonitor SIGKILLs the monitor of container id and waits for its end.
+func (e *testEnv) killMonitor(id string) monitor.Process {
+	e.t.Helper()
+	proc, err := monitor.ReadProcess(filepath.Join(e.stateDir, id, monitor.PidFile))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := syscall.Kill(proc.Pid, syscall.SIGKILL); err != nil {
+		e.t.Fatal(err)
+	}
+	eventually(e.t, "the monitor's end", func() bool { return !proc.Alive() })
+	return proc
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.

@@ -197,14 +197,7 @@ func TestPodContainerJoinsPauseProcess(t *testing.T) {
 func TestPauseProcessWithoutMonitorIsEndedByDelete(t *testing.T) {
 	e := newTestEnv(t)
 	_, pausePid := e.startPause("sandbox")
-	mon, err := monitor.ReadProcess(filepath.Join(e.stateDir, "sandbox", monitor.PidFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(mon.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the monitor's end", func() bool { return !mon.Alive() })
+	e.killMonitor("sandbox")
 	st := e.state("sandbox")
 	if st.Status != StatusUnknown || !strings.Contains(st.Broken, "monitor is gone") {
 		t.Fatalf("state without a monitor: %+v", st)

@@ -3,7 +3,6 @@ package oci
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"syscall"
@@ -32,14 +31,8 @@ func pauseOf(dir string) (*pause.Process, error) {
 // signalPause signals a pause process: through its live monitor, else
 // (SIGKILL only) every process in its cgroups.
 func (r *Runc) signalPause(ctx context.Context, dir string, p *pause.Process, sig syscall.Signal) error {
-	if r.monitorAlive(dir) {
-		resp, err := monitor.Call(ctx, dir, monitor.Request{Op: monitor.OpSignal, Signal: int(sig)})
-		if err == nil && resp.Error != "" {
-			err = errors.New(resp.Error)
-		}
-		if !errors.Is(err, monitor.ErrGone) {
-			return err
-		}
+	if err := r.signalThroughMonitor(ctx, dir, sig); !errors.Is(err, monitor.ErrGone) {
+		return err
 	}
 	if sig != syscall.SIGKILL {
 		return nil // with its monitor gone, only SIGKILL ends it for sure
@@ -47,13 +40,37 @@ func (r *Runc) signalPause(ctx context.Context, dir string, p *pause.Process, si
 	return pause.KillCgroups(p.CgroupsPath)
 }
 
-// endPause kills a pause process whose monitor is gone and removes its cgroups.
+// signalThroughMonitor asks the monitor in dir to signal its pause
+// process; monitor.ErrGone if no monitor runs.
+func (r *Runc) signalThroughMonitor(ctx context.Context, dir string, sig syscall.Signal) error {
+	if !r.monitorAlive(dir) {
+		return monitor.ErrGone
+	}
+	resp, err := monitor.Call(ctx, dir, monitor.Request{Op: monitor.OpSignal, Signal: int(sig)})
+	if err == nil && resp.Error != "" {
+		err = errors.New(resp.Error)
+	}
+	return err
+}
+
+// deletePause kills a pause process through its monitor, which then
+// records the exit, removes its cgroups and exits; what is left, without a
+// monitor, is killed through the cgroups, which are then removed.
+func (r *Runc) deletePause(ctx context.Context, dir string, p *pause.Process) error {
+	if err := r.signalThroughMonitor(ctx, dir, syscall.SIGKILL); err != nil && !errors.Is(err, monitor.ErrGone) {
+		return err
+	}
+	if err := r.stopMonitor(ctx, dir); err != nil {
+		return err
+	}
+	return r.endPause(p)
+}
+
+// endPause kills whatever is left in a pause process's cgroups, waiting
+// for each to exit, and removes them.
 func (r *Runc) endPause(p *pause.Process) error {
 	if err := pause.KillCgroups(p.CgroupsPath); err != nil {
 		return err
 	}
-	if err := pause.RemoveCgroups(p.CgroupsPath); err != nil {
-		return fmt.Errorf("%w (its processes may still be exiting)", err)
-	}
-	return nil
+	return pause.RemoveCgroups(p.CgroupsPath)
 }

@@ -12,7 +12,6 @@ import (
 	gorunc "github.com/containerd/go-runc"
 
 	"github.com/berth/berth/internal/runtime/monitor"
-	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // State combines the exit file, the monitor's answer and, for containers
@@ -194,20 +193,6 @@ func (r *Runc) deleteFromRunc(ctx context.Context, id, dir string) error {
 		// runc no longer knows it: nothing to delete there.
 	}
 	return r.stopMonitor(ctx, dir)
-}
-
-// deletePause kills a pause process through its monitor, which then
-// records the exit, removes its cgroups and exits; without a monitor, it
-// kills and removes them itself.
-func (r *Runc) deletePause(ctx context.Context, dir string, p *pause.Process) error {
-	if err := r.signalPause(ctx, dir, p, syscall.SIGKILL); err != nil {
-		return err
-	}
-	if err := r.stopMonitor(ctx, dir); err != nil {
-		return err
-	}
-	// Nothing left to do if the monitor saw the exit; all of it if not.
-	return r.endPause(p)
 }
 
 // stopMonitor waits for the monitor to finish (it exits once the

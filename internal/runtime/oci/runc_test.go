@@ -227,14 +227,7 @@ func TestExitWhileRuntimeDownIsRecorded(t *testing.T) {
 func TestMonitorKilledIsReportedBrokenAndCleaned(t *testing.T) {
 	e := newTestEnv(t)
 	e.run("m", containerOpts{args: []string{"sleep", "1000"}})
-	proc, err := monitor.ReadProcess(filepath.Join(e.stateDir, "m", monitor.PidFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(proc.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the monitor to die", func() bool { return !proc.Alive() })
+	e.killMonitor("m")
 	st := e.state("m")
 	if st.Status != StatusUnknown || !strings.Contains(st.Broken, "monitor gone") {
 		t.Fatalf("container whose monitor was killed: %+v", st)

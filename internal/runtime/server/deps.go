@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth/berth/internal/runtime/cgroupstats"
 	"github.com/berth/berth/internal/runtime/network"
+	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/pause"
 )
 
@@ -65,6 +66,18 @@ type SpecInput struct {
 	// SandboxDir holds the pod's hostname, hosts, resolv.conf and shm/
 	// (absent with host IPC), which every container bind-mounts.
 	SandboxDir string
+}
+
+// PinnedNamespaces are the sandbox's pinned namespaces by type, for its
+// pause process to be born in; a type absent is the host's.
+func (in SpecInput) PinnedNamespaces() map[nspin.Type]string {
+	out := map[nspin.Type]string{}
+	for t, p := range map[nspin.Type]string{nspin.Net: in.NetNSPath, nspin.UTS: in.UTSNSPath, nspin.IPC: in.IPCNSPath} {
+		if p != "" {
+			out[t] = p
+		}
+	}
+	return out
 }
 
 // Specs turns CRI configs into OCI specs and pause processes; errors for

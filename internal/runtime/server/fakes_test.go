@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/berth/berth/internal/runtime/network"
-	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/oci"
 	"github.com/berth/berth/internal/runtime/pause"
 )
@@ -289,15 +288,9 @@ type fakeSpecs struct {
 }
 
 func (*fakeSpecs) Pause(ctx context.Context, in SpecInput) (*pause.Process, error) {
-	ns := map[nspin.Type]string{}
-	for t, p := range map[nspin.Type]string{nspin.Net: in.NetNSPath, nspin.UTS: in.UTSNSPath, nspin.IPC: in.IPCNSPath} {
-		if p != "" {
-			ns[t] = p
-		}
-	}
 	return &pause.Process{
 		Args: []string{"/pause"}, Root: in.RootfsPath, UID: 65535, GID: 65535,
-		Namespaces: ns, CgroupsPath: "/berth/" + in.ID,
+		Namespaces: in.PinnedNamespaces(), CgroupsPath: "/berth/" + in.ID,
 	}, nil
 }
 
