@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -105,9 +106,11 @@ func measure(ctx context.Context, logger *slog.Logger, o options, berth, kind, d
 		return round{}, err
 	}
 	if kind == "berth" {
-		if res.samples[runcRun], err = runcFloor(ctx, t, o.pods); err != nil {
+		floor, err := runcFloor(ctx, t, o.pods)
+		if err != nil {
 			return round{}, fmt.Errorf("runc alone: %w", err)
 		}
+		maps.Copy(res.samples, floor)
 	}
 	if res.loaded, err = runPods(ctx, t, o.runningPod); err != nil {
 		return round{}, err

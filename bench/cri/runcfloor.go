@@ -10,24 +10,37 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/runtime/oci"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
-// runcRun is the sample key of `runc run --detach` timed alone.
-const runcRun = "RuncRun"
+// Sample keys of `runc run --detach` timed alone: run from runc's file, as
+// containerd runs it, and from a sealed in-memory copy, as berth runtime
+// runs it (see oci.SealedCopy).
+const (
+	runcRun       = "RuncRun"
+	runcRunSealed = "RuncRunSealed"
+)
 
-// runcFloor times `runc run --detach` alone, n times, each on the bundle
-// berth runtime has just written for a new container like critest's
-// benchmark one (its image and command, in a pod like critest's), with its
-// own fresh root filesystem: the part of CreateContainer + StartContainer
-// that is the OCI runtime's, which no change to berth can make shorter.
-// Everything else (CreateContainer, the runc delete, RemoveContainer) is
-// left out of the timing.
-func runcFloor(ctx context.Context, t *target, n int) ([]time.Duration, error) {
+// runcFloor times `runc run --detach` alone, n times each way (from the
+// file and from a sealed copy, alternately), each on the bundle berth
+// runtime has just written for a new container like critest's benchmark
+// one (its image and command, in a pod like critest's), with its own fresh
+// root filesystem: the part of CreateContainer + StartContainer that is the
+// OCI runtime's, which no change to berth can make shorter. Everything else
+// (CreateContainer, the runc delete, RemoveContainer) is left out of the
+// timing.
+func runcFloor(ctx context.Context, t *target, n int) (map[string][]time.Duration, error) {
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		return nil, err
 	}
+	sealed, err := oci.SealedCopy(runc)
+	if err != nil {
+		return nil, err
+	}
+	defer sealed.Close()
+	binaries := map[string]string{runcRun: runc, runcRunSealed: oci.ExecPath(sealed)}
 	rt := t.Client.Runtime
 	img := &runtimeapi.ImageSpec{Image: images.CritestDefaultImage}
 	if _, err := t.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img}); err != nil {
@@ -50,8 +63,12 @@ func runcFloor(ctx context.Context, t *target, n int) ([]time.Duration, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	out := make([]time.Duration, 0, n)
-	for i := range n {
+	out := map[string][]time.Duration{}
+	for i := range 2 * n {
+		key := runcRun
+		if i%2 == 1 {
+			key = runcRunSealed
+		}
 		c, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 			PodSandboxId: sb.PodSandboxId, SandboxConfig: pod,
 			Config: &runtimeapi.ContainerConfig{
@@ -62,11 +79,11 @@ func runcFloor(ctx context.Context, t *target, n int) ([]time.Duration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("CreateContainer: %w", err)
 		}
-		took, err := timeRuncRun(ctx, runc, root, filepath.Join(t.Dir, "state", "bundles", c.ContainerId), c.ContainerId)
+		took, err := timeRuncRun(ctx, binaries[key], root, filepath.Join(t.Dir, "state", "bundles", c.ContainerId), c.ContainerId)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, took)
+		out[key] = append(out[key], took)
 		// Never started through CRI, the container is removed without an
 		// OCI runtime call; its root filesystem goes with it.
 		if _, err := rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.ContainerId}); err != nil {

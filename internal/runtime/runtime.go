@@ -175,6 +175,7 @@ type service struct {
 	streamListener  net.Listener
 	metricsListener net.Listener
 	nri             *nri.Service
+	oci             *oci.Runc
 }
 
 func (s *service) close() {
@@ -189,6 +190,9 @@ func (s *service) close() {
 	}
 	if s.metricsListener != nil {
 		s.metricsListener.Close()
+	}
+	if s.oci != nil {
+		s.oci.Close()
 	}
 }
 
@@ -220,6 +224,7 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	svc.oci = ociRuntime
 	netMgr, err := network.New(network.Config{
 		BinDirs: cfg.CNIBinDirs, ConfDir: cfg.CNIConfDir, StateDir: filepath.Join(cfg.StateDir, "cni"),
 		WaitForPodCIDR: cfg.WaitForPodCIDR, Logger: log.With("component", "network"),

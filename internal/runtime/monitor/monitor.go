@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,11 +47,28 @@ type monitor struct {
 	stdinOnce sync.Once
 }
 
-// Run is the whole life of a monitor. It reads its Config from stateDir
-// (which must also be its working directory), waits for the runtime's go on
-// startPipe, creates the container, reports on syncPipe, then serves the
+// AwaitStart waits for the runtime's go on startPipe: the ID of the
+// container this monitor is to run, whose state dir is the monitors'
+// directory joined with it. The runtime may start a monitor before it has
+// a container for it (see package oci); an empty ID, the pipe closed
+// without one, means it never will.
+func AwaitStart(startPipe io.Reader) (id string, err error) {
+	data, err := io.ReadAll(io.LimitReader(startPipe, 256))
+	if err != nil {
+		return "", fmt.Errorf("read the start pipe: %w", err)
+	}
+	id = string(data)
+	if id != "" && (id != filepath.Base(id) || strings.Trim(id, ".") == "") {
+		return "", fmt.Errorf("start pipe: %q is not a container ID", id)
+	}
+	return id, nil
+}
+
+// Run is the whole life of a monitor once started (see AwaitStart). It
+// reads its Config from stateDir (which must also be its working
+// directory), creates the container, reports on syncPipe, then serves the
 // control socket until the container has exited and its exit is recorded.
-func Run(ctx context.Context, stateDir string, startPipe io.Reader, syncPipe io.WriteCloser, log *slog.Logger) error {
+func Run(ctx context.Context, stateDir string, syncPipe io.WriteCloser, log *slog.Logger) error {
 	var cfg Config
 	if err := ReadJSON(filepath.Join(stateDir, ConfigFile), &cfg); err != nil {
 		return reportSync(syncPipe, 0, err)
@@ -59,10 +77,6 @@ func Run(ctx context.Context, stateDir string, startPipe io.Reader, syncPipe io.
 	// `runc run --detach` exits, become our children.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return reportSync(syncPipe, 0, fmt.Errorf("become subreaper: %w", err))
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(startPipe, b[:]); err != nil {
-		return fmt.Errorf("runtime did not start us: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

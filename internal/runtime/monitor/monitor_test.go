@@ -173,3 +173,22 @@ func TestWriteJSONIsAtomic(t *testing.T) {
 		t.Errorf("read back %+v %v", got, err)
 	}
 }
+
+func TestAwaitStartReadsOneContainerID(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		fails    bool
+	}{
+		{in: "0123abc", want: "0123abc"},
+		{in: ""}, // no container: a spare let go
+		{in: "../etc", fails: true},
+		{in: "a/b", fails: true},
+		{in: "..", fails: true},
+		{in: ".", fails: true},
+	} {
+		got, err := AwaitStart(strings.NewReader(tc.in))
+		if (err != nil) != tc.fails || got != tc.want {
+			t.Errorf("AwaitStart(%q) = %q, %v; want %q (fails %v)", tc.in, got, err, tc.want, tc.fails)
+		}
+	}
+}

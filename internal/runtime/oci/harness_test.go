@@ -89,6 +89,9 @@ type testEnv struct {
 	// cgroupParent is unique to the env, so concurrent test runs never
 	// share a container cgroup (IDs like "c1" repeat).
 	cgroupParent string
+	// runtimes are every Runc made, closed after the test's own cleanups
+	// (container deletions) have run.
+	runtimes []*Runc
 }
 
 func newTestEnv(t testing.TB) *testEnv {
@@ -101,6 +104,11 @@ func newTestEnv(t testing.TB) *testEnv {
 	base := t.TempDir()
 	e := &testEnv{t: t, base: base, stateDir: filepath.Join(base, "state", "containers"), runcRoot: filepath.Join(base, "state", "runc"),
 		cgroupParent: filepath.Join("/berth-oci-test", filepath.Base(filepath.Dir(base))+"-"+filepath.Base(base))}
+	t.Cleanup(func() {
+		for _, rt := range e.runtimes {
+			rt.Close()
+		}
+	})
 	e.rt = e.newRuntime()
 	t.Cleanup(e.removeCgroupParent)
 	return e
@@ -131,6 +139,7 @@ func (e *testEnv) newRuntime() *Runc {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.runtimes = append(e.runtimes, rt)
 	return rt
 }
 

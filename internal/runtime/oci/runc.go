@@ -16,7 +16,7 @@ import (
 
 // RuncConfig configures the runc handler.
 type RuncConfig struct {
-	Binary        string // runc path ("" = "runc" from PATH)
+	Binary        string // runc path ("" = "runc" from PATH); a sealed copy of it is what runs
 	Root          string // runc --root, under the runtime's state dir
 	StateDir      string // one directory per container: monitor pid, exit file, sockets
 	MonitorBinary string // berth-monitor path ("" = next to the running executable, then PATH)
@@ -31,12 +31,17 @@ type Runc struct {
 	cfg  RuncConfig
 	log  *slog.Logger
 	runc *gorunc.Runc
+	// sealed is the in-memory copy of the OCI runtime binary that runs
+	// (see SealedCopy); nil if the copy could not be made.
+	sealed *os.File
+	spare  *spareMonitor
 }
 
 var _ Runtime = (*Runc)(nil)
 
 // NewRunc checks the configuration and prepares the state directories.
-func NewRunc(cfg RuncConfig) (Runtime, error) {
+// Close releases what it holds; containers keep running.
+func NewRunc(cfg RuncConfig) (*Runc, error) {
 	return newRunc(cfg)
 }
 
@@ -66,11 +71,26 @@ func newRunc(cfg RuncConfig) (*Runc, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runc{
-		cfg:  cfg,
-		log:  cfg.Logger,
-		runc: &gorunc.Runc{Command: cfg.Binary, Root: cfg.Root},
-	}, nil
+	r := &Runc{cfg: cfg, log: cfg.Logger}
+	if r.sealed, err = SealedCopy(bin); err != nil {
+		r.log.Warn("running the OCI runtime from its file", "binary", bin, "err", err)
+	} else {
+		r.cfg.Binary = ExecPath(r.sealed)
+	}
+	r.runc = &gorunc.Runc{Command: r.cfg.Binary, Root: cfg.Root}
+	r.spare = &spareMonitor{spawn: r.spawnMonitor, log: r.log}
+	return r, nil
+}
+
+// Close ends the spare monitor and releases the sealed copy of the OCI
+// runtime binary; r is unusable afterwards. Containers and their monitors
+// keep running.
+func (r *Runc) Close() error {
+	r.spare.close()
+	if r.sealed == nil {
+		return nil
+	}
+	return r.sealed.Close()
 }
 
 // findMonitor resolves the monitor binary: as given, else berth-monitor

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	gorunc "github.com/containerd/go-runc"
@@ -49,6 +48,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 		if err != nil {
 			r.cleanupFailedCreate(opts, dir, mon)
 		}
+		r.spare.fill()
 	}()
 	if opts.Spec != nil {
 		if err := WriteSpec(opts.BundleDir, opts.Spec); err != nil {
@@ -110,50 +110,25 @@ func ReadSpec(bundle string) (*specs.Spec, error) {
 	return &spec, nil
 }
 
-// startMonitor starts the monitor in its own session with a start pipe and
-// a sync pipe. Its identity (PID and start time) is recorded before it is
-// told to go, so there is no moment when a monitor runs unrecorded.
+// startMonitor gives the container whose state dir is dir a monitor: the
+// spare one if ready, else a new one.
 func (r *Runc) startMonitor(dir string) (*exec.Cmd, *os.File, error) {
-	startR, startW, err := os.Pipe()
+	if m := r.spare.take(); m != nil {
+		err := m.assign(dir)
+		if err == nil {
+			return m.cmd, m.syncR, nil
+		}
+		// The spare died while waiting; the container gets its own.
+		r.log.Warn("spare monitor unusable", "err", err)
+	}
+	m, err := r.spawnMonitor()
 	if err != nil {
 		return nil, nil, err
 	}
-	defer startW.Close()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		startR.Close()
-		return nil, nil, err
+	if err := m.assign(dir); err != nil {
+		return m.cmd, nil, err
 	}
-	cmd := exec.Command(r.cfg.MonitorBinary, dir)
-	cmd.Dir = dir
-	// One P is plenty for a process that mostly sleeps, and each extra P
-	// and thread costs resident memory in every monitor.
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	cmd.ExtraFiles = []*os.File{startR, syncW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	startR.Close()
-	syncW.Close()
-	if err != nil {
-		syncR.Close()
-		return nil, nil, fmt.Errorf("start monitor: %w", err)
-	}
-	// While this runtime lives it is the monitor's parent and must reap it
-	// when it exits (after its container).
-	reapOnExit(cmd.Process)
-	proc, err := monitor.ProcessOf(cmd.Process.Pid)
-	if err == nil {
-		err = monitor.WriteProcess(filepath.Join(dir, monitor.PidFile), proc)
-	}
-	if err == nil {
-		_, err = startW.Write([]byte{1})
-	}
-	if err != nil {
-		_ = cmd.Process.Kill()
-		syncR.Close()
-		return cmd, nil, fmt.Errorf("start monitor: %w", err)
-	}
-	return cmd, syncR, nil
+	return m.cmd, m.syncR, nil
 }
 
 // readSync waits for the monitor's report on `runc run --detach`.
