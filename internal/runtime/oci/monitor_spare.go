@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -93,17 +94,29 @@ type spareMonitor struct {
 	spawn func() (*monitorProc, error)
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	ready   *monitorProc
-	filling bool
+	mu    sync.Mutex
+	ready *monitorProc
+	// filled is closed when the spare being made is ready (or failed);
+	// nil when none is being made.
+	filled  chan struct{}
 	closed  bool
 	fillers sync.WaitGroup
 }
 
-// take returns the spare monitor, or nil if none is ready.
-func (s *spareMonitor) take() *monitorProc {
+// take returns the spare monitor, or nil if none is ready. A spare being
+// made is waited for: it is further along than a new one would be.
+func (s *spareMonitor) take(ctx context.Context) *monitorProc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ready == nil && s.filled != nil {
+		filled := s.filled
+		s.mu.Unlock()
+		select {
+		case <-filled:
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+	}
 	m := s.ready
 	s.ready = nil
 	return m
@@ -113,17 +126,19 @@ func (s *spareMonitor) take() *monitorProc {
 func (s *spareMonitor) fill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.filling || s.ready != nil {
+	if s.closed || s.filled != nil || s.ready != nil {
 		return
 	}
-	s.filling = true
+	filled := make(chan struct{})
+	s.filled = filled
 	s.fillers.Add(1)
 	go func() {
 		defer s.fillers.Done()
 		m, err := s.spawn()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.filling = false
+		defer close(filled)
+		s.filled = nil
 		switch {
 		case err != nil:
 			s.log.Warn("no spare monitor", "err", err)

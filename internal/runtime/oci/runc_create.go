@@ -63,7 +63,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 	if err := monitor.WriteJSON(filepath.Join(dir, monitor.ConfigFile), cfg); err != nil {
 		return 0, fmt.Errorf("write monitor config: %w", err)
 	}
-	mon, syncR, err := r.startMonitor(dir)
+	mon, syncR, err := r.startMonitor(ctx, dir)
 	if err != nil {
 		return 0, err
 	}
@@ -112,8 +112,8 @@ func ReadSpec(bundle string) (*specs.Spec, error) {
 
 // startMonitor gives the container whose state dir is dir a monitor: the
 // spare one if ready, else a new one.
-func (r *Runc) startMonitor(dir string) (*exec.Cmd, *os.File, error) {
-	if m := r.spare.take(); m != nil {
+func (r *Runc) startMonitor(ctx context.Context, dir string) (*exec.Cmd, *os.File, error) {
+	if m := r.spare.take(ctx); m != nil {
 		err := m.assign(dir)
 		if err == nil {
 			return m.cmd, m.syncR, nil
