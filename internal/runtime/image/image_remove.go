@@ -29,7 +29,7 @@ func (s *Service) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageRe
 		if err != nil || rec == nil {
 			return err
 		}
-		if users := md.inUseBy(rec.ID); len(users) > 0 {
+		if users := s.usersOfLocked(rec.ID); len(users) > 0 {
 			return status.Errorf(codes.FailedPrecondition, "image %s is in use by containers %v", describeRecord(rec), users)
 		}
 		delete(md.Images, rec.ID)

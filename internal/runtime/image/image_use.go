@@ -1,57 +1,65 @@
 package image
 
 import (
+	"slices"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// Use records that containerID uses image imageRef (ID, tag or digest), so
-// RemoveImage refuses the image until Release. PrepareRootfs does this itself.
-func (s *Service) Use(imageRef, containerID string) error {
-	if err := checkContainerID(containerID); err != nil {
-		return err
+// Which container uses which image lives in each container's mount record
+// (containers/ID/mount.json, written durably before PrepareRootfs returns
+// and removed with the rootfs); Service.users is its in-memory index,
+// rebuilt from those records when the store opens. One durable record per
+// container, not a second copy in metadata.json, means creating or removing
+// a container rewrites no index.
+
+// loadUsers reads every container's mount record into a users index. A
+// container without a readable record uses nothing: Recover reports it.
+func loadUsers(rootfs *rootfsManager) (map[string]string, error) {
+	ids, err := rootfs.list()
+	if err != nil {
+		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, err := s.useLocked(imageRef, containerID)
-	return err
+	users := make(map[string]string, len(ids))
+	for _, id := range ids {
+		if rec, err := rootfs.readRecord(id); err == nil {
+			users[id] = rec.ImageID
+		}
+	}
+	return users, nil
 }
 
-// Release ends containerID's use of its image. RemoveRootfs does this itself.
-func (s *Service) Release(containerID string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.releaseLocked(containerID)
-}
-
+// useLocked records, in memory, that containerID uses the image imageRef
+// names; its mount record makes that durable. Callers hold s.mu.
 func (s *Service) useLocked(imageRef, containerID string) (*imageRecord, error) {
-	var rec *imageRecord
-	err := s.meta.update(func(md *metadata) error {
-		found, err := md.find(imageRef)
-		if err != nil {
-			return err
-		}
-		if found == nil {
-			return notFound(imageRef)
-		}
-		if prev, ok := md.Users[containerID]; ok && prev != found.ID {
-			return status.Errorf(codes.AlreadyExists, "container %s already uses image %s", containerID, prev)
-		}
-		md.Users[containerID] = found.ID
-		rec = found
-		return nil
-	})
-	return rec, err
+	rec, err := s.lookup(imageRef)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, notFound(imageRef)
+	}
+	if prev, ok := s.users[containerID]; ok && prev != rec.ID {
+		return nil, status.Errorf(codes.AlreadyExists, "container %s already uses image %s", containerID, prev)
+	}
+	s.users[containerID] = rec.ID
+	return rec, nil
 }
 
-func (s *Service) releaseLocked(containerID string) error {
-	var present bool
-	s.meta.view(func(md *metadata) { _, present = md.Users[containerID] })
-	if !present {
-		return nil
+// releaseLocked ends containerID's use of its image. Callers hold s.mu.
+func (s *Service) releaseLocked(containerID string) {
+	delete(s.users, containerID)
+}
+
+// usersOfLocked returns the containers using image id, sorted. Callers hold s.mu.
+func (s *Service) usersOfLocked(id string) []string {
+	var users []string
+	for c, img := range s.users {
+		if img == id {
+			users = append(users, c)
+		}
 	}
-	return s.meta.update(func(md *metadata) error {
-		delete(md.Users, containerID)
-		return nil
-	})
+	slices.Sort(users)
+	return users
 }

@@ -29,12 +29,11 @@ type imageRecord struct {
 	Size uint64 `json:"size"`
 }
 
-// metadata is the persisted index: every image by ID and every container
-// using an image.
+// metadata is the persisted index of every image by ID. Which container
+// uses which image is not in it: each container's mount record says that
+// (see Service.users), so creating a container rewrites no index.
 type metadata struct {
 	Images map[string]*imageRecord `json:"images"`
-	// Users maps container ID to the image ID its root filesystem comes from.
-	Users map[string]string `json:"users"`
 }
 
 // metadataStore holds the index in memory and persists each change
@@ -59,9 +58,6 @@ func openMetadataStore(path string) (*metadataStore, error) {
 	}
 	if m.data.Images == nil {
 		m.data.Images = map[string]*imageRecord{}
-	}
-	if m.data.Users == nil {
-		m.data.Users = map[string]string{}
 	}
 	return m, nil
 }
@@ -189,18 +185,6 @@ func mergeSorted(a, b []string) []string {
 	out := slices.Concat(a, b)
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// inUseBy returns the containers using image id.
-func (md *metadata) inUseBy(id string) []string {
-	var users []string
-	for c, img := range md.Users {
-		if img == id {
-			users = append(users, c)
-		}
-	}
-	slices.Sort(users)
-	return users
 }
 
 // notFound is the gRPC error for an image reference that matches nothing.

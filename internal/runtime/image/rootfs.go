@@ -12,7 +12,7 @@ import (
 // image imageID (an ID, tag or digest): an overlay of the image's shared
 // layer snapshots with a per-container upper and work directory. It records
 // that the container uses the image, so RemoveImage refuses it until
-// RemoveRootfs. readOnly mounts the overlay read-only; a container with a
+// RemoveRootfs (see image_use.go). readOnly mounts the overlay read-only; a container with a
 // read-only root normally wants false here and Root.Readonly in its OCI spec,
 // so that the OCI runtime can still create mount points before remounting.
 // Calling it again for the same container and image returns the same path.
@@ -49,9 +49,7 @@ func (s *Service) PrepareRootfs(ctx context.Context, imageID, containerID string
 			if rerr := s.rootfs.remove(containerID); rerr != nil {
 				s.log.WarnContext(ctx, "cleanup of failed rootfs", "container", containerID, "err", rerr)
 			}
-			if rerr := s.releaseLocked(containerID); rerr != nil {
-				s.log.WarnContext(ctx, "release of failed rootfs", "container", containerID, "err", rerr)
-			}
+			s.releaseLocked(containerID)
 		}
 		return "", status.Errorf(codes.Internal, "prepare rootfs of %s: %v", containerID, err)
 	}
@@ -70,5 +68,6 @@ func (s *Service) RemoveRootfs(ctx context.Context, containerID string) error {
 	if err := s.rootfs.remove(containerID); err != nil {
 		return status.Errorf(codes.Internal, "%v", err)
 	}
-	return s.releaseLocked(containerID)
+	s.releaseLocked(containerID)
+	return nil
 }

@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 )
 
@@ -12,9 +13,9 @@ type RecoverResult struct {
 	Mounted []string
 	// Failed maps containers whose rootfs could not be restored to why.
 	Failed map[string]error
-	// Uses maps every container recorded as using an image to that image's
-	// ID, so the caller can Release (or RemoveRootfs) the containers it no
-	// longer knows, e.g. after a crash between recording a use and creating
+	// Uses maps every container whose rootfs records an image to that
+	// image's ID, so the caller can RemoveRootfs the containers it no longer
+	// knows, e.g. after a crash between preparing a rootfs and recording
 	// the container.
 	Uses map[string]string
 }
@@ -25,12 +26,7 @@ type RecoverResult struct {
 func (s *Service) Recover(ctx context.Context) (RecoverResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := RecoverResult{Failed: map[string]error{}, Uses: map[string]string{}}
-	s.meta.view(func(md *metadata) {
-		for c, img := range md.Users {
-			res.Uses[c] = img
-		}
-	})
+	res := RecoverResult{Failed: map[string]error{}, Uses: maps.Clone(s.users)}
 	ids, err := s.rootfs.list()
 	if err != nil {
 		return res, err
@@ -51,10 +47,10 @@ func (s *Service) recoverOne(id string) error {
 	if err != nil {
 		return fmt.Errorf("read mount record: %w", err)
 	}
-	var user string
-	s.meta.view(func(md *metadata) { user = md.Users[id] })
-	if user != rec.ImageID {
-		return fmt.Errorf("image %s is not recorded as used by this container", rec.ImageID)
+	var known bool
+	s.meta.view(func(md *metadata) { known = md.Images[rec.ImageID] != nil })
+	if !known {
+		return fmt.Errorf("its image %s is not in the store", rec.ImageID)
 	}
 	for _, l := range rec.LowerDirs {
 		if _, err := os.Stat(l); err != nil {

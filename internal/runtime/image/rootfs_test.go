@@ -148,9 +148,15 @@ func TestRemoveImageRefusedWhileInUse(t *testing.T) {
 	ref := reg.host + "/test/used:1"
 	id := pull(t, s, ref)
 	ctx := context.Background()
+	index := statIndex(t, s)
 	rootfs, err := s.PrepareRootfs(ctx, ref, "user1", false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The use is in the container's own mount record: taking an image
+	// rewrites no index (metadata.json is replaced on every write).
+	if now := statIndex(t, s); !os.SameFile(now, index) || now.ModTime() != index.ModTime() {
+		t.Error("PrepareRootfs rewrote metadata.json")
 	}
 	_, err = s.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
 	if status.Code(err) != codes.FailedPrecondition {
@@ -161,6 +167,9 @@ func TestRemoveImageRefusedWhileInUse(t *testing.T) {
 	}
 	if err := s.RemoveRootfs(ctx, "user1"); err != nil {
 		t.Fatal(err)
+	}
+	if now := statIndex(t, s); !os.SameFile(now, index) {
+		t.Error("RemoveRootfs rewrote metadata.json")
 	}
 	if _, err := os.Stat(rootfs); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("rootfs still there after RemoveRootfs: %v", err)
@@ -174,6 +183,15 @@ func TestRemoveImageRefusedWhileInUse(t *testing.T) {
 	if imageStatus(t, s, ref) != nil {
 		t.Fatal("image still present after removal")
 	}
+}
+
+func statIndex(t *testing.T, s *Service) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(s.cfg.Root, "metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
 }
 
 func TestStoreAndRootfsSurviveRestart(t *testing.T) {
@@ -221,7 +239,7 @@ func TestStoreAndRootfsSurviveRestart(t *testing.T) {
 	}
 	_, err = second.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 	if status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("use of the image was not persisted: RemoveImage = %v", err)
+		t.Fatalf("use of the image was not recovered from the mount record: RemoveImage = %v", err)
 	}
 }
 

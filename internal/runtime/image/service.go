@@ -6,13 +6,13 @@
 // On disk, under Config.Root:
 //
 //	metadata.json                  images by ID (config digest) with their tags,
-//	                               digests and layers, and which container uses
-//	                               which image; replaced atomically
+//	                               digests and layers; replaced atomically
 //	blobs/sha256/HEX               manifests, configs, compressed layers
 //	snapshots/CHAINID/fs           one unpacked layer in overlayfs form, shared
 //	containers/ID/{upper,work}     a container's writable layer
 //	containers/ID/merged           the container's overlay mount (its rootfs)
-//	containers/ID/mount.json       how to mount it again after a reboot
+//	containers/ID/mount.json       how to mount it again after a reboot, and
+//	                               so which image the container uses
 package image
 
 import (
@@ -85,9 +85,12 @@ type Service struct {
 	mirrors    *mirrorResolver
 	pinned     map[string]bool // normalised references of Config.Pinned
 
-	// mu serialises changes to the metadata (pull commit, remove, use/release)
-	// so that RemoveImage can never race a container taking the image.
+	// mu serialises changes to the metadata (pull commit, remove) and to
+	// users, so that RemoveImage can never race a container taking the image.
 	mu sync.Mutex
+	// users maps container ID to the ID of the image its rootfs comes from
+	// (see image_use.go). Guarded by mu.
+	users map[string]string
 }
 
 var _ runtimeapi.ImageServiceServer = (*Service)(nil)
@@ -141,6 +144,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	users, err := loadUsers(rootfs)
+	if err != nil {
+		return nil, fmt.Errorf("image: %w", err)
+	}
 	// Registered last, so a failure above leaves the registerer untouched.
 	metrics, err := newPullMetrics(cfg.Metrics)
 	if err != nil {
@@ -157,6 +164,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		mirrors:  mirrors,
 		inflight: map[string]*sharedPull{},
 		pinned:   pinned,
+		users:    users,
 	}
 	// Content left by a crash between recording a removal and deleting its
 	// files, or by a pull that never completed, is garbage now.

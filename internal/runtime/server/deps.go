@@ -43,7 +43,7 @@ type Images interface {
 
 // RootfsRecovery is what the image store found on start.
 type RootfsRecovery struct {
-	InUse  []string         // rootfs IDs recorded as using an image
+	InUse  []string         // rootfs IDs whose mount record names an image
 	Failed map[string]error // rootfs IDs that could not be remounted, and why
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -223,10 +224,13 @@ type fakeImages struct {
 	dir    string
 	known  map[string]Image
 	rootfs map[string]string // container ID -> image ID
+	// halfMade are rootfses without a mount record (a crash while they
+	// were made): recovery can neither restore them nor say their image.
+	halfMade map[string]bool
 }
 
 func newFakeImages(dir string, refs ...string) *fakeImages {
-	f := &fakeImages{dir: dir, known: map[string]Image{}, rootfs: map[string]string{}}
+	f := &fakeImages{dir: dir, known: map[string]Image{}, rootfs: map[string]string{}, halfMade: map[string]bool{}}
 	for i, ref := range refs {
 		f.known[ref] = Image{ID: fmt.Sprintf("sha256:%064d", i), RepoTags: []string{ref}}
 	}
@@ -260,15 +264,19 @@ func (f *fakeImages) RemoveRootfs(ctx context.Context, containerID string) error
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.rootfs, containerID)
+	delete(f.halfMade, containerID)
 	return os.RemoveAll(filepath.Join(f.dir, containerID))
 }
 
 func (f *fakeImages) RecoverRootfs(ctx context.Context) (RootfsRecovery, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := RootfsRecovery{}
+	out := RootfsRecovery{Failed: map[string]error{}}
 	for id := range f.rootfs {
 		out.InUse = append(out.InUse, id)
+	}
+	for id := range f.halfMade {
+		out.Failed[id] = errors.New("no mount record")
 	}
 	return out, nil
 }

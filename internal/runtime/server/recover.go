@@ -186,7 +186,16 @@ func (s *Server) releaseUnownedRootfs(ctx context.Context, rootfs RootfsRecovery
 			owned[v] = true
 		}
 	}
+	// Root filesystems with a mount record, and half-made ones without
+	// (a crash before it was written), which could not be restored.
+	present := map[string]bool{}
 	for _, id := range rootfs.InUse {
+		present[id] = true
+	}
+	for id := range rootfs.Failed {
+		present[id] = true
+	}
+	for id := range present {
 		if owned[id] {
 			continue
 		}

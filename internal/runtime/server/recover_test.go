@@ -156,3 +156,25 @@ func TestRestartMarksSandboxWithLostNetNSNotReady(t *testing.T) {
 		t.Fatalf("sandbox without its netns: %v %v", sst, err)
 	}
 }
+
+// Root filesystems no sandbox or container owns are removed at start-up:
+// recorded ones, and half-made ones whose image is not even known.
+func TestRestartRemovesRootfsesNothingOwns(t *testing.T) {
+	h := newHarness(t)
+	sb, _ := h.runSandbox("owner")
+	h.stop()
+	h.images.rootfs["orphan"] = "sha256:gone"
+	h.images.halfMade["half"] = true
+	h.start()
+	h.images.mu.Lock()
+	defer h.images.mu.Unlock()
+	if _, ok := h.images.rootfs["orphan"]; ok {
+		t.Error("a recorded rootfs nothing owns was kept")
+	}
+	if h.images.halfMade["half"] {
+		t.Error("a half-made rootfs nothing owns was kept")
+	}
+	if _, ok := h.images.rootfs[sb]; !ok {
+		t.Error("the sandbox's own rootfs was removed")
+	}
+}
