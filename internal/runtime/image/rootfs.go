@@ -11,10 +11,11 @@ import (
 // PrepareRootfs mounts the root filesystem of container containerID from
 // image imageID (an ID, tag or digest): an overlay of the image's shared
 // layer snapshots with a per-container upper and work directory. It records
-// that the container uses the image, so RemoveImage refuses it until
-// RemoveRootfs (see image_use.go). readOnly mounts the overlay read-only; a container with a
-// read-only root normally wants false here and Root.Readonly in its OCI spec,
-// so that the OCI runtime can still create mount points before remounting.
+// that the container uses the image (see image_use.go), so RemoveImage
+// refuses it until RemoveRootfs. readOnly mounts the overlay read-only; a
+// container with a read-only root normally wants false here and
+// Root.Readonly in its OCI spec, so that the OCI runtime can still create
+// mount points before remounting.
 // Calling it again for the same container and image returns the same path.
 func (s *Service) PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error) {
 	if err := checkContainerID(containerID); err != nil {
