@@ -18,6 +18,9 @@ for bin in "$BERTH_BIN" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/critest" "$TOOLS_DI
 done
 
 WORK=$(mktemp -d /tmp/berth-critest.XXXXXX)
+# Traversable, as /var/lib is: the root of a user-namespaced pod is a host
+# user of its own and must reach its files below.
+chmod 711 "$WORK"
 SOCK="$WORK/runtime.sock"
 ENDPOINT="unix://$SOCK"
 REPORT="${CRITEST_REPORT:-$WORK/junit.xml}"

@@ -43,8 +43,8 @@ func (a imageAdapter) Ensure(ctx context.Context, ref string) (server.Image, err
 	return a.Resolve(ctx, ref)
 }
 
-func (a imageAdapter) PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error) {
-	return a.svc.PrepareRootfs(ctx, imageID, containerID, readOnly)
+func (a imageAdapter) PrepareRootfs(ctx context.Context, imageID, containerID string, opts image.RootfsOptions) (string, error) {
+	return a.svc.PrepareRootfs(ctx, imageID, containerID, opts)
 }
 
 func (a imageAdapter) RemoveRootfs(ctx context.Context, containerID string) error {
@@ -76,7 +76,7 @@ func (a specAdapter) Pause(ctx context.Context, in server.SpecInput) (*pause.Pro
 func (a specAdapter) Container(ctx context.Context, in server.SpecInput) (*specs.Spec, error) {
 	return spec.Generate(ctx, spec.Input{
 		ID: in.ID, SandboxID: in.SandboxID, Sandbox: in.Sandbox, Container: in.Container, Image: in.Image,
-		RootfsPath: in.RootfsPath, SandboxPid: in.SandboxPid, NetNSPath: in.NetNSPath,
+		RootfsPath: in.RootfsPath, SandboxPid: in.SandboxPid, NetNSPath: in.NetNSPath, UserNSPath: in.UserNSPath,
 		UTSNSPath: in.UTSNSPath, IPCNSPath: in.IPCNSPath, SysctlsSet: in.SysctlsSet,
 		SandboxDir: in.SandboxDir, Host: a.host,
 	})

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -209,6 +210,9 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	if err := svc.metrics.Register(svc.registry); err != nil {
 		return nil, err
 	}
+	if err := makeTraversable(cfg.Root, cfg.StateDir); err != nil {
+		return nil, err
+	}
 	var err error
 	svc.images, err = image.New(ctx, image.Config{
 		Root: filepath.Join(cfg.Root, "images"), Mirrors: cfg.Mirrors, Insecure: cfg.Insecure,
@@ -263,7 +267,9 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	svc.runtime, err = server.New(ctx, server.Config{
 		StateDir: cfg.StateDir, PauseImage: cfg.PauseImage, OCI: ociRuntime,
 		Images: imageAdapter{svc.images}, Specs: specAdapter{host: host}, Network: netMgr,
-		Features:  server.Features{RecursiveReadOnlyMounts: host.RecursiveReadOnly, SupplementalGroupsPolicy: true},
+		Features: server.Features{
+			RecursiveReadOnlyMounts: host.RecursiveReadOnly, SupplementalGroupsPolicy: true, UserNamespaces: host.UserNamespaces,
+		},
 		Streaming: svc.stream, Metrics: svc.metrics, NRI: hooks, Logger: log.With("component", "cri"),
 	})
 	if err != nil {
@@ -289,4 +295,29 @@ func ociBinary(name string) string {
 		return "runc"
 	}
 	return name
+}
+
+// makeTraversable creates the runtime's own directories as 0711, or lets
+// others search ones that exist (adds the x bits, changes nothing else):
+// others may pass through but not list them. The root of a
+// user-namespaced container is such another user (a host ID of the pod's
+// range) and must reach its root filesystem and its pod's files (hosts,
+// resolv.conf) below them; what it must not read stays in 0700
+// directories and 0600 files further down.
+func makeTraversable(dirs ...string) error {
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if mode := fi.Mode().Perm(); mode&0o011 != 0o011 {
+			if err := os.Chmod(d, mode|0o011); err != nil {
+				return fmt.Errorf("let others search %s: %w", d, err)
+			}
+		}
+	}
+	return nil
 }

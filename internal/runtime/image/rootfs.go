@@ -12,12 +12,9 @@ import (
 // image imageID (an ID, tag or digest): an overlay of the image's shared
 // layer snapshots with a per-container upper and work directory. It records
 // that the container uses the image (see image_use.go), so RemoveImage
-// refuses it until RemoveRootfs. readOnly mounts the overlay read-only; a
-// container with a read-only root normally wants false here and
-// Root.Readonly in its OCI spec, so that the OCI runtime can still create
-// mount points before remounting.
+// refuses it until RemoveRootfs. opts say how (see RootfsOptions).
 // Calling it again for the same container and image returns the same path.
-func (s *Service) PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error) {
+func (s *Service) PrepareRootfs(ctx context.Context, imageID, containerID string, opts RootfsOptions) (string, error) {
 	if err := checkContainerID(containerID); err != nil {
 		return "", err
 	}
@@ -43,7 +40,7 @@ func (s *Service) PrepareRootfs(ctx context.Context, imageID, containerID string
 	if _, err := s.useLocked(rec.ID, containerID); err != nil {
 		return "", err
 	}
-	path, err := s.rootfs.prepare(containerID, mountRecord{ImageID: rec.ID, LowerDirs: lowers, ReadOnly: readOnly})
+	path, err := s.rootfs.prepare(containerID, mountRecord{ImageID: rec.ID, LowerDirs: lowers, RootfsOptions: opts})
 	if err != nil {
 		if !repeat {
 			// Leave nothing half-created: no directories, no use of the image.

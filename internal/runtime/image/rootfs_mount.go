@@ -21,19 +21,50 @@ type rootfsManager struct {
 	dir string
 }
 
+// RootfsOptions say how PrepareRootfs mounts a container's root filesystem.
+type RootfsOptions struct {
+	// ReadOnly mounts the overlay read-only. A container with a read-only
+	// root normally wants false here and Root.Readonly in its OCI spec, so
+	// that the OCI runtime can still create mount points before remounting.
+	ReadOnly bool `json:"readOnly"`
+	// Owner, for a container in a user namespace of its own, is the host
+	// user and group of that namespace's root. The container's directory
+	// and the overlay's root are theirs: the container's root must reach
+	// its root filesystem and own it.
+	Owner *Owner `json:"owner,omitempty"`
+	// IDMapUserns, if set, is a user namespace (a /proc/PID/ns/user or a
+	// pinned one) through whose ID mappings the image's layers are
+	// mounted, so that files the image gives root belong to the
+	// container's root, not the host's. It needs idmapped mounts (Linux
+	// 5.19 with overlayfs on idmapped layers).
+	IDMapUserns string `json:"idmapUserns,omitempty"`
+}
+
+// Owner is a host user and group.
+type Owner struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
 // mountRecord is persisted beside each container's overlay so Recover can
-// remount it exactly after a restart or reboot.
+// remount it exactly after a restart or reboot (an idmapped one only while
+// its user namespace lives).
 type mountRecord struct {
 	ImageID   string   `json:"imageID"`
 	LowerDirs []string `json:"lowerDirs"` // topmost layer first, as overlayfs wants
-	ReadOnly  bool     `json:"readOnly"`
+	RootfsOptions
 }
 
 var validContainerID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 func newRootfsManager(dir string) (*rootfsManager, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("create container rootfs dir: %w", err)
+	}
+	// Each container's directory is private (see prepare); this one only
+	// lets their owners through, also where an older version made it 0700.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("container rootfs dir: %w", err)
 	}
 	return &rootfsManager{dir: dir}, nil
 }
@@ -42,11 +73,25 @@ func (m *rootfsManager) containerDir(id string) string { return filepath.Join(m.
 func (m *rootfsManager) merged(id string) string       { return filepath.Join(m.dir, id, "merged") }
 
 // prepare creates the container's directories, records the mount and mounts it.
+// The container's directory is private to root, or to the owner of a
+// user-namespaced one; its parents are traversable (0711) so that such an
+// owner can reach it.
 func (m *rootfsManager) prepare(id string, rec mountRecord) (string, error) {
 	dir := m.containerDir(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create container dir: %w", err)
+	}
 	for _, sub := range []string{"upper", "work", "merged"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return "", fmt.Errorf("create %s dir: %w", sub, err)
+		}
+	}
+	if o := rec.Owner; o != nil {
+		// upper's root is the overlay's root, so it is the owner's too.
+		for _, p := range []string{dir, filepath.Join(dir, "upper")} {
+			if err := os.Lchown(p, int(o.UID), int(o.GID)); err != nil {
+				return "", fmt.Errorf("give %s to %d:%d: %w", p, o.UID, o.GID, err)
+			}
 		}
 	}
 	raw, err := json.Marshal(rec)
@@ -97,6 +142,16 @@ func (m *rootfsManager) mount(id string, rec mountRecord) error {
 		if strings.ContainsAny(p, ":,") {
 			return fmt.Errorf("overlay path %q contains ':' or ','", p)
 		}
+	}
+	if rec.IDMapUserns != "" {
+		idmapped, err := idmapLayers(lowers, filepath.Join(dir, "lower"), rec.IDMapUserns)
+		if err != nil {
+			return err
+		}
+		// overlayfs keeps private clones of its layers' mounts, so the
+		// idmapped ones need not stay attached once it is mounted.
+		defer detachAll(idmapped)
+		lowers = idmapped
 	}
 	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off",
 		strings.Join(lowers, ":"), filepath.Join(dir, "upper"), filepath.Join(dir, "work"))

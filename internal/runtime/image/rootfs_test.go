@@ -46,16 +46,23 @@ func layeredImage() (base, top []entry) {
 	return base, top
 }
 
-func TestOverlayRootfsHonoursWhiteoutsAndMetadata(t *testing.T) {
+// pulledLayeredImage is a store, on a host that can mount overlays, holding
+// layeredImage, whose ID it returns.
+func pulledLayeredImage(t *testing.T) (*Service, string) {
+	t.Helper()
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Overlayfs)
 	reg := startRegistry(t, nil)
 	base, top := layeredImage()
 	reg.push(t, "test/layers:1", testImage(t, "", layer(t, base...), layer(t, top...)))
 	s := newTestService(t, t.TempDir(), nil)
-	id := pull(t, s, reg.host+"/test/layers:1")
+	return s, pull(t, s, reg.host+"/test/layers:1")
+}
+
+func TestOverlayRootfsHonoursWhiteoutsAndMetadata(t *testing.T) {
+	s, id := pulledLayeredImage(t)
 	ctx := context.Background()
 
-	rootfs, err := s.PrepareRootfs(ctx, id, "c1", false)
+	rootfs, err := s.PrepareRootfs(ctx, id, "c1", RootfsOptions{})
 	if err != nil {
 		t.Fatalf("PrepareRootfs: %v", err)
 	}
@@ -110,7 +117,7 @@ func TestOverlayRootfsHonoursWhiteoutsAndMetadata(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rootfs, "shared"), []byte("changed"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	other, err := s.PrepareRootfs(ctx, id, "c2", false)
+	other, err := s.PrepareRootfs(ctx, id, "c2", RootfsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +134,7 @@ func TestReadOnlyRootfs(t *testing.T) {
 	s := newTestService(t, t.TempDir(), nil)
 	id := pull(t, s, reg.host+"/test/ro:1")
 	ctx := context.Background()
-	rootfs, err := s.PrepareRootfs(ctx, id, "ro", true)
+	rootfs, err := s.PrepareRootfs(ctx, id, "ro", RootfsOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +156,7 @@ func TestRemoveImageRefusedWhileInUse(t *testing.T) {
 	id := pull(t, s, ref)
 	ctx := context.Background()
 	index := statIndex(t, s)
-	rootfs, err := s.PrepareRootfs(ctx, ref, "user1", false)
+	rootfs, err := s.PrepareRootfs(ctx, ref, "user1", RootfsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +211,7 @@ func TestStoreAndRootfsSurviveRestart(t *testing.T) {
 
 	first := newTestService(t, root, nil)
 	id := pull(t, first, ref)
-	rootfs, err := first.PrepareRootfs(ctx, id, "survivor", false)
+	rootfs, err := first.PrepareRootfs(ctx, id, "survivor", RootfsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,10 +273,10 @@ func TestRecoverReportsBrokenRootfs(t *testing.T) {
 func TestPrepareRootfsRejectsBadInput(t *testing.T) {
 	s := newTestService(t, t.TempDir(), nil)
 	ctx := context.Background()
-	if _, err := s.PrepareRootfs(ctx, "example.com/none:1", "../escape", false); status.Code(err) != codes.InvalidArgument {
+	if _, err := s.PrepareRootfs(ctx, "example.com/none:1", "../escape", RootfsOptions{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("container ID ../escape: %v, want InvalidArgument", err)
 	}
-	if _, err := s.PrepareRootfs(ctx, "example.com/none:1", "c1", false); status.Code(err) != codes.NotFound {
+	if _, err := s.PrepareRootfs(ctx, "example.com/none:1", "c1", RootfsOptions{}); status.Code(err) != codes.NotFound {
 		t.Fatalf("unknown image: %v, want NotFound", err)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(s.cfg.Root, "containers")); len(entries) != 0 {
@@ -295,7 +302,7 @@ func TestFailedPrepareRootfsLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := s.PrepareRootfs(ctx, id, "doomed", false); status.Code(err) != codes.Internal {
+	if _, err := s.PrepareRootfs(ctx, id, "doomed", RootfsOptions{}); status.Code(err) != codes.Internal {
 		t.Fatalf("PrepareRootfs over a damaged layer: %v, want Internal", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "containers", "doomed")); !errors.Is(err, os.ErrNotExist) {

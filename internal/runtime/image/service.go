@@ -125,8 +125,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		}
 		pinned[parsed.String()] = true
 	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	// Traversable only (see rootfsManager.prepare): blobs and layers stay
+	// in 0700 directories below.
+	if err := os.MkdirAll(root, 0o711); err != nil {
 		return nil, fmt.Errorf("image: create root: %w", err)
+	}
+	if err := os.Chmod(root, 0o711); err != nil {
+		return nil, fmt.Errorf("image: root: %w", err)
 	}
 	meta, err := openMetadataStore(filepath.Join(root, "metadata.json"))
 	if err != nil {

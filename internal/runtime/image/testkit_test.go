@@ -35,7 +35,7 @@ func TestPullTestkitCatalogue(t *testing.T) {
 
 	mount := func(ref, container string) string {
 		t.Helper()
-		rootfs, err := s.PrepareRootfs(ctx, ref, container, false)
+		rootfs, err := s.PrepareRootfs(ctx, ref, container, RootfsOptions{})
 		if err != nil {
 			t.Fatalf("PrepareRootfs %s: %v", ref, err)
 		}

@@ -10,11 +10,15 @@ import "fmt"
 // Type is a kind of namespace, named as in /proc/PID/ns.
 type Type string
 
-// The namespace types a pod's sandbox may pin.
+// The namespace types a pod's sandbox may pin. Pin and EnterAll take Net,
+// UTS and IPC; a user namespace (User) can only be created by a new process
+// (a multithreaded one may neither unshare nor join one), so it is pinned
+// from such a process with PinProcess.
 const (
-	Net Type = "net"
-	UTS Type = "uts"
-	IPC Type = "ipc"
+	Net  Type = "net"
+	UTS  Type = "uts"
+	IPC  Type = "ipc"
+	User Type = "user"
 )
 
 // Types lists every type Pin accepts, in the order it mounts them.

@@ -67,7 +67,7 @@ func Pin(paths map[Type]string, hostname string) error {
 // already exists is an error, so a live namespace is never overmounted.
 func createMountPoints(paths map[Type]string) ([]string, error) {
 	var created []string
-	for _, t := range Types() {
+	for _, t := range append([]Type{User}, Types()...) {
 		p, ok := paths[t]
 		if !ok {
 			continue
@@ -264,4 +264,57 @@ func IsPinned(path string) bool {
 		return false
 	}
 	return st.Type == unix.NSFS_MAGIC
+}
+
+// PinProcess bind-mounts the namespaces of process pid onto paths (new
+// files; their directory is created), User included: how a user-namespaced
+// pod's namespaces, which its pause process was born in, are pinned. On
+// error nothing is left behind.
+func PinProcess(pid int, paths map[Type]string) error {
+	for t, p := range paths {
+		if t != User {
+			if err := t.valid(); err != nil {
+				return err
+			}
+		}
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("nspin: %s namespace path %q is not absolute", t, p)
+		}
+	}
+	created, err := createMountPoints(paths)
+	if err != nil {
+		return err
+	}
+	for _, t := range append([]Type{User}, Types()...) {
+		p, ok := paths[t]
+		if !ok {
+			continue
+		}
+		src := fmt.Sprintf("/proc/%d/ns/%s", pid, t)
+		if err := unix.Mount(src, p, "none", unix.MS_BIND, ""); err != nil {
+			for _, c := range created {
+				_ = Unpin(c)
+			}
+			return fmt.Errorf("nspin: bind-mount %s on %s: %w", src, p, err)
+		}
+	}
+	return nil
+}
+
+// Configure sets hostname (if not empty) in the UTS namespace at uts and
+// brings up loopback in the network namespace at net: what Pin does for
+// the namespaces it creates, for ones pinned with PinProcess.
+func Configure(net, uts, hostname string) error {
+	paths := map[Type]string{Net: net}
+	if hostname != "" {
+		paths[UTS] = uts
+	}
+	return EnterAll(paths, func() error {
+		if hostname != "" {
+			if err := unix.Sethostname([]byte(hostname)); err != nil {
+				return fmt.Errorf("nspin: set hostname %q: %w", hostname, err)
+			}
+		}
+		return loopbackUp()
+	})
 }

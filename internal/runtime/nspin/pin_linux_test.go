@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,5 +287,63 @@ func TestPinnedNetworkNamespaceHasLoopbackUp(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("loopback in the pinned namespace: %v", err)
+	}
+}
+
+// TestPinProcessKeepsAUserNamespaceAndTheOnesItOwns: the namespaces a
+// process was born in (a user namespace and network, UTS and IPC ones it
+// owns, as a user-namespaced pod's pause process makes them) stay pinned
+// after it exits; Configure sets the hostname and brings lo up in them.
+func TestPinProcessKeepsAUserNamespaceAndTheOnesItOwns(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	cmd := exec.Command("sleep", "600")
+	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 300000, Size: 65536}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
+		UidMappings: m, GidMappings: m,
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	paths := pinPaths(t.TempDir(), "pod-u")
+	paths[User] = filepath.Join(filepath.Dir(filepath.Dir(paths[Net])), "user", "pod-u")
+	err := PinProcess(cmd.Process.Pid, paths)
+	born := map[Type]uint64{}
+	for typ := range paths {
+		born[typ] = inode(t, fmt.Sprintf("/proc/%d/ns/%s", cmd.Process.Pid, typ))
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unpinAll(paths) })
+	for typ, p := range paths {
+		if !IsPinned(p) || inode(t, p) != born[typ] {
+			t.Errorf("%s namespace %s: pinned %v, inode %d, want the process's %d", typ, p, IsPinned(p), inode(t, p), born[typ])
+		}
+	}
+	if err := Configure(paths[Net], paths[UTS], "pod-u-host"); err != nil {
+		t.Fatal(err)
+	}
+	if got := hostnameIn(t, paths[UTS]); got != "pod-u-host" {
+		t.Errorf("hostname %q, want pod-u-host", got)
+	}
+	err = Enter(paths[Net], Net, func() error {
+		iface, err := net.InterfaceByName("lo")
+		if err != nil {
+			return err
+		}
+		if iface.Flags&net.FlagUp == 0 {
+			return fmt.Errorf("lo is down: %v", iface.Flags)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	// A second pin of the same paths is refused, never mounted over.
+	if err := PinProcess(os.Getpid(), paths); err == nil {
+		t.Error("PinProcess over pinned namespaces succeeded")
 	}
 }

@@ -15,3 +15,5 @@ func Enter(path string, t Type, fn func() error) error { return errNoNamespaces 
 func EnterAll(paths map[Type]string, fn func() error) error {
 	return errNoNamespaces
 }
+func PinProcess(pid int, paths map[Type]string) error { return errNoNamespaces }
+func Configure(net, uts, hostname string) error       { return errNoNamespaces }

@@ -41,14 +41,51 @@ type Process struct {
 	// Namespaces are the pod's pinned namespaces to be born in; a type
 	// absent is the host's (host networking, host IPC).
 	Namespaces map[nspin.Type]string `json:"namespaces,omitempty"`
+	// UIDMappings and GIDMappings, for a user-namespaced pod, make the
+	// process create the pod's namespaces instead of joining pinned ones: a
+	// user namespace with these mappings and, owned by it, new network, UTS,
+	// IPC and PID namespaces, which the runtime then pins. UID and GID are
+	// then IDs inside it.
+	UIDMappings []IDMap `json:"uidMappings,omitempty"`
+	GIDMappings []IDMap `json:"gidMappings,omitempty"`
 	// CgroupsPath is the process's cgroup inside each hierarchy, as an OCI
 	// spec's cgroupsPath for the cgroupfs driver: /PARENT/SANDBOX_ID.
 	CgroupsPath string `json:"cgroupsPath"`
 	OOMScoreAdj int    `json:"oomScoreAdj"`
 }
 
+// IDMap maps Size IDs from ContainerID inside a user namespace onto HostID
+// on the host, as a line of /proc/PID/uid_map does.
+type IDMap struct {
+	ContainerID uint32 `json:"containerID"`
+	HostID      uint32 `json:"hostID"`
+	Size        uint32 `json:"size"`
+}
+
+// maps reports whether id (inside the namespace) is in one of the mappings.
+func maps(m []IDMap, id uint32) bool {
+	for _, e := range m {
+		if id >= e.ContainerID && uint64(id) < uint64(e.ContainerID)+uint64(e.Size) {
+			return true
+		}
+	}
+	return false
+}
+
+// UserNamespaced reports whether p creates its pod's user namespace.
+func (p Process) UserNamespaced() bool { return len(p.UIDMappings) > 0 }
+
 // Validate checks what Start relies on.
 func (p Process) Validate() error {
+	userns := p.UserNamespaced()
+	switch {
+	case userns && (len(p.Namespaces) > 0 || len(p.GIDMappings) == 0):
+		return errors.New("pause: a user-namespaced pause process creates its namespaces and needs both ID mappings")
+	case userns && (!maps(p.UIDMappings, p.UID) || !maps(p.GIDMappings, p.GID)):
+		return fmt.Errorf("pause: user %d:%d is not mapped into the pod's user namespace", p.UID, p.GID)
+	case !userns && len(p.GIDMappings) > 0:
+		return errors.New("pause: GID mappings without UID mappings")
+	}
 	switch {
 	case len(p.Args) == 0 || !path.IsAbs(p.Args[0]):
 		return fmt.Errorf("pause: the command %q is not an absolute path", p.Args)

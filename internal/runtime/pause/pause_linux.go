@@ -21,7 +21,7 @@ import (
 // joined the pod's namespaces, the child is born in them.
 func command(p Process) *exec.Cmd {
 	// A literal, not exec.Command: the path is inside Root, not the host's.
-	return &exec.Cmd{
+	cmd := &exec.Cmd{
 		Path: p.Args[0],
 		Args: p.Args,
 		Env:  p.Env,
@@ -33,6 +33,26 @@ func command(p Process) *exec.Cmd {
 			Cloneflags: unix.CLONE_NEWPID,
 		},
 	}
+	if p.UserNamespaced() {
+		// The user namespace is created first, so it owns the others. Go
+		// writes the mappings from this side before the child goes on to
+		// chroot (still as the namespace's root, whose host ID must be
+		// able to reach Root) and to take its user.
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNET | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
+		cmd.SysProcAttr.UidMappings = sysIDMaps(p.UIDMappings)
+		cmd.SysProcAttr.GidMappings = sysIDMaps(p.GIDMappings)
+		// The pod's containers may set their supplementary groups.
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+	}
+	return cmd
+}
+
+func sysIDMaps(m []IDMap) []syscall.SysProcIDMap {
+	out := make([]syscall.SysProcIDMap, len(m))
+	for i, e := range m {
+		out[i] = syscall.SysProcIDMap{ContainerID: int(e.ContainerID), HostID: int(e.HostID), Size: int(e.Size)}
+	}
+	return out
 }
 
 // confine sets no_new_privs and empties the capability bounding set of the

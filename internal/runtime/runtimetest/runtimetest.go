@@ -27,6 +27,7 @@ type Runtime struct {
 	// Dir holds the runtime's root, state, socket and CNI files; cleanup
 	// removes it.
 	Dir    string
+	cfg    runtime.Config
 	cancel context.CancelFunc
 	exited chan error
 }
@@ -49,17 +50,39 @@ func Start(t testing.TB, monitor string) *Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Traversable as /var/lib is, so the root of a user-namespaced pod (a
+	// host ID of its own) can reach its files below.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	r := &Runtime{Dir: dir}
 	t.Cleanup(func() { r.cleanup(t) })
 	cfg, err := config(dir, monitor, regHost)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.cfg = cfg
+	r.run(t)
+	return r
+}
+
+func (r *Runtime) run(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.exited = cancel, make(chan error, 1)
-	go func() { r.exited <- runtime.Run(ctx, cfg) }()
-	r.Conn = containerdtest.Connect(t, "berth runtime", cfg.Listen, r.exited)
-	return r
+	go func() { r.exited <- runtime.Run(ctx, r.cfg) }()
+	r.Conn = containerdtest.Connect(t, "berth runtime", r.cfg.Listen, r.exited)
+}
+
+// Restart stops the runtime as SIGTERM does (its containers and monitors
+// run on) and starts it again over the same directories, which it recovers.
+func (r *Runtime) Restart(t testing.TB) {
+	t.Helper()
+	r.Client.Close()
+	r.cancel()
+	if err := <-r.exited; err != nil {
+		t.Fatalf("berth runtime: %v", err)
+	}
+	r.run(t)
 }
 
 // config is the runtime's configuration under dir: RegistryHost mapped to

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/oci"
 )
 
@@ -79,6 +80,17 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.ID}, nil
 }
 
+// rootfsOptions are how a container's root filesystem (and its image
+// volumes) are mounted: in a pod with a user namespace, owned by that
+// namespace's root and with the image's files idmapped into it.
+func rootfsOptions(sb sandbox) image.RootfsOptions {
+	opts := image.RootfsOptions{Owner: rootfsOwner(sb.Config)}
+	if opts.Owner != nil {
+		opts.IDMapUserns = sb.UserNS
+	}
+	return opts
+}
+
 // prepareBundle mounts the rootfs, generates the spec and writes it into
 // the container's bundle, for StartContainer to run.
 func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, img Image, undo *undoStack) error {
@@ -89,18 +101,20 @@ func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, im
 	}
 	// Always writable: runc creates mount points in it before it remounts
 	// the root read-only for readonly_rootfs (the spec's root.readonly).
-	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, c.ID, false)
+	opts := rootfsOptions(sb)
+	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, c.ID, opts)
 	if err != nil {
 		return fmt.Errorf("prepare rootfs: %w", err)
 	}
 	undo.add("remove rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, c.ID) })
-	specConfig, err := s.prepareImageVolumes(ctx, c, undo)
+	opts.ReadOnly = true
+	specConfig, err := s.prepareImageVolumes(ctx, c, opts, undo)
 	if err != nil {
 		return err
 	}
 	spec, err := s.cfg.Specs.Container(ctx, SpecInput{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
-		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, SandboxDir: sb.Dir,
+		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, UserNSPath: sb.UserNS, SandboxDir: sb.Dir,
 		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.pauseContainer(),
 	})
 	if err != nil {

@@ -11,14 +11,17 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/berth/berth/internal/runtime/image"
 )
 
 // prepareImageVolumes mounts, read-only, the image of every mount that names
 // one (Kubernetes image volumes). It returns the config for the spec
 // generator, where those mounts are plain bind mounts of the prepared
 // directories, and records each image's ref in c.Config's mounts for
-// ContainerStatus. Each volume is undone through undo.
-func (s *Server) prepareImageVolumes(ctx context.Context, c *container, undo *undoStack) (*ContainerConfig, error) {
+// ContainerStatus. opts say how (read-only, and as for the container's root
+// filesystem in a user-namespaced pod). Each volume is undone through undo.
+func (s *Server) prepareImageVolumes(ctx context.Context, c *container, opts image.RootfsOptions, undo *undoStack) (*ContainerConfig, error) {
 	if !hasImageVolumes(c.Config) {
 		return c.Config, nil
 	}
@@ -35,7 +38,7 @@ func (s *Server) prepareImageVolumes(ctx context.Context, c *container, undo *un
 			return nil, err
 		}
 		volID := fmt.Sprintf("%s-vol%d", c.ID, i)
-		root, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, volID, true)
+		root, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, volID, opts)
 		if err != nil {
 			return nil, fmt.Errorf("image volume %s: %w", m.GetContainerPath(), err)
 		}

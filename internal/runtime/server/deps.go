@@ -7,6 +7,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/berth/berth/internal/runtime/cgroupstats"
+	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/pause"
@@ -33,7 +34,7 @@ type Images interface {
 	Ensure(ctx context.Context, ref string) (Image, error)
 	// PrepareRootfs mounts a container's root filesystem and records that
 	// the container uses the image; RemoveRootfs undoes both, idempotently.
-	PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error)
+	PrepareRootfs(ctx context.Context, imageID, containerID string, opts image.RootfsOptions) (string, error)
 	RemoveRootfs(ctx context.Context, containerID string) error
 	// RecoverRootfs remounts the root filesystems after a restart (a reboot
 	// unmounts them) and returns every rootfs ID recorded as in use, so that
@@ -57,6 +58,7 @@ type SpecInput struct {
 	RootfsPath string
 	SandboxPid int    // the pause process, whose PID namespace containers join; 0 without one
 	NetNSPath  string // "" with host networking
+	UserNSPath string // the sandbox's pinned user namespace; "" for the host's
 	// UTSNSPath and IPCNSPath are the sandbox's pinned namespaces ("" for
 	// the host's, or for a sandbox whose pause container holds them).
 	UTSNSPath string

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
 	"github.com/berth/berth/internal/runtime/pause"
@@ -249,7 +250,7 @@ func (f *fakeImages) Ensure(ctx context.Context, ref string) (Image, error) {
 	return f.Resolve(ctx, ref)
 }
 
-func (f *fakeImages) PrepareRootfs(ctx context.Context, imageID, containerID string, readOnly bool) (string, error) {
+func (f *fakeImages) PrepareRootfs(ctx context.Context, imageID, containerID string, opts image.RootfsOptions) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	dir := filepath.Join(f.dir, containerID)

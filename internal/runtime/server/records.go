@@ -32,6 +32,9 @@ type sandbox struct {
 	PauseProcess bool   `json:"pauseProcess,omitempty"`
 	UTSNS        string `json:"utsns,omitempty"` // "" with host networking (or a pause container's)
 	IPCNS        string `json:"ipcns,omitempty"` // "" with host IPC (or a pause container's)
+	// UserNS is the pod's pinned user namespace, which owns its other
+	// namespaces; "" for a pod in the host's (see spec.UserNamespace).
+	UserNS string `json:"userns,omitempty"`
 	// Stopped is set once a StopPodSandbox has completed, so NRI plugins
 	// hear of the stop once however often it is asked for.
 	Stopped bool `json:"stopped,omitempty"`

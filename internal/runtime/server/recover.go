@@ -103,7 +103,7 @@ func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[strin
 // the record stays, NOTREADY, for the kubelet to remove. The paths are
 // derived from the ID, since a crash may come before they were recorded.
 func (s *Server) releaseHalfCreatedSandbox(ctx context.Context, sb *sandbox) {
-	if err := unpinAll(s.pinPath(nspin.UTS, sb.ID), s.pinPath(nspin.IPC, sb.ID)); err != nil {
+	if err := unpinAll(s.pinPath(nspin.UTS, sb.ID), s.pinPath(nspin.IPC, sb.ID), s.pinPath(nspin.User, sb.ID)); err != nil {
 		s.log.Warn("recovery: pinned namespace removal", "id", sb.ID, "err", err)
 	}
 	nsPath := s.pinPath(nspin.Net, sb.ID)

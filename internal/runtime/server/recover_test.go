@@ -9,6 +9,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -38,7 +39,7 @@ func TestRestartRecoversState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A rootfs prepared by a create that crashed before recording its owner.
-	if _, err := h.images.PrepareRootfs(ctx, "sha256:ghost", "ghost", false); err != nil {
+	if _, err := h.images.PrepareRootfs(ctx, "sha256:ghost", "ghost", image.RootfsOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A corrupt state file must not stop the start.

@@ -24,6 +24,7 @@ func (s *Server) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*ru
 			Name: "",
 			Features: &runtimeapi.RuntimeHandlerFeatures{
 				RecursiveReadOnlyMounts: s.cfg.Features.RecursiveReadOnlyMounts,
+				UserNamespaces:          s.cfg.Features.UserNamespaces,
 			},
 		}},
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: s.cfg.Features.SupplementalGroupsPolicy},

@@ -9,7 +9,9 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/nspin"
+	"github.com/berth/berth/internal/runtime/spec"
 )
 
 // needsPause reports whether a pod needs a pause process: only when its
@@ -17,8 +19,25 @@ import (
 // process is. Every other pod runs without one, as CRI-O's drop_infra_ctr
 // does, which saves a monitor and a process per pod. Either way the pod's
 // other namespaces are pinned files that the containers join.
+//
+// A pod with a user namespace of its own always has one: its pause process
+// creates that namespace and the ones it owns (see package pause), since a
+// multithreaded runtime can neither create nor join a user namespace.
 func needsPause(cfg *PodSandboxConfig) bool {
-	return cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD
+	return cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD ||
+		spec.UserNamespace(cfg) != nil
+}
+
+// rootfsOwner is who a container's root filesystem belongs to: nil (the
+// host's root) unless its pod has a user namespace, whose root's host IDs
+// own it then.
+func rootfsOwner(cfg *PodSandboxConfig) *image.Owner {
+	u := spec.UserNamespace(cfg)
+	if u == nil {
+		return nil
+	}
+	uid, gid := spec.HostRoot(u)
+	return &image.Owner{UID: uid, GID: gid}
 }
 
 // pinPath is where the pinned namespace of type t of sandbox id lives:
@@ -45,6 +64,24 @@ func (s *Server) namespacesToPin(sb *sandbox) map[nspin.Type]string {
 		paths[nspin.IPC] = s.pinPath(nspin.IPC, sb.ID)
 	}
 	return paths
+}
+
+// pinProcessNamespaces pins the namespaces the pause process of a
+// user-namespaced pod was born in (its user namespace and the network, UTS
+// and IPC ones that namespace owns), sets the pod's hostname and brings up
+// loopback, and records their paths.
+func (s *Server) pinProcessNamespaces(sb *sandbox, pid int, undo *undoStack) error {
+	paths := s.namespacesToPin(sb)
+	paths[nspin.User] = s.pinPath(nspin.User, sb.ID)
+	if err := nspin.PinProcess(pid, paths); err != nil {
+		return status.Errorf(codes.Internal, "pin pod namespaces: %v", err)
+	}
+	sb.NetNS, sb.UTSNS, sb.IPCNS, sb.UserNS = paths[nspin.Net], paths[nspin.UTS], paths[nspin.IPC], paths[nspin.User]
+	undo.add("unpin namespaces", func(context.Context) error { return unpinAll(sb.NetNS, sb.UTSNS, sb.IPCNS, sb.UserNS) })
+	if err := nspin.Configure(sb.NetNS, sb.UTSNS, sb.Config.GetHostname()); err != nil {
+		return status.Errorf(codes.Internal, "pod namespaces: %v", err)
+	}
+	return nil
 }
 
 // pinNamespaces creates the sandbox's own namespaces in one go, with the
@@ -80,7 +117,7 @@ func unpinAll(paths ...string) error {
 // pinnedNamespacesLost names a pinned namespace of the sandbox that is no
 // longer mounted (after a reboot, or removed by hand); "" if none.
 func pinnedNamespacesLost(sb *sandbox) string {
-	for _, p := range []string{sb.NetNS, sb.UTSNS, sb.IPCNS} {
+	for _, p := range []string{sb.NetNS, sb.UTSNS, sb.IPCNS, sb.UserNS} {
 		if p != "" && !nspin.IsPinned(p) {
 			return p
 		}

@@ -10,8 +10,10 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
+	"github.com/berth/berth/internal/runtime/spec"
 )
 
 // RunPodSandbox creates the pod's namespaces, network and, if its
@@ -67,24 +69,13 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
-	if err := s.pinNamespaces(sb, &undo); err != nil {
+	pid, net, err := s.createNamespacesAndNetwork(ctx, sb, pause, &undo)
+	if err != nil {
 		return nil, err
 	}
-	// CNI runs while the pause process (if any) starts: it only needs the
-	// namespace to exist, not to be configured yet.
 	pod := podNetwork(sb)
-	attached := s.attachNetwork(ctx, pod)
-	var pid int
-	var pauseErr error
-	if !noPause {
-		pid, pauseErr = s.startPause(ctx, sb, pause, &undo)
-	}
-	net := <-attached
 	if net.err == nil && sb.NetNS != "" {
 		undo.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, pod) })
-	}
-	if pauseErr != nil {
-		return nil, pauseErr
 	}
 	if net.err != nil {
 		return nil, net.err
@@ -112,6 +103,48 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	}
 	s.log.Info("sandbox running", "id", id, "name", name, "ip", sb.IP, "pause", !noPause)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
+}
+
+// createNamespacesAndNetwork makes the pod's namespaces, starts its pause
+// process if it needs one (see needsPause) and attaches its network, and
+// returns the pause process's pid and CNI's result. The pause start's
+// error comes first; the network's is in the result, with what it did
+// (to be undone) known from sb.NetNS either way.
+func (s *Server) createNamespacesAndNetwork(ctx context.Context, sb *sandbox, pause Image, undo *undoStack) (int, attachResult, error) {
+	if sb.NoPause {
+		if err := s.pinNamespaces(sb, undo); err != nil {
+			return 0, attachResult{}, err
+		}
+		return 0, <-s.attachNetwork(ctx, podNetwork(sb)), nil
+	}
+	if spec.UserNamespace(sb.Config) != nil {
+		// The pause process creates the namespaces, which are pinned
+		// from it before CNI can run in them.
+		pid, err := s.startPause(ctx, sb, pause, undo)
+		if err != nil {
+			return 0, attachResult{}, err
+		}
+		if err := s.pinProcessNamespaces(sb, pid, undo); err != nil {
+			return 0, attachResult{}, err
+		}
+		return pid, <-s.attachNetwork(ctx, podNetwork(sb)), nil
+	}
+	if err := s.pinNamespaces(sb, undo); err != nil {
+		return 0, attachResult{}, err
+	}
+	// CNI runs while the pause process starts: it only needs the namespace
+	// to exist, not to be configured yet.
+	attached := s.attachNetwork(ctx, podNetwork(sb))
+	pid, pauseErr := s.startPause(ctx, sb, pause, undo)
+	net := <-attached
+	if pauseErr != nil {
+		if net.err == nil && sb.NetNS != "" {
+			pod := podNetwork(sb)
+			undo.add("tear down network", func(ctx context.Context) error { return s.cfg.Network.Teardown(ctx, pod) })
+		}
+		return 0, attachResult{}, pauseErr
+	}
+	return pid, net, nil
 }
 
 type attachResult struct {
@@ -145,7 +178,9 @@ func (s *Server) attachNetwork(ctx context.Context, pod network.Pod) <-chan atta
 func (s *Server) startPause(ctx context.Context, sb *sandbox, img Image, undo *undoStack) (int, error) {
 	// Read-only: the pause process writes nothing, and runs no OCI runtime
 	// that would create mount points in it.
-	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, sb.ID, true)
+	// Not idmapped (the pod's user namespace does not exist yet): the
+	// pause process only executes its binary, which anyone may.
+	rootfs, err := s.cfg.Images.PrepareRootfs(ctx, img.ID, sb.ID, image.RootfsOptions{ReadOnly: true, Owner: rootfsOwner(sb.Config)})
 	if err != nil {
 		return 0, fmt.Errorf("pause rootfs: %w", err)
 	}

@@ -66,7 +66,7 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 			return status.Errorf(codes.Internal, "tear down pod network: %v", err)
 		}
 	}
-	if err := unpinAll(sb.NetNS, sb.UTSNS, sb.IPCNS); err != nil {
+	if err := unpinAll(sb.NetNS, sb.UTSNS, sb.IPCNS, sb.UserNS); err != nil {
 		return status.Errorf(codes.Internal, "%v", err)
 	}
 	var already bool

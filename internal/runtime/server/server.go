@@ -42,6 +42,7 @@ type Config struct {
 // reported by Status so clients (kubelet, critest) know what to expect.
 type Features struct {
 	RecursiveReadOnlyMounts  bool // the OCI runtime supports "rro" mounts
+	UserNamespaces           bool // pods may have user namespaces (spec.Host.UserNamespaces)
 	SupplementalGroupsPolicy bool // the spec generator honours Merge/Strict
 }
 

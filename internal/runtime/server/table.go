@@ -30,8 +30,13 @@ type table[T any] struct {
 }
 
 func newTable[T any](kind, dir string) (*table[T], error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Traversable, so that a user-namespaced pod's root reaches its
+	// sandbox's files (the sandbox dir lives here); records are 0600.
+	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("create %s state dir: %w", kind, err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("%s state dir: %w", kind, err)
 	}
 	return &table[T]{kind: kind, dir: dir, items: map[string]*T{}, names: map[string]string{}}, nil
 }

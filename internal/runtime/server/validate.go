@@ -3,7 +3,8 @@ package server
 import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/spec"
 )
 
 func invalid(format string, args ...any) error {
@@ -25,13 +26,10 @@ func validateSandboxConfig(cfg *PodSandboxConfig) error {
 	case md.GetUid() == "":
 		return invalid("sandbox metadata.uid is required")
 	}
-	// Status advertises no user-namespace support (the spec generator makes
-	// no ID mappings yet), so a pod asking for one must fail rather than
-	// silently run with the host's IDs.
-	// No options at all also means the host's user namespace (POD is the
-	// enum's zero value, so only an explicit UserNamespace can ask for one).
-	if userns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(); userns != nil && userns.GetMode() != runtimeapi.NamespaceMode_NODE {
-		return invalid("user namespace mode %s is not supported: berth runs pods in the host user namespace", userns.GetMode())
+	// No options at all means the host's user namespace (POD is the enum's
+	// zero value, so only an explicit UserNamespace asks for one).
+	if err := spec.ValidateUserNamespace(cfg); err != nil {
+		return err
 	}
 	for _, pm := range cfg.GetPortMappings() {
 		if pm.GetHostPort() < 0 || pm.GetHostPort() > 65535 || pm.GetContainerPort() <= 0 || pm.GetContainerPort() > 65535 {

@@ -3,12 +3,15 @@ package spec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // DetectHost finds what the host and the OCI runtime binary offer: the
@@ -33,7 +36,21 @@ func DetectHost(ctx context.Context, ociRuntime string) (Host, error) {
 	if err != nil {
 		return Host{}, fmt.Errorf("read own capabilities: %w", err)
 	}
-	return Host{OOMScoreAdjMin: oom, RecursiveReadOnly: rro, Capabilities: caps}, nil
+	return Host{OOMScoreAdjMin: oom, RecursiveReadOnly: rro, Capabilities: caps, UserNamespaces: supportsUserNamespaces()}, nil
+}
+
+// supportsUserNamespaces: user namespaces are enabled and mount_setattr(2)
+// exists (Linux 5.12; an empty call fails with EBADF, not ENOSYS).
+func supportsUserNamespaces() bool {
+	data, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
+	if err != nil {
+		return false
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err != nil || n == 0 {
+		return false
+	}
+	err = unix.MountSetattr(-1, "", unix.AT_EMPTY_PATH, &unix.MountAttr{})
+	return !errors.Is(err, unix.ENOSYS)
 }
 
 func supportsRecursiveReadOnly(ctx context.Context, ociRuntime string) (bool, error) {

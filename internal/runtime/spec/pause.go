@@ -71,6 +71,11 @@ func GeneratePause(ctx context.Context, in PauseInput) (*pause.Process, error) {
 		CgroupsPath: cgroupsPath(in.Config, in.ID),
 		OOMScoreAdj: min(max(pauseOOMScoreAdj, in.Host.OOMScoreAdjMin), 1000),
 	}
+	if u := UserNamespace(in.Config); u != nil {
+		// The pause process creates the pod's namespaces (see package pause).
+		p.Namespaces = nil
+		p.UIDMappings, p.GIDMappings = pauseIDMaps(u.GetUids()), pauseIDMaps(u.GetGids())
+	}
 	if err := p.Validate(); err != nil {
 		return nil, invalid("pause image: %v", err)
 	}

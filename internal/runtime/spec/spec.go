@@ -43,6 +43,12 @@ type Host struct {
 	// and "add ALL" grant, since runc cannot give more (this host lacks
 	// CAP_SYS_RESOURCE, for one). nil reads it from /proc/self/status.
 	Capabilities []string
+	// UserNamespaces is true when pods may have user namespaces of their
+	// own: the kernel has user namespaces and idmapped mounts (through
+	// which the runtime gives the pod's root the image's files; see
+	// image.RootfsOptions). Whether the image store's filesystem can be
+	// idmapped shows only when a container's is mounted.
+	UserNamespaces bool
 }
 
 // Input is everything Generate needs for one application container.
@@ -72,6 +78,9 @@ type Input struct {
 	// NetNSPath is the pod's network namespace (made for CNI); "" means use
 	// the sandbox process's one (or the host's for host networking).
 	NetNSPath string
+	// UserNSPath is the pod's pinned user namespace, for a pod that has
+	// its own (see UserNamespace); "" otherwise.
+	UserNSPath string
 	// TargetPid is the process whose PID namespace is joined when the
 	// container's PID namespace mode is TARGET.
 	TargetPid int
@@ -121,6 +130,7 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 				policy:    sc.GetSupplementalGroupsPolicy(),
 			})
 		},
+		func(s *specs.Spec) error { return setUserNamespace(s, in) },
 		func(s *specs.Spec) error { return setContainerNamespaces(s, in) },
 		func(s *specs.Spec) error {
 			if in.SysctlsSet {
@@ -162,6 +172,9 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 func ValidateSandbox(cfg *runtimeapi.PodSandboxConfig) error {
 	if cfg == nil {
 		return invalid("sandbox config is required")
+	}
+	if err := ValidateUserNamespace(cfg); err != nil {
+		return err
 	}
 	if podNamespaces(cfg).GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		if err := checkHostname(cfg.GetHostname()); err != nil {
