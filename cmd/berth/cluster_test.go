@@ -36,6 +36,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	})
 
 	dataDir := filepath.Join(t.TempDir(), "data")
+	openTempParents(t, dataDir)
 	port := ports.Free(t)
 	socketDir := filepath.Join(t.TempDir(), "run")
 	srv := startServerArgs(t, berthBin, dataDir, port, "--token-auth-file", staticTokenFile(t),
@@ -98,6 +99,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	checkServiceAccountToken(t, dataDir, "hello")
 	checkStaticToken(t, dataDir)
 	checkAcceptanceWorkload(t, cs, dataDir)
+	checkOwnUsersPod(t, cs, dataDir)
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

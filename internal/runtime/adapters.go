@@ -76,7 +76,7 @@ func (a specAdapter) Pause(ctx context.Context, in server.SpecInput) (*pause.Pro
 func (a specAdapter) Container(ctx context.Context, in server.SpecInput) (*specs.Spec, error) {
 	return spec.Generate(ctx, spec.Input{
 		ID: in.ID, SandboxID: in.SandboxID, Sandbox: in.Sandbox, Container: in.Container, Image: in.Image,
-		RootfsPath: in.RootfsPath, SandboxPid: in.SandboxPid, NetNSPath: in.NetNSPath, UserNSPath: in.UserNSPath,
+		RootfsPath: in.RootfsPath, SandboxPid: in.SandboxPid, NetNSPath: in.NetNSPath, UserNSPath: in.UserNSPath, IDMapDir: in.IDMapDir,
 		UTSNSPath: in.UTSNSPath, IPCNSPath: in.IPCNSPath, SysctlsSet: in.SysctlsSet,
 		SandboxDir: in.SandboxDir, Host: a.host,
 	})

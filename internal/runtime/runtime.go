@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
 
+	"github.com/berth/berth/internal/dirperm"
 	"github.com/berth/berth/internal/memtrim"
 	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/imageimport"
@@ -210,7 +210,9 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	if err := svc.metrics.Register(svc.registry); err != nil {
 		return nil, err
 	}
-	if err := makeTraversable(cfg.Root, cfg.StateDir); err != nil {
+	// A user-namespaced container's root, a host user of its own, must
+	// pass through these to its root filesystem and its pod's files.
+	if err := dirperm.MakeTraversable(cfg.Root, cfg.StateDir); err != nil {
 		return nil, err
 	}
 	var err error
@@ -268,7 +270,8 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 		StateDir: cfg.StateDir, PauseImage: cfg.PauseImage, OCI: ociRuntime,
 		Images: imageAdapter{svc.images}, Specs: specAdapter{host: host}, Network: netMgr,
 		Features: server.Features{
-			RecursiveReadOnlyMounts: host.RecursiveReadOnly, SupplementalGroupsPolicy: true, UserNamespaces: host.UserNamespaces,
+			RecursiveReadOnlyMounts: host.RecursiveReadOnly, SupplementalGroupsPolicy: true,
+			UserNamespaces: host.UserNamespaces && usernsReachable(log, cfg.Root, cfg.StateDir),
 		},
 		Streaming: svc.stream, Metrics: svc.metrics, NRI: hooks, Logger: log.With("component", "cri"),
 	})
@@ -297,27 +300,16 @@ func ociBinary(name string) string {
 	return name
 }
 
-// makeTraversable creates the runtime's own directories as 0711, or lets
-// others search ones that exist (adds the x bits, changes nothing else):
-// others may pass through but not list them. The root of a
-// user-namespaced container is such another user (a host ID of the pod's
-// range) and must reach its root filesystem and its pod's files (hosts,
-// resolv.conf) below them; what it must not read stays in 0700
-// directories and 0600 files further down.
-func makeTraversable(dirs ...string) error {
+// usernsReachable reports whether every directory above the runtime's own
+// lets others pass, as user-namespaced pods need; if one does not, the
+// runtime offers no user namespaces and says which directory is closed.
+func usernsReachable(log *slog.Logger, dirs ...string) bool {
 	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		if mode := fi.Mode().Perm(); mode&0o011 != 0o011 {
-			if err := os.Chmod(d, mode|0o011); err != nil {
-				return fmt.Errorf("let others search %s: %w", d, err)
-			}
+		if closed := dirperm.Blocking(d); closed != "" {
+			log.Warn("pods with a user namespace of their own are not offered: others may not pass through a directory above the runtime's",
+				"dir", closed, "fix", "chmod o+x "+closed)
+			return false
 		}
 	}
-	return nil
+	return true
 }

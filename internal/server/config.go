@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth/berth/internal/auth/audit"
 	"github.com/berth/berth/internal/controller/nodeipam"
+	"github.com/berth/berth/internal/dirperm"
 )
 
 // Config is `berth server`'s configuration (the design's command-line contract).
@@ -137,9 +138,14 @@ func (c *Config) Validate() error {
 // Address is host:port the API listens on.
 func (c *Config) Address() string { return net.JoinHostPort(c.BindAddress, strconv.Itoa(c.Port)) }
 
-// prepareDataDir creates DataDir (0700) or checks it is a usable directory.
+// prepareDataDir creates DataDir (0711) or checks it is a usable directory.
+// Others may pass through it but not list it: the local runtime's
+// directories are below, and the root of a user-namespaced pod (a host
+// user of its own) must reach its files there. Everything else below is
+// private by its own mode: keys and kubeconfigs 0600, the store and the
+// agent's directory 0700 and 0750; only certificates are 0644.
 func (c *Config) prepareDataDir() error {
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+	if err := dirperm.MakeTraversable(c.DataDir); err != nil {
 		return fmt.Errorf("--data-dir %s: %w", c.DataDir, err)
 	}
 	probe, err := os.CreateTemp(c.DataDir, ".probe")

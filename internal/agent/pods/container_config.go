@@ -21,6 +21,12 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	if err != nil {
 		return nil, configError{err}
 	}
+	security := containerSecurity(pod, c)
+	userns, err := m.userNamespace(pod)
+	if err != nil {
+		return nil, err
+	}
+	security.NamespaceOptions.UsernsOptions = userns
 	labels := podLabels(string(pod.UID), pod.Name, pod.Namespace)
 	labels[labelContainerName] = c.Name
 	annotations := map[string]string{
@@ -38,6 +44,14 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 		annotations[annotationTerminationMessagePath] = c.TerminationMessagePath
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: host})
 	}
+	if userns != nil {
+		// As the kubelet does: the runtime idmaps each volume through the
+		// pod's mappings, so the files the agent made as root are the
+		// pod's root's, and what that root writes is the host's root's.
+		for _, mt := range mounts {
+			mt.UidMappings, mt.GidMappings = userns.Uids, userns.Gids
+		}
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
@@ -54,7 +68,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       linuxResources(c),
-			SecurityContext: containerSecurity(pod, c),
+			SecurityContext: security,
 		},
 	}, nil
 }

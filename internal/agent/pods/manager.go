@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,7 @@ type Manager struct {
 	prober  *prober
 	clock   clock.WithTicker
 	tokens  *tokenCache // projected service-account tokens
+	userns  *usernsRanges
 
 	// afterSync, when set (tests), is called after every sync of a pod.
 	afterSync func(types.UID, error)
@@ -93,7 +95,7 @@ func New(cfg Config, client kubernetes.Interface, rt runtimeapi.RuntimeServiceCl
 	m := &Manager{
 		cfg: cfg, client: client, rt: rt, images: images, log: log,
 		backoff: newBackoff(cfg.Clock), clock: cfg.Clock, tokens: newTokenCache(),
-		workers: map[types.UID]*worker{},
+		userns: newUsernsRanges(filepath.Join(cfg.DataDir, "pods")), workers: map[types.UID]*worker{},
 	}
 	m.prober = newProber(m)
 	return m

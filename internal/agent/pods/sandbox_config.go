@@ -32,6 +32,10 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Po
 	if pod.Spec.HostNetwork {
 		hostname = "" // the runtime keeps the node's hostname
 	}
+	security := sandboxSecurity(pod)
+	if security.NamespaceOptions.UsernsOptions, err = m.userNamespace(pod); err != nil {
+		return nil, err
+	}
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		Hostname:     hostname,
@@ -42,7 +46,7 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Po
 		Annotations:  pod.Annotations,
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			CgroupParent:    cgroupParent(pod),
-			SecurityContext: sandboxSecurity(pod),
+			SecurityContext: security,
 			Sysctls:         sysctls(pod),
 		},
 	}, nil

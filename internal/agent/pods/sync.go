@@ -131,16 +131,25 @@ func (s *syncRun) ensureSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.m.checkRuntimeUserns(ctx, s.pod); err != nil {
+		return s.sandboxFailed(err)
+	}
 	resp, err := s.m.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: runtimeHandler(s.pod)})
 	if err != nil {
-		s.m.event(s.pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
-		s.requeue = backoffInitial
-		return fmt.Errorf("%s: %w", reasonCreatePodSandboxErr, err)
+		return s.sandboxFailed(err)
 	}
 	s.sandbox = &runtimeapi.PodSandbox{Id: resp.PodSandboxId, Metadata: cfg.Metadata, State: runtimeapi.PodSandboxState_SANDBOX_READY}
 	s.sbConfig = cfg
 	s.state.sandboxes = append([]*runtimeapi.PodSandbox{s.sandbox}, s.state.sandboxes...)
 	return nil
+}
+
+// sandboxFailed reports a sandbox that could not be made, as an event and
+// as the pod's waiting message, and retries after the initial back-off.
+func (s *syncRun) sandboxFailed(err error) error {
+	s.m.event(s.pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
+	s.requeue = backoffInitial
+	return fmt.Errorf("%s: %w", reasonCreatePodSandboxErr, err)
 }
 
 func runtimeHandler(pod *corev1.Pod) string {

@@ -322,5 +322,7 @@ func (m *Manager) removePodDir(uid string) {
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		m.log.Warn("remove pod directory", "path", dir, "err", err)
+		return // its user namespace range stays taken while its file does
 	}
+	m.userns.release(types.UID(uid))
 }

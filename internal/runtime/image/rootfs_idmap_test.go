@@ -4,35 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
+
+	"github.com/berth/berth/internal/testkit/usernstest"
 )
-
-// userns starts a process in a new user namespace mapping IDs 0..65535 onto
-// hostID.. and returns the path of that namespace while the test runs.
-func userns(t *testing.T, hostID int) string {
-	t.Helper()
-	cmd := exec.Command("sleep", "600")
-	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostID, Size: 65536}}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: m, GidMappings: m}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start a process in a user namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid)
-}
-
-func owner(t *testing.T, path string) (uint32, uint32) {
-	t.Helper()
-	fi, err := os.Lstat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	return st.Uid, st.Gid
-}
 
 // TestIDMappedRootfsBelongsToTheNamespacesRoot: with an owner and a user
 // namespace, the image's files show (on the host) as owned by the
@@ -43,7 +19,7 @@ func TestIDMappedRootfsBelongsToTheNamespacesRoot(t *testing.T) {
 	s, id := pulledLayeredImage(t)
 	ctx := context.Background()
 
-	opts := RootfsOptions{Owner: &Owner{UID: hostID, GID: hostID}, IDMapUserns: userns(t, hostID)}
+	opts := RootfsOptions{Owner: &Owner{UID: hostID, GID: hostID}, IDMapUserns: fmt.Sprintf("/proc/%d/ns/user", usernstest.Start(t, hostID, 0))}
 	rootfs, err := s.PrepareRootfs(ctx, id, "c1", opts)
 	if err != nil {
 		t.Fatalf("PrepareRootfs: %v", err)
@@ -53,7 +29,7 @@ func TestIDMappedRootfsBelongsToTheNamespacesRoot(t *testing.T) {
 		"shared": {hostID, hostID}, "owned": {hostID + 1000, hostID + 2000}, // layer files, through the mapping
 		".": {hostID, hostID}, "..": {hostID, hostID}, // the overlay's root and the container's directory
 	} {
-		if uid, gid := owner(t, filepath.Join(rootfs, path)); uid != want[0] || gid != want[1] {
+		if uid, gid := usernstest.Owner(t, filepath.Join(rootfs, path)); uid != want[0] || gid != want[1] {
 			t.Errorf("%s is owned by %d:%d, want %d:%d", path, uid, gid, want[0], want[1])
 		}
 	}
@@ -63,7 +39,7 @@ func TestIDMappedRootfsBelongsToTheNamespacesRoot(t *testing.T) {
 	// The layers themselves keep the image's own IDs.
 	for _, l := range mustRecord(t, s, "c1").LowerDirs {
 		if _, err := os.Lstat(filepath.Join(l, "shared")); err == nil {
-			if uid, _ := owner(t, filepath.Join(l, "shared")); uid != 0 {
+			if uid, _ := usernstest.Owner(t, filepath.Join(l, "shared")); uid != 0 {
 				t.Errorf("layer file owned by %d, want 0", uid)
 			}
 		}

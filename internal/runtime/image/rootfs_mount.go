@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/berth/berth/internal/runtime/idmap"
 )
 
 // rootfsManager owns the per-container directories dir/<id>/{upper,work,merged}
@@ -150,7 +152,7 @@ func (m *rootfsManager) mount(id string, rec mountRecord) error {
 		}
 		// overlayfs keeps private clones of its layers' mounts, so the
 		// idmapped ones need not stay attached once it is mounted.
-		defer detachAll(idmapped)
+		defer idmap.Detach(idmapped...)
 		lowers = idmapped
 	}
 	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off",

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/usernstest"
 )
 
 // hostnameIn reads the hostname seen inside the UTS namespace at path.
@@ -296,24 +296,15 @@ func TestPinnedNetworkNamespaceHasLoopbackUp(t *testing.T) {
 // after it exits; Configure sets the hostname and brings lo up in them.
 func TestPinProcessKeepsAUserNamespaceAndTheOnesItOwns(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root)
-	cmd := exec.Command("sleep", "600")
-	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 300000, Size: 65536}}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
-		UidMappings: m, GidMappings: m,
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pid := usernstest.Start(t, 300000, unix.CLONE_NEWNET|unix.CLONE_NEWUTS|unix.CLONE_NEWIPC)
 	paths := pinPaths(t.TempDir(), "pod-u")
 	paths[User] = filepath.Join(filepath.Dir(filepath.Dir(paths[Net])), "user", "pod-u")
-	err := PinProcess(cmd.Process.Pid, paths)
+	err := PinProcess(pid, paths)
 	born := map[Type]uint64{}
 	for typ := range paths {
-		born[typ] = inode(t, fmt.Sprintf("/proc/%d/ns/%s", cmd.Process.Pid, typ))
+		born[typ] = inode(t, fmt.Sprintf("/proc/%d/ns/%s", pid, typ))
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	_ = syscall.Kill(pid, syscall.SIGKILL) // the pins outlive it
 	if err != nil {
 		t.Fatal(err)
 	}

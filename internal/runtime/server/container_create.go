@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/oci"
+	"github.com/berth/berth/internal/runtime/spec"
 )
 
 // CreateContainer builds a container in a ready sandbox: image resolved,
@@ -112,26 +113,27 @@ func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, im
 	if err != nil {
 		return err
 	}
-	spec, err := s.cfg.Specs.Container(ctx, SpecInput{
+	c.IDMapped = spec.IDMappedMounts(specConfig, s.idmapDir(c.ID))
+	generated, err := s.cfg.Specs.Container(ctx, SpecInput{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
-		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, UserNSPath: sb.UserNS, SandboxDir: sb.Dir,
+		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, UserNSPath: sb.UserNS, SandboxDir: sb.Dir, IDMapDir: s.idmapDir(c.ID),
 		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.pauseContainer(),
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.NRI.CreateContainer(ctx, nriPod(sb), nriContainer(*c, spec), spec); err != nil {
+	if err := s.cfg.NRI.CreateContainer(ctx, nriPod(sb), nriContainer(*c, generated), generated); err != nil {
 		return status.Errorf(codes.Unknown, "NRI CreateContainer: %v", err)
 	}
-	if spec.Process != nil {
-		user := spec.Process.User
+	if generated.Process != nil {
+		user := generated.Process.User
 		c.User = &user
 	}
 	if err := os.MkdirAll(c.BundleDir, 0o700); err != nil {
 		return status.Errorf(codes.Internal, "create bundle dir: %v", err)
 	}
 	undo.add("remove bundle", func(context.Context) error { return os.RemoveAll(c.BundleDir) })
-	if err := oci.WriteSpec(c.BundleDir, spec); err != nil {
+	if err := oci.WriteSpec(c.BundleDir, generated); err != nil {
 		return status.Errorf(codes.Internal, "%v", err)
 	}
 	return nil

@@ -51,6 +51,8 @@ func (s *Server) prepareImageVolumes(ctx context.Context, c *container, opts ima
 		m.Image.ImageRef = img.ID
 		forSpec.Mounts[i].HostPath = hostPath
 		forSpec.Mounts[i].Image = nil
+		// Its files are the pod's already (opts idmaps the image's layers).
+		forSpec.Mounts[i].UidMappings, forSpec.Mounts[i].GidMappings = nil, nil
 	}
 	return forSpec, nil
 }

@@ -45,6 +45,11 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	if err := s.cfg.NRI.StartContainer(ctx, nriPod(sb), nriContainer(c, nil)); err != nil {
 		return nil, status.Errorf(codes.Unknown, "NRI StartContainer: %v", err)
 	}
+	detach, err := s.attachIDMappedMounts(c, sb)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "start container %s: %v", c.ID, err)
+	}
+	defer detach()
 	// Taken before the process can begin (and end), so it never follows
 	// the finish time the monitor records.
 	startedAt := time.Now()

@@ -59,6 +59,7 @@ type SpecInput struct {
 	SandboxPid int    // the pause process, whose PID namespace containers join; 0 without one
 	NetNSPath  string // "" with host networking
 	UserNSPath string // the sandbox's pinned user namespace; "" for the host's
+	IDMapDir   string // where idmapped clones of its volumes are attached (spec.Input.IDMapDir)
 	// UTSNSPath and IPCNSPath are the sandbox's pinned namespaces ("" for
 	// the host's, or for a sandbox whose pause container holds them).
 	UTSNSPath string

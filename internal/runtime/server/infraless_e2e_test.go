@@ -48,10 +48,17 @@ func runPod(t *testing.T, r *runtimetest.Runtime, name string, pid runtimeapi.Na
 // sleeper starts a sleeping busybox in the pod and waits until it runs.
 func (p pod) sleeper(t *testing.T, name string) string {
 	t.Helper()
+	return p.start(t, name)
+}
+
+// start starts a sleeping busybox with mounts in the pod and waits until
+// it runs.
+func (p pod) start(t *testing.T, name string, mounts ...*runtimeapi.Mount) string {
+	t.Helper()
 	ctx := t.Context()
 	c, err := p.r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: p.id, SandboxConfig: p.cfg,
 		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: containerdtest.Image(images.Busybox)},
-			Command: []string{"sleep", "3600"}, LogPath: name + ".log"}})
+			Command: []string{"sleep", "3600"}, LogPath: name + ".log", Mounts: mounts}})
 	if err != nil {
 		t.Fatalf("CreateContainer %s: %v", name, err)
 	}

@@ -65,6 +65,9 @@ type container struct {
 	User *specs.User `json:"user,omitempty"`
 	// ImageVolumes are the rootfs IDs of the container's image volumes.
 	ImageVolumes []string `json:"imageVolumes,omitempty"`
+	// IDMapped are the volumes StartContainer attaches idmapped clones of,
+	// host path by attachment (spec.IDMappedMounts).
+	IDMapped map[string]string `json:"idmapped,omitempty"`
 }
 
 func sandboxName(m *runtimeapi.PodSandboxMetadata) string {

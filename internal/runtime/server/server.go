@@ -99,6 +99,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, sandboxes: sandboxes, containers: containers,
 		events: newEventHub(), exitCtx: exitCtx, stopExits: stop,
 	}
+	if err := s.prepareIDMapRoot(); err != nil {
+		stop()
+		return nil, fmt.Errorf("server: idmapped volumes dir: %w", err)
+	}
 	if err := s.recover(ctx); err != nil {
 		stop()
 		return nil, fmt.Errorf("server: recover state: %w", err)

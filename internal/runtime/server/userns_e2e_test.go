@@ -5,14 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/runtime/runtimetest"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/usernstest"
 )
 
 // usernsHostID is where the test pod's IDs start on the host: the
@@ -110,6 +112,33 @@ func TestUserNamespacedPodUnderRunc(t *testing.T) {
 		t.Errorf("/made-by-root is owned by host user %d, want %d", made, usernsHostID)
 	}
 
+	// A volume with the pod's mappings (as the kubelet sends every volume
+	// of such a pod) is idmapped: the host's root owns it inside, and what
+	// the pod's root writes there belongs to the host's root.
+	vol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vol, "by-host-root"), []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mount := &runtimeapi.Mount{HostPath: vol, ContainerPath: "/vol", UidMappings: mapping, GidMappings: mapping}
+	v := p.start(t, "v", mount)
+	out := execIn(t, r, v, "stat -c %u:%g /vol/by-host-root; cat /vol/by-host-root; echo y > /vol/by-pod-root")
+	if out != "0:0\nx\n" {
+		t.Errorf("inside the idmapped volume: %q, want the host root's file as 0:0 and readable", out)
+	}
+	if uid, _ := usernstest.Owner(t, filepath.Join(vol, "by-pod-root")); uid != 0 {
+		t.Errorf("the pod's root wrote a file owned by host user %d, want 0", uid)
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.Dir, "state", "idmapped", "*")); len(left) > 0 {
+		t.Errorf("idmapped clones still attached after the start: %v", left)
+	}
+	other := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: usernsHostID + 65536, Length: 65536}}
+	_, err = r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: p.id, SandboxConfig: cfg,
+		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "w"}, Image: &runtimeapi.ImageSpec{Image: image},
+			Command: []string{"true"}, Mounts: []*runtimeapi.Mount{{HostPath: vol, ContainerPath: "/vol", UidMappings: other, GidMappings: other}}}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("volume with another pod's mappings: %v, want InvalidArgument", err)
+	}
+
 	// After a restart the pod is recovered ready, in the same namespaces,
 	// and takes new containers.
 	r.Restart(t)
@@ -143,11 +172,18 @@ func findOwned(t *testing.T, dir, name string) int {
 		if err != nil || owner >= 0 || d.Name() != name || !strings.Contains(path, "/upper/") {
 			return nil
 		}
-		info, err := os.Lstat(path)
-		if err == nil {
-			owner = int(info.Sys().(*syscall.Stat_t).Uid)
-		}
+		uid, _ := usernstest.Owner(t, path)
+		owner = int(uid)
 		return filepath.SkipAll
 	})
 	return owner
+}
+
+func execIn(t *testing.T, r *runtimetest.Runtime, id, script string) string {
+	t.Helper()
+	resp, err := r.Client.Runtime.ExecSync(t.Context(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"sh", "-c", script}, Timeout: 30})
+	if err != nil || resp.ExitCode != 0 {
+		t.Fatalf("exec in %s: %v (exit %d, stderr %s)", id, err, resp.GetExitCode(), resp.GetStderr())
+	}
+	return string(resp.Stdout)
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -46,9 +47,42 @@ func setSandboxFiles(s *specs.Spec, dir string, ipc runtimeapi.NamespaceMode, ow
 	return nil
 }
 
-// setMounts adds the CRI's mounts as bind mounts with their propagation.
-func setMounts(s *specs.Spec, mounts []*runtimeapi.Mount, host Host) error {
-	for _, m := range mounts {
+// IDMappedMounts lists the mounts of a container that ask for ID mappings
+// (the kubelet asks for its pod's on every volume of a user-namespaced pod)
+// by where the runtime attaches an idmapped clone of each (see package
+// idmap) for runc to bind-mount instead: dir/N for the container's Nth
+// mount. The values are the mounts' host paths.
+func IDMappedMounts(c *runtimeapi.ContainerConfig, dir string) map[string]string {
+	out := map[string]string{}
+	for i, m := range c.GetMounts() {
+		if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
+			out[filepath.Join(dir, strconv.Itoa(i))] = m.GetHostPath()
+		}
+	}
+	return out
+}
+
+// checkMountIDMappings accepts a mount's ID mappings only if they are its
+// pod's: the clone is idmapped through the pod's own user namespace.
+func checkMountIDMappings(m *runtimeapi.Mount, pod *runtimeapi.UserNamespace, idmapDir string) error {
+	if pod == nil || idmapDir == "" {
+		return invalid("mount %q: ID mappings need a pod with a user namespace of its own", m.GetContainerPath())
+	}
+	same := func(a, b []*runtimeapi.IDMapping) bool {
+		return slices.EqualFunc(a, b, func(x, y *runtimeapi.IDMapping) bool {
+			return x.GetContainerId() == y.GetContainerId() && x.GetHostId() == y.GetHostId() && x.GetLength() == y.GetLength()
+		})
+	}
+	if !same(m.GetUidMappings(), pod.GetUids()) || !same(m.GetGidMappings(), pod.GetGids()) {
+		return invalid("mount %q: its ID mappings must be its pod's user namespace's", m.GetContainerPath())
+	}
+	return nil
+}
+
+// setMounts adds the CRI's mounts as bind mounts with their propagation;
+// ones with ID mappings come from their idmapped clones under idmapDir.
+func setMounts(s *specs.Spec, mounts []*runtimeapi.Mount, host Host, userns *runtimeapi.UserNamespace, idmapDir string) error {
+	for i, m := range mounts {
 		dst, src := m.GetContainerPath(), m.GetHostPath()
 		if !filepath.IsAbs(dst) || !filepath.IsAbs(src) || strings.ContainsRune(dst+src, 0) {
 			return invalid("mount %q -> %q: both paths must be absolute", src, dst)
@@ -57,7 +91,10 @@ func setMounts(s *specs.Spec, mounts []*runtimeapi.Mount, host Host) error {
 			return invalid("image volume mounts are not supported")
 		}
 		if len(m.GetUidMappings()) > 0 || len(m.GetGidMappings()) > 0 {
-			return invalid("idmapped mounts are not supported")
+			if err := checkMountIDMappings(m, userns, idmapDir); err != nil {
+				return err
+			}
+			src = filepath.Join(idmapDir, strconv.Itoa(i))
 		}
 		dst = filepath.Clean(dst)
 		if dst == "/" {

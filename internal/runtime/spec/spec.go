@@ -81,6 +81,9 @@ type Input struct {
 	// UserNSPath is the pod's pinned user namespace, for a pod that has
 	// its own (see UserNamespace); "" otherwise.
 	UserNSPath string
+	// IDMapDir is where the runtime attaches idmapped clones of the
+	// container's mounts that ask for ID mappings (see IDMappedMounts).
+	IDMapDir string
 	// TargetPid is the process whose PID namespace is joined when the
 	// container's PID namespace mode is TARGET.
 	TargetPid int
@@ -153,7 +156,9 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 		func(s *specs.Spec) error {
 			return setSandboxFiles(s, in.SandboxDir, ipcMode(in.Sandbox), in.Container.GetMounts())
 		},
-		func(s *specs.Spec) error { return setMounts(s, in.Container.GetMounts(), in.Host) },
+		func(s *specs.Spec) error {
+			return setMounts(s, in.Container.GetMounts(), in.Host, UserNamespace(in.Sandbox), in.IDMapDir)
+		},
 		func(s *specs.Spec) error { return setDevices(s, in.Container.GetDevices(), sc.GetPrivileged()) },
 		func(s *specs.Spec) error {
 			return setResources(s, lc.GetResources(), cgroupsPath(in.Sandbox, in.ID), in.Host.OOMScoreAdjMin)

@@ -146,3 +146,40 @@ func TestPauseCreatesAUserNamespacedPodsNamespaces(t *testing.T) {
 		t.Errorf("pause user outside the mapping: %v, want InvalidArgument", err)
 	}
 }
+
+// TestVolumeWithThePodsMappingsComesFromItsIDMappedClone: a mount with its
+// pod's ID mappings (what the kubelet sends) is bind-mounted from where the
+// runtime attaches its idmapped clone; other mappings are refused.
+func TestVolumeWithThePodsMappingsComesFromItsIDMappedClone(t *testing.T) {
+	in := testInput(t)
+	in.Sandbox = usernsPod(podUserns())
+	in.UserNSPath, in.NetNSPath, in.UTSNSPath, in.IPCNSPath = "/run/userns/s1", "/run/netns/s1", "/run/utsns/s1", "/run/ipcns/s1"
+	in.IDMapDir = "/run/idmapped/c1"
+	u := podUserns()
+	in.Container.Mounts = []*runtimeapi.Mount{
+		{HostPath: "/data/plain", ContainerPath: "/plain"},
+		{HostPath: "/data/mapped", ContainerPath: "/mapped", UidMappings: u.Uids, GidMappings: u.Gids},
+	}
+	s := mustGenerate(t, in)
+	sources := map[string]string{}
+	for _, m := range s.Mounts {
+		sources[m.Destination] = m.Source
+	}
+	if sources["/plain"] != "/data/plain" || sources["/mapped"] != "/run/idmapped/c1/1" {
+		t.Errorf("mount sources %v: want /plain from /data/plain, /mapped from /run/idmapped/c1/1", sources)
+	}
+	if got := IDMappedMounts(in.Container, in.IDMapDir); !reflect.DeepEqual(got, map[string]string{"/run/idmapped/c1/1": "/data/mapped"}) {
+		t.Errorf("IDMappedMounts: %v", got)
+	}
+
+	other := idMappings([3]uint32{0, 262144, 65536})
+	in.Container.Mounts[1].UidMappings = other
+	if _, err := Generate(context.Background(), in); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("volume with other mappings: %v, want InvalidArgument", err)
+	}
+	in = testInput(t)
+	in.Container.Mounts = []*runtimeapi.Mount{{HostPath: "/data", ContainerPath: "/d", UidMappings: u.Uids, GidMappings: u.Gids}}
+	if _, err := Generate(context.Background(), in); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("mapped volume in a pod without a user namespace: %v, want InvalidArgument", err)
+	}
+}
