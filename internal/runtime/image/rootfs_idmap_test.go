@@ -27,14 +27,15 @@ func TestIDMappedRootfsBelongsToTheNamespacesRoot(t *testing.T) {
 	t.Cleanup(func() { s.RemoveRootfs(ctx, "c1") })
 	for path, want := range map[string][2]uint32{
 		"shared": {hostID, hostID}, "owned": {hostID + 1000, hostID + 2000}, // layer files, through the mapping
-		".": {hostID, hostID}, "..": {hostID, hostID}, // the overlay's root and the container's directory
+		".":  {hostID, hostID}, // the overlay's root
+		"..": {0, 0},           // the container's directory: passable, not theirs
 	} {
 		if uid, gid := usernstest.Owner(t, filepath.Join(rootfs, path)); uid != want[0] || gid != want[1] {
 			t.Errorf("%s is owned by %d:%d, want %d:%d", path, uid, gid, want[0], want[1])
 		}
 	}
-	if fi, err := os.Stat(filepath.Dir(rootfs)); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("container dir: %v, %v; want 0700", fi.Mode(), err)
+	if fi, err := os.Stat(filepath.Dir(rootfs)); err != nil || fi.Mode().Perm() != 0o711 {
+		t.Errorf("container dir: %v, %v; want 0711", fi.Mode(), err)
 	}
 	// The layers themselves keep the image's own IDs.
 	for _, l := range mustRecord(t, s, "c1").LowerDirs {

@@ -30,9 +30,10 @@ type RootfsOptions struct {
 	// that the OCI runtime can still create mount points before remounting.
 	ReadOnly bool `json:"readOnly"`
 	// Owner, for a container in a user namespace of its own, is the host
-	// user and group of that namespace's root. The container's directory
-	// and the overlay's root are theirs: the container's root must reach
-	// its root filesystem and own it.
+	// user and group of that namespace's root, which must reach its root
+	// filesystem and own it: the overlay's root is theirs, and the
+	// container's directory lets them pass (0711) but stays root's, so
+	// they can neither list it nor touch the mount record in it.
 	Owner *Owner `json:"owner,omitempty"`
 	// IDMapUserns, if set, is a user namespace (a /proc/PID/ns/user or a
 	// pinned one) through whose ID mappings the image's layers are
@@ -75,13 +76,20 @@ func (m *rootfsManager) containerDir(id string) string { return filepath.Join(m.
 func (m *rootfsManager) merged(id string) string       { return filepath.Join(m.dir, id, "merged") }
 
 // prepare creates the container's directories, records the mount and mounts it.
-// The container's directory is private to root, or to the owner of a
-// user-namespaced one; its parents are traversable (0711) so that such an
-// owner can reach it.
+// The container's directory is root's and private (0700), or passable
+// (0711) for the owner of a user-namespaced one (see RootfsOptions.Owner);
+// its parents are passable too.
 func (m *rootfsManager) prepare(id string, rec mountRecord) (string, error) {
 	dir := m.containerDir(id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	mode := os.FileMode(0o700)
+	if rec.Owner != nil {
+		mode = 0o711
+	}
+	if err := os.MkdirAll(dir, mode); err != nil {
 		return "", fmt.Errorf("create container dir: %w", err)
+	}
+	if err := os.Chmod(dir, mode); err != nil { // past the umask
+		return "", fmt.Errorf("container dir: %w", err)
 	}
 	for _, sub := range []string{"upper", "work", "merged"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
@@ -89,11 +97,9 @@ func (m *rootfsManager) prepare(id string, rec mountRecord) (string, error) {
 		}
 	}
 	if o := rec.Owner; o != nil {
-		// upper's root is the overlay's root, so it is the owner's too.
-		for _, p := range []string{dir, filepath.Join(dir, "upper")} {
-			if err := os.Lchown(p, int(o.UID), int(o.GID)); err != nil {
-				return "", fmt.Errorf("give %s to %d:%d: %w", p, o.UID, o.GID, err)
-			}
+		// upper's root is the overlay's root.
+		if err := os.Lchown(filepath.Join(dir, "upper"), int(o.UID), int(o.GID)); err != nil {
+			return "", fmt.Errorf("give the overlay's root to %d:%d: %w", o.UID, o.GID, err)
 		}
 	}
 	raw, err := json.Marshal(rec)

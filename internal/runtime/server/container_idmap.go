@@ -19,22 +19,22 @@ func (s *Server) idmapDir(id string) string {
 // namespace, where its spec has runc bind-mount it from. The returned
 // function detaches them all: once runc has run, the container's mount
 // namespace holds its own copies, so they are needed only while it starts
-// and nothing is left to track across restarts. Their directory belongs to
-// the pod's root, who bind-mounts them.
+// and nothing is left to track across restarts. Their directory is root's:
+// the pod's root, who bind-mounts them, may pass through it (0711) but not
+// add or change entries.
 func (s *Server) attachIDMappedMounts(c container, sb sandbox) (detach func(), err error) {
 	if len(c.IDMapped) == 0 {
 		return func() {}, nil
 	}
-	owner := rootfsOwner(sb.Config)
-	if owner == nil || sb.UserNS == "" {
+	if sb.UserNS == "" {
 		return nil, fmt.Errorf("container %s has idmapped volumes but its pod no user namespace", c.ID)
 	}
 	dir := s.idmapDir(c.ID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o711); err != nil && !os.IsExist(err) {
 		return nil, err
 	}
 	detach = func() { _ = os.RemoveAll(dir) }
-	if err := os.Lchown(dir, int(owner.UID), int(owner.GID)); err != nil {
+	if err := os.Chmod(dir, 0o711); err != nil { // past the umask
 		detach()
 		return nil, fmt.Errorf("idmapped volumes: %w", err)
 	}

@@ -62,6 +62,17 @@ func TestUserNamespacedPodUnderRunc(t *testing.T) {
 	if err != nil || strings.Fields(string(pauseMap))[1] != fmt.Sprint(usernsHostID) {
 		t.Errorf("pause process's uid_map: %q, %v", pauseMap, err)
 	}
+	// The pause process runs as the pod's 65535 (host ID 458751 here), with
+	// no capabilities and no way to gain any.
+	pauseStatus, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pausePid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf("Uid:\t%d\t", usernsHostID+65535), "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "NoNewPrivs:\t1"} {
+		if !strings.Contains(string(pauseStatus), want) {
+			t.Errorf("pause process status lacks %q:\n%s", want, pauseStatus)
+		}
+	}
 	sbStatus, err := r.Client.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: p.id})
 	if err != nil || sbStatus.GetStatus().GetNetwork().GetIp() == "" {
 		t.Errorf("pod network: %v, %v", sbStatus.GetStatus().GetNetwork(), err)
