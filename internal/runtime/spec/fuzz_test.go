@@ -40,6 +40,7 @@ func FuzzGenerate(f *testing.F) {
 		in := Input{
 			ID: "fuzz", SandboxID: "sb", Sandbox: &sb, Container: &cc, Image: &img,
 			RootfsPath: rootfs, SandboxPid: 7, SandboxDir: "/var/lib/berth/sb", TargetPid: 9,
+			UserNSPath: "/run/berth/userns/sb", IDMapDir: "/run/berth/idmapped/fuzz",
 			Host: Host{OOMScoreAdjMin: -500},
 		}
 		s, err := Generate(context.Background(), in)
@@ -119,8 +120,32 @@ func checkSpec(t *testing.T, s *specs.Spec, in Input) {
 	if strings.ContainsRune(s.Hostname, 0) {
 		t.Fatalf("hostname %q", s.Hostname)
 	}
+	checkUserNamespace(t, s, in)
 	if _, err := json.Marshal(s); err != nil {
 		t.Fatalf("spec does not encode: %v", err)
+	}
+}
+
+// checkUserNamespace: a container joins its pod's user namespace exactly
+// when the pod has one, with the pod's mappings, and bind-mounts from the
+// runtime's idmapped clones only volumes that ask for mappings.
+func checkUserNamespace(t *testing.T, s *specs.Spec, in Input) {
+	t.Helper()
+	u := UserNamespace(in.Sandbox)
+	joined := slices.ContainsFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool {
+		return n.Type == specs.UserNamespace && n.Path == in.UserNSPath
+	})
+	if (u != nil) != joined || (u != nil) != (len(s.Linux.UIDMappings) == 1) {
+		t.Fatalf("pod user namespace %v, spec namespaces %v, mappings %v", u, s.Linux.Namespaces, s.Linux.UIDMappings)
+	}
+	if u != nil && (s.Linux.UIDMappings[0].HostID != u.GetUids()[0].GetHostId() || s.Linux.GIDMappings[0].HostID != u.GetGids()[0].GetHostId() || u.GetUids()[0].GetHostId() == 0) {
+		t.Fatalf("spec mappings %v / %v, pod's %v", s.Linux.UIDMappings, s.Linux.GIDMappings, u)
+	}
+	clones := IDMappedMounts(in.Container, in.IDMapDir)
+	for _, m := range s.Mounts {
+		if _, ok := clones[m.Source]; strings.HasPrefix(m.Source, in.IDMapDir+"/") && !ok {
+			t.Fatalf("mount %+v from an idmapped clone no volume asked for", m)
+		}
 	}
 }
 

@@ -75,6 +75,11 @@ func processEnv(hostname string, imageEnv []string, criEnv []*runtimeapi.KeyValu
 		vals[k] = v
 	}
 	set("PATH", strings.TrimPrefix(defaultPath, "PATH="))
+	if strings.ContainsRune(hostname, 0) {
+		// Refused with the sandbox already (ValidateSandbox); never let it
+		// through into an environment either.
+		return nil, invalid("hostname %q contains a NUL byte", hostname)
+	}
 	if hostname != "" {
 		set("HOSTNAME", hostname)
 	}
