@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/berth/berth/internal/dirperm"
 	"github.com/berth/berth/internal/runtime/idmap"
 )
 
@@ -61,12 +62,9 @@ type mountRecord struct {
 var validContainerID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 func newRootfsManager(dir string) (*rootfsManager, error) {
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return nil, fmt.Errorf("create container rootfs dir: %w", err)
-	}
 	// Each container's directory is private (see prepare); this one only
 	// lets their owners through, also where an older version made it 0700.
-	if err := os.Chmod(dir, 0o711); err != nil {
+	if err := dirperm.MakeTraversable(dir); err != nil {
 		return nil, fmt.Errorf("container rootfs dir: %w", err)
 	}
 	return &rootfsManager{dir: dir}, nil

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,6 +30,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/dirperm"
 )
 
 // Config configures a Service.
@@ -127,10 +128,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	// Traversable only (see rootfsManager.prepare): blobs and layers stay
 	// in 0700 directories below.
-	if err := os.MkdirAll(root, 0o711); err != nil {
-		return nil, fmt.Errorf("image: create root: %w", err)
-	}
-	if err := os.Chmod(root, 0o711); err != nil {
+	if err := dirperm.MakeTraversable(root); err != nil {
 		return nil, fmt.Errorf("image: root: %w", err)
 	}
 	meta, err := openMetadataStore(filepath.Join(root, "metadata.json"))

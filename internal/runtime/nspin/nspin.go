@@ -24,6 +24,9 @@ const (
 // Types lists every type Pin accepts, in the order it mounts them.
 func Types() []Type { return []Type{Net, UTS, IPC} }
 
+// allTypes is every type a pin may hold, User first (PinProcess's order).
+func allTypes() []Type { return append([]Type{User}, Types()...) }
+
 func (t Type) valid() error {
 	switch t {
 	case Net, UTS, IPC:

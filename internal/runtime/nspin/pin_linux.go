@@ -67,7 +67,7 @@ func Pin(paths map[Type]string, hostname string) error {
 // already exists is an error, so a live namespace is never overmounted.
 func createMountPoints(paths map[Type]string) ([]string, error) {
 	var created []string
-	for _, t := range append([]Type{User}, Types()...) {
+	for _, t := range allTypes() {
 		p, ok := paths[t]
 		if !ok {
 			continue
@@ -285,7 +285,7 @@ func PinProcess(pid int, paths map[Type]string) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range append([]Type{User}, Types()...) {
+	for _, t := range allTypes() {
 		p, ok := paths[t]
 		if !ok {
 			continue

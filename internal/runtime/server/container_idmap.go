@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/berth/berth/internal/dirperm"
 	"github.com/berth/berth/internal/runtime/idmap"
 )
 
@@ -30,11 +31,8 @@ func (s *Server) attachIDMappedMounts(c container, sb sandbox) (detach func(), e
 		return nil, fmt.Errorf("container %s has idmapped volumes but its pod no user namespace", c.ID)
 	}
 	dir := s.idmapDir(c.ID)
-	if err := os.Mkdir(dir, 0o711); err != nil && !os.IsExist(err) {
-		return nil, err
-	}
 	detach = func() { _ = os.RemoveAll(dir) }
-	if err := os.Chmod(dir, 0o711); err != nil { // past the umask
+	if err := dirperm.MakeTraversable(dir); err != nil {
 		detach()
 		return nil, fmt.Errorf("idmapped volumes: %w", err)
 	}
@@ -70,10 +68,7 @@ func (s *Server) attachIDMappedMounts(c container, sb sandbox) (detach func(), e
 // progress while the server is being made.
 func (s *Server) prepareIDMapRoot() error {
 	root := filepath.Join(s.cfg.StateDir, "idmapped")
-	if err := os.MkdirAll(root, 0o711); err != nil {
-		return err
-	}
-	if err := os.Chmod(root, 0o711); err != nil {
+	if err := dirperm.MakeTraversable(root); err != nil {
 		return err
 	}
 	dirs, _ := filepath.Glob(filepath.Join(root, "*"))

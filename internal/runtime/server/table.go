@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/berth/berth/internal/atomicfile"
+	"github.com/berth/berth/internal/dirperm"
 )
 
 // table holds one kind of object (sandboxes or containers) in memory and
@@ -32,10 +33,7 @@ type table[T any] struct {
 func newTable[T any](kind, dir string) (*table[T], error) {
 	// Traversable, so that a user-namespaced pod's root reaches its
 	// sandbox's files (the sandbox dir lives here); records are 0600.
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return nil, fmt.Errorf("create %s state dir: %w", kind, err)
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
+	if err := dirperm.MakeTraversable(dir); err != nil {
 		return nil, fmt.Errorf("%s state dir: %w", kind, err)
 	}
 	return &table[T]{kind: kind, dir: dir, items: map[string]*T{}, names: map[string]string{}}, nil
