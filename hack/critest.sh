@@ -3,7 +3,7 @@
 # `berth runtime`, with every image critest pulls served offline on loopback by
 # hack/testregistry. Fails if any spec fails; the one spec that cannot pass
 # offline is skipped by name (see docs/conformance.md).
-# Needs root, and hack/setup.sh to have run (berth, berth-monitor, critest, crictl).
+# Needs root, and hack/setup.sh to have run (berth, berth-runtime, berth-monitor, critest, crictl).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
@@ -13,7 +13,7 @@ OFFLINE_SKIP='\[k8s\.io\] Image Manager public image with digest should be pulle
 MIRRORED_HOSTS=(gcr.io registry.k8s.io k8s.gcr.io public.ecr.aws)
 
 if ((EUID != 0)); then echo "critest.sh: must run as root" >&2; exit 1; fi
-for bin in "$BERTH_BIN" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/critest" "$TOOLS_DIR/crictl"; do
+for bin in "$BERTH_BIN" "$OUT_DIR/berth-runtime" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/critest" "$TOOLS_DIR/crictl"; do
   [[ -x "$bin" ]] || { echo "critest.sh: $bin missing; run hack/setup.sh" >&2; exit 1; }
 done
 

@@ -29,10 +29,13 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 	if err := crirun.RequireRoot(); err != nil {
 		return err
 	}
-	for _, bin := range []string{o.berth, filepath.Join(filepath.Dir(o.berth), "berth-monitor"), o.critest} {
+	for _, bin := range []string{o.berth, o.critest} {
 		if _, err := os.Stat(bin); err != nil {
 			return fmt.Errorf("%w (run hack/setup.sh and hack/build.sh)", err)
 		}
+	}
+	if err := crirun.RequireCompanions(o.berth); err != nil {
+		return err
 	}
 	berth, err := filepath.Abs(o.berth)
 	if err != nil {

@@ -30,8 +30,8 @@ func run(ctx context.Context, logger *slog.Logger, o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(berth), "berth-monitor")); err != nil {
-		return fmt.Errorf("%w (build with hack/build.sh)", err)
+	if err := crirun.RequireCompanions(berth); err != nil {
+		return err
 	}
 	berthVersion, err := versionLine(berth)
 	if err != nil {

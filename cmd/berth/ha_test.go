@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/agent/failover"
 	"github.com/berth/berth/internal/testkit/etcdtest"
 	"github.com/berth/berth/internal/testkit/hostcheck"
@@ -200,17 +199,7 @@ func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name, bridg
 func (n *joinedNode) startRuntime(t *testing.T) {
 	t.Helper()
 	n.starts++
-	n.runtime = proc.Start(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("runtime-%d.log", n.starts)), n.runtimeArgs...)
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		c, _, err := cri.Dial(ctx, n.endpoint)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("runtime at %s never answered", n.endpoint)
-	}
+	n.runtime = startRuntime(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("runtime-%d.log", n.starts)), n.endpoint, n.runtimeArgs...)
 }
 
 func (n *joinedNode) startAgent(t *testing.T) {

@@ -2,71 +2,37 @@ package cli
 
 import (
 	"fmt"
-	"log/slog"
-	"path/filepath"
-	"strings"
+	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/berth/berth/internal/runtime"
+	"github.com/berth/berth/internal/sibling"
 )
 
-// newRuntimeCommand is `berth runtime`: the CRI v1 runtime service.
+// newRuntimeCommand is `berth runtime`, the CRI v1 runtime service. It
+// execs berth-runtime (built beside berth from internal/cli/runtimecli) in
+// its own place, with the same arguments: the daemon keeps this process's
+// PID, but not the multicall binary's package state and code pages, which
+// would double its memory (docs/architecture.md).
 func newRuntimeCommand() *cobra.Command {
-	var (
-		cfg        runtime.Config
-		mirrors    []string
-		cniBinDir  string
-		pauseImage string
-	)
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "runtime",
 		Short: "Run the CRI v1 runtime service (runc through a monitor per container, CNI networking, image store)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := parseMirrors(mirrors)
+		Long: "Run the CRI v1 runtime service (runc through a monitor per container, CNI networking, image store).\n" +
+			"It is the berth-runtime executable beside berth; `berth runtime --help` lists its flags.",
+		// berth-runtime parses them: it has this command's flags.
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			bin, err := sibling.Find("berth-runtime")
 			if err != nil {
 				return err
 			}
-			cfg.Mirrors = m
-			if cniBinDir != "" {
-				cfg.CNIBinDirs = filepath.SplitList(cniBinDir)
+			argv := append([]string{bin, "runtime"}, args...)
+			if err := syscall.Exec(bin, argv, os.Environ()); err != nil {
+				return fmt.Errorf("exec %s: %w", bin, err)
 			}
-			cfg.PauseImage = pauseImage
-			cfg.Logger = slog.Default()
-			return runtime.Run(cmd.Context(), cfg)
+			return nil // not reached: Exec returns only on failure
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Root, "root", filepath.Join(DefaultDataDir, "runtime"), "directory for images and other persistent content")
-	f.StringVar(&cfg.StateDir, "state-dir", filepath.Join(DefaultDataDir, "runtime-state"), "directory for sandbox and container state, runc's root and the monitors")
-	f.StringVar(&cfg.Listen, "listen", "unix://"+filepath.Join(DefaultSocketDir, "runtime.sock"), "CRI endpoint, unix:///PATH")
-	f.StringVar(&cfg.NRISocket, "nri-socket", "", "socket NRI plugins connect to (default /var/run/nri/nri.sock)")
-	f.BoolVar(&cfg.DisableNRI, "disable-nri", false, "do not serve NRI plugins")
-	f.StringVar(&cfg.SocketGroup, "socket-group", "", "group owning the socket (mode 0660); root's group if empty")
-	f.StringVar(&cfg.OCIRuntime, "oci-runtime", "runc", "OCI runtime binary")
-	f.StringVar(&cfg.MonitorBinary, "monitor", "", "berth-monitor binary (default: beside this executable, then PATH)")
-	f.StringVar(&cniBinDir, "cni-bin-dir", "", "CNI plugin directories, colon-separated (default /usr/lib/cni:/opt/cni/bin)")
-	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "CNI network config directory; a default bridge network is written if it is empty (default <state-dir>/cni/net.d)")
-	f.BoolVar(&cfg.WaitForPodCIDR, "wait-for-pod-cidr", false, "write no default CNI network until the agent passes the node's pod CIDR (network not ready until then); for clusters with node IPAM")
-	f.StringArrayVar(&cfg.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP (repeatable)")
-	f.StringArrayVar(&mirrors, "registry-mirror", nil, "HOST=URL: pull HOST's images from URL instead (repeatable)")
-	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "host:port serving Prometheus metrics (off if empty)")
-	f.StringVar(&cfg.StreamAddress, "stream-address", "127.0.0.1:0", "loopback host:port of the exec/attach/port-forward streaming server")
-	f.StringVar(&pauseImage, "pause-image", "", "image whose command is the pause process of sandboxes that share a PID namespace (default registry.k8s.io/pause:3.9)")
-	return cmd
-}
-
-// parseMirrors turns HOST=URL flags into the image service's mirror map,
-// keeping the order given for each host.
-func parseMirrors(flags []string) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, f := range flags {
-		host, url, ok := strings.Cut(f, "=")
-		if !ok || host == "" || url == "" {
-			return nil, fmt.Errorf("--registry-mirror %q: want HOST=URL", f)
-		}
-		out[host] = append(out[host], url)
-	}
-	return out, nil
 }

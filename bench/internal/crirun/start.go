@@ -72,3 +72,15 @@ func berthRuntimeArgs(dir, endpoint, confDir, registryHost string, mirrored []st
 	}
 	return args
 }
+
+// RequireCompanions checks that the executables `berth runtime` needs are
+// beside berth: berth-runtime, which it execs, and berth-monitor, which that
+// execs per container (hack/build.sh builds all three into one directory).
+func RequireCompanions(berth string) error {
+	for _, name := range []string{"berth-runtime", "berth-monitor"} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(berth), name)); err != nil {
+			return fmt.Errorf("%w (build with hack/build.sh)", err)
+		}
+	}
+	return nil
+}

@@ -12,6 +12,8 @@ import (
 	gorunc "github.com/containerd/go-runc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/berth/berth/internal/sibling"
 )
 
 // RuncConfig configures the runc handler.
@@ -93,17 +95,15 @@ func (r *Runc) Close() error {
 	return r.sealed.Close()
 }
 
-// findMonitor resolves the monitor binary: as given, else berth-monitor
-// beside the running executable, else on PATH.
+// findMonitor resolves the monitor binary: as given (a path or a name on
+// PATH), else berth-monitor beside the running executable, else on PATH.
 func findMonitor(p string) (string, error) {
 	if p == "" {
-		if self, err := os.Executable(); err == nil {
-			near := filepath.Join(filepath.Dir(self), "berth-monitor")
-			if _, err := os.Stat(near); err == nil {
-				return near, nil
-			}
+		bin, err := sibling.Find("berth-monitor")
+		if err != nil {
+			return "", fmt.Errorf("oci: monitor binary: %w", err)
 		}
-		p = "berth-monitor"
+		return bin, nil
 	}
 	bin, err := exec.LookPath(p)
 	if err != nil {

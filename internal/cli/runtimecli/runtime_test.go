@@ -1,10 +1,12 @@
-package cli
+package runtimecli
 
 import (
 	"bytes"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/berth/berth/internal/cli/clibase"
 )
 
 func TestParseMirrors(t *testing.T) {
@@ -30,7 +32,8 @@ func TestRuntimeCommandRejectsBadFlags(t *testing.T) {
 		{"runtime", "--root", t.TempDir(), "--state-dir", t.TempDir(), "--listen", "unix://" + t.TempDir() + "/s.sock", "--stream-address", "0.0.0.0:0"},
 	} {
 		var out, errOut bytes.Buffer
-		root := NewRootCommand(&out, &errOut)
+		root := clibase.NewRoot(&out, &errOut)
+		root.AddCommand(NewCommand())
 		root.SetArgs(args)
 		err := root.Execute()
 		if err == nil || strings.Contains(err.Error(), "\n") {
