@@ -6,11 +6,21 @@ import (
 	"testing"
 )
 
+// writers are the package's two ways to replace a file: the same
+// contract, with and without waiting for the disk.
+var writers = map[string]func(string, []byte, os.FileMode) error{"WriteFile": WriteFile, "Replace": Replace}
+
 func TestWriteFileReplacesWithModeAndLeavesNoTemporaries(t *testing.T) {
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) { testReplacesWithModeAndLeavesNoTemporaries(t, write) })
+	}
+}
+
+func testReplacesWithModeAndLeavesNoTemporaries(t *testing.T, write func(string, []byte, os.FileMode) error) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "f")
 	for _, content := range []string{"first", "second"} {
-		if err := WriteFile(path, []byte(content), 0o600); err != nil {
+		if err := write(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(path)
@@ -40,7 +50,9 @@ func TestWriteFileFailsOnUnwritableTarget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(target, "x"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(target, []byte("x"), 0o600); err == nil {
-		t.Fatal("replacing a non-empty directory succeeded; want an error")
+	for name, write := range writers {
+		if err := write(target, []byte("x"), 0o600); err == nil {
+			t.Errorf("%s: replacing a non-empty directory succeeded; want an error", name)
+		}
 	}
 }

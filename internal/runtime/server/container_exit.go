@@ -48,7 +48,7 @@ func (s *Server) watch(id string, onExit func(oci.State)) {
 // recordExit stores a container's exit once, with the reason kubelet shows.
 func (s *Server) recordExit(id string, st oci.State) {
 	var already bool
-	c, err := s.containers.update(id, func(v *container) {
+	c, err := s.containers.updateProcessState(id, func(v *container) {
 		if v.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 			already = true
 			return

@@ -60,7 +60,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	}); err != nil {
 		return nil, status.Errorf(codes.Internal, "start container %s: %v", c.ID, err)
 	}
-	started, err := s.containers.update(c.ID, func(v *container) {
+	started, err := s.containers.updateProcessState(c.ID, func(v *container) {
 		v.State = runtimeapi.ContainerState_CONTAINER_RUNNING
 		v.StartedAt = startedAt.UnixNano()
 	})

@@ -56,7 +56,7 @@ func (t *table[T]) releaseName(name string) {
 	delete(t.names, name)
 }
 
-// put persists v and makes it visible.
+// put persists v durably and makes it visible.
 func (t *table[T]) put(id string, v *T) error {
 	if err := t.persist(id, v); err != nil {
 		return err
@@ -67,12 +67,18 @@ func (t *table[T]) put(id string, v *T) error {
 	return nil
 }
 
-func (t *table[T]) persist(id string, v *T) error {
+// writeFunc replaces a record's file: atomicfile.WriteFile or Replace.
+type writeFunc func(path string, data []byte, mode os.FileMode) error
+
+// persist writes v's record durably.
+func (t *table[T]) persist(id string, v *T) error { return t.persistWith(id, v, atomicfile.WriteFile) }
+
+func (t *table[T]) persistWith(id string, v *T, write writeFunc) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", t.kind, id, err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(t.dir, id+".json"), data, 0o600); err != nil {
+	if err := write(filepath.Join(t.dir, id+".json"), data, 0o600); err != nil {
 		return fmt.Errorf("persist %s %s: %w", t.kind, id, err)
 	}
 	return nil
@@ -113,8 +119,24 @@ func (t *table[T]) resolveLocked(idOrPrefix string) (string, error) {
 	return match, nil
 }
 
-// update applies fn to the stored object and persists the result.
+// update applies fn to the stored object and persists the result durably.
 func (t *table[T]) update(id string, fn func(*T)) (T, error) {
+	return t.apply(id, fn, atomicfile.WriteFile)
+}
+
+// updateProcessState is update for a change that only says what became of
+// the object's process (it started, it exited): the record is replaced
+// atomically but not synced to disk. A crash of the runtime keeps it (the
+// kernel has it); a crash of the machine may lose it, but also ends the
+// process it describes, and recovery then finds the monitor gone and
+// reports the process exited either way. Not waiting for the journal takes
+// milliseconds off StartContainer, whose sync came right after runc's and
+// the container's own writes to the same filesystem.
+func (t *table[T]) updateProcessState(id string, fn func(*T)) (T, error) {
+	return t.apply(id, fn, atomicfile.Replace)
+}
+
+func (t *table[T]) apply(id string, fn func(*T), write writeFunc) (T, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cur, ok := t.items[id]
@@ -124,7 +146,7 @@ func (t *table[T]) update(id string, fn func(*T)) (T, error) {
 	}
 	next := *cur
 	fn(&next)
-	if err := t.persist(id, &next); err != nil {
+	if err := t.persistWith(id, &next, write); err != nil {
 		return *cur, err
 	}
 	t.items[id] = &next
