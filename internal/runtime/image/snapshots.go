@@ -14,7 +14,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/singleflight"
-	"golang.org/x/sys/unix"
 )
 
 // snapshotter keeps each layer unpacked once, in dir/<chainID hex>/fs, laid
@@ -103,8 +102,8 @@ func (s *snapshotter) unpackInto(ctx context.Context, chainID, diffID string, op
 	}
 	// Make the unpacked files durable before the snapshot becomes visible:
 	// after a crash an existing snapshot must never hold empty or torn
-	// files. One syncfs beats an fsync per file for images of thousands.
-	if err := syncFilesystem(tmp); err != nil {
+	// files.
+	if err := syncTree(ctx, tmp); err != nil {
 		return fmt.Errorf("sync snapshot %s: %w", chainID, err)
 	}
 	final := filepath.Dir(s.path(chainID))
@@ -210,14 +209,4 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
-}
-
-// syncFilesystem flushes the filesystem holding path (syncfs(2)).
-func syncFilesystem(path string) error {
-	d, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return unix.Syncfs(int(d.Fd()))
 }

@@ -1,0 +1,60 @@
+package image
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+)
+
+// syncJobs bounds the fsyncs in flight while a layer is made durable;
+// concurrent fsyncs share the filesystem's journal commits.
+const syncJobs = 8
+
+// syncTree makes every regular file and directory below root (root
+// included) durable: the files' data and attributes, and every directory's
+// entries, which is what a symlink, device node, FIFO or hard link is.
+//
+// It syncs only the layer's own files. syncfs(2), which it replaces, flushes
+// everything dirty on the filesystem: with 300 MB written by another process
+// just before, a pull of a 2.4 MB image took 250–270 ms instead of 9 ms.
+func syncTree(ctx context.Context, root string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(syncJobs)
+	walkErr := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := gctx.Err(); err != nil {
+			return err
+		}
+		// Only regular files and directories are opened: opening a FIFO
+		// would block, and a symlink must never be followed.
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return nil
+		}
+		g.Go(func() error { return syncPath(path) })
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return walkErr
+}
+
+// syncPath fsyncs the regular file or directory at path.
+func syncPath(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("open %s to sync it: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}
