@@ -42,7 +42,7 @@ func renderReport(o options, results map[string][]round, pullBytes int64, loadBe
 			ms(latency(b, op, 0.5)), ms(latency(b, op, 0.9)), ratio(int64(latency(b, op, 0.5)), int64(latency(c, createStart, 0.5))))
 	}
 	floorRow("`runc run --detach` alone on berth's bundles, from runc's file (as containerd runs it)", runcRun)
-	floorRow("the same from a sealed copy of runc (as berth runs it)", runcRunSealed)
+	floorRow("the same from a sealed copy of runc, with GOMAXPROCS=1 (as berth runs it)", runcRunSealed)
 	latencyRow("StopPodSandbox", "StopPod", "", 0)
 	latencyRow("RemovePodSandbox", "RemovePod", "", 0)
 	latencyRow(fmt.Sprintf("PullImage (%.1f MB, loopback)", float64(pullBytes)/1e6), "PullImage", "", 0)
@@ -67,7 +67,8 @@ func renderReport(o options, results map[string][]round, pullBytes int64, loadBe
 		"filesystem berth runtime has just made for a new container like critest's benchmark one (its image and command, "+
 		"in a pod like critest's): the part of CreateContainer + StartContainer that is runc's own. Run from its file, "+
 		"`runc init` bind-mounts its own binary read-only, unmounts it and executes itself again (its CVE-2019-5736 guard); "+
-		"run from a sealed in-memory copy, it skips that. Their ratios are to containerd's CreateContainer + StartContainer.\n", o.pods)
+		"run from a sealed in-memory copy, it skips that. berth's monitors run runc with GOMAXPROCS=1, their own setting. "+
+		"Their ratios are to containerd's CreateContainer + StartContainer.\n", o.pods)
 	return w.String()
 }
 

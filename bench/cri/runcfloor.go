@@ -15,8 +15,8 @@ import (
 )
 
 // Sample keys of `runc run --detach` timed alone: run from runc's file, as
-// containerd runs it, and from a sealed in-memory copy, as berth runtime
-// runs it (see oci.SealedCopy).
+// containerd runs it, and from a sealed in-memory copy with the monitor's
+// environment, as berth runtime runs it (see oci.SealedCopy, oci.MonitorEnv).
 const (
 	runcRun       = "RuncRun"
 	runcRunSealed = "RuncRunSealed"
@@ -40,7 +40,11 @@ func runcFloor(ctx context.Context, t *target, n int) (map[string][]time.Duratio
 		return nil, err
 	}
 	defer sealed.Close()
-	binaries := map[string]string{runcRun: runc, runcRunSealed: oci.ExecPath(sealed)}
+	type invocation struct {
+		binary string
+		env    []string // nil: the bench's own
+	}
+	ways := map[string]invocation{runcRun: {binary: runc}, runcRunSealed: {oci.ExecPath(sealed), oci.MonitorEnv()}}
 	rt := t.Client.Runtime
 	img := &runtimeapi.ImageSpec{Image: images.CritestDefaultImage}
 	if _, err := t.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img}); err != nil {
@@ -79,7 +83,8 @@ func runcFloor(ctx context.Context, t *target, n int) (map[string][]time.Duratio
 		if err != nil {
 			return nil, fmt.Errorf("CreateContainer: %w", err)
 		}
-		took, err := timeRuncRun(ctx, binaries[key], root, filepath.Join(t.Dir, "state", "bundles", c.ContainerId), c.ContainerId)
+		way := ways[key]
+		took, err := timeRuncRun(ctx, way.binary, way.env, root, filepath.Join(t.Dir, "state", "bundles", c.ContainerId), c.ContainerId)
 		if err != nil {
 			return nil, err
 		}
@@ -94,13 +99,15 @@ func runcFloor(ctx context.Context, t *target, n int) (map[string][]time.Duratio
 }
 
 // timeRuncRun times `runc run --detach` of bundle (berth runtime's state
-// directory, see crirun's berthRuntimeArgs) under a runc root of its own,
-// then deletes the container, untimed. The container's stdio is /dev/null:
+// directory, see crirun's berthRuntimeArgs) with env (nil: this process's)
+// under a runc root of its own, then deletes the container, untimed. The container's stdio is /dev/null:
 // a pipe would be held open by it.
-func timeRuncRun(ctx context.Context, runc, root, bundle, id string) (time.Duration, error) {
+func timeRuncRun(ctx context.Context, runc string, env []string, root, bundle, id string) (time.Duration, error) {
 	log := filepath.Join(root, id+".log")
 	cmd := func(args ...string) *exec.Cmd {
-		return exec.CommandContext(ctx, runc, append([]string{"--root", filepath.Join(root, "state"), "--log", log}, args...)...)
+		c := exec.CommandContext(ctx, runc, append([]string{"--root", filepath.Join(root, "state"), "--log", log}, args...)...)
+		c.Env = env
+		return c
 	}
 	start := time.Now()
 	if err := cmd("run", "--detach", "--bundle", bundle, id).Run(); err != nil {

@@ -37,9 +37,7 @@ func (r *Runc) spawnMonitor() (*monitorProc, error) {
 	defer syncW.Close()
 	cmd := exec.Command(r.cfg.MonitorBinary, r.cfg.StateDir)
 	cmd.Dir = r.cfg.StateDir
-	// One P is plenty for a process that mostly sleeps, and each extra P
-	// and thread costs resident memory in every monitor.
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Env = MonitorEnv()
 	cmd.ExtraFiles = []*os.File{startR, syncW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -52,6 +50,12 @@ func (r *Runc) spawnMonitor() (*monitorProc, error) {
 	reapOnExit(cmd.Process)
 	return &monitorProc{cmd: cmd, startW: startW, syncR: syncR}, nil
 }
+
+// MonitorEnv is a monitor's environment, which the runc it runs inherits:
+// the runtime's own, with GOMAXPROCS=1. One P is plenty for a process that
+// mostly sleeps, and each extra P and thread costs resident memory in every
+// monitor (and start-up time in every short-lived runc).
+func MonitorEnv() []string { return append(os.Environ(), "GOMAXPROCS=1") }
 
 // assign gives the monitor its container, whose state dir is dir. The
 // monitor's identity (PID and start time) is recorded there first, so no
