@@ -42,18 +42,5 @@ func commitTemp(tmp *os.File, path string, perm os.FileMode) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("rename into %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a rename or create inside dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
+	return syncPath(filepath.Dir(path))
 }

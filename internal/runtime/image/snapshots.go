@@ -113,7 +113,7 @@ func (s *snapshotter) unpackInto(ctx context.Context, chainID, diffID string, op
 		}
 		return fmt.Errorf("commit snapshot %s: %w", chainID, err)
 	}
-	return syncDir(s.dir)
+	return syncPath(s.dir)
 }
 
 // prune removes every snapshot that keep does not list and pins does not

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
@@ -25,6 +26,7 @@ const syncJobs = 8
 func syncTree(ctx context.Context, root string) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(syncJobs)
+	linked := map[uint64]bool{} // inodes of hard-linked files already synced
 	walkErr := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -37,6 +39,14 @@ func syncTree(ctx context.Context, root string) error {
 		if !d.IsDir() && !d.Type().IsRegular() {
 			return nil
 		}
+		if d.Type().IsRegular() {
+			// A layer may link one file hundreds of times (busybox's
+			// applets): its inode is synced once.
+			seen, err := alreadySynced(d, linked)
+			if err != nil || seen {
+				return err
+			}
+		}
 		g.Go(func() error { return syncPath(path) })
 		return nil
 	})
@@ -44,6 +54,24 @@ func syncTree(ctx context.Context, root string) error {
 		return err
 	}
 	return walkErr
+}
+
+// alreadySynced reports whether the regular file d is a hard link to an
+// inode in linked, adding it if not.
+func alreadySynced(d fs.DirEntry, linked map[uint64]bool) (bool, error) {
+	info, err := d.Info()
+	if err != nil {
+		return false, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink < 2 {
+		return false, nil
+	}
+	if linked[st.Ino] {
+		return true, nil
+	}
+	linked[st.Ino] = true
+	return false, nil
 }
 
 // syncPath fsyncs the regular file or directory at path.

@@ -12,12 +12,14 @@ import (
 )
 
 // TestSyncTreeOpensOnlyFilesAndDirectories: a layer holds FIFOs (opening
-// one would block), dangling symlinks (never followed) and files no mode
-// bit lets anyone read; syncTree syncs the rest and returns.
+// one would block), dangling symlinks (never followed), hard links (synced
+// once per inode) and files no mode bit lets anyone read; syncTree syncs the
+// rest and returns.
 func TestSyncTreeOpensOnlyFilesAndDirectories(t *testing.T) {
 	root := t.TempDir()
 	mustDo(t, os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
 	mustDo(t, os.WriteFile(filepath.Join(root, "a", "b", "file"), []byte("data"), 0o644))
+	mustDo(t, os.Link(filepath.Join(root, "a", "b", "file"), filepath.Join(root, "a", "link")))
 	mustDo(t, os.WriteFile(filepath.Join(root, "a", "unreadable"), []byte("data"), 0o000))
 	hostcheck.Require(t, hostcheck.Root) // as the runtime runs: root opens it anyway
 	mustDo(t, os.Symlink("/nonexistent/target", filepath.Join(root, "a", "dangling")))
