@@ -100,8 +100,8 @@ func runcFloor(ctx context.Context, t *target, n int) (map[string][]time.Duratio
 
 // timeRuncRun times `runc run --detach` of bundle (berth runtime's state
 // directory, see crirun's berthRuntimeArgs) with env (nil: this process's)
-// under a runc root of its own, then deletes the container, untimed. The container's stdio is /dev/null:
-// a pipe would be held open by it.
+// under a runc root of its own, then deletes the container, untimed. The
+// container's stdio is /dev/null: a pipe would be held open by it.
 func timeRuncRun(ctx context.Context, runc string, env []string, root, bundle, id string) (time.Duration, error) {
 	log := filepath.Join(root, id+".log")
 	cmd := func(args ...string) *exec.Cmd {

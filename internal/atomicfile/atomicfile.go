@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteFile atomically and durably replaces path with data, creating parent
@@ -50,7 +52,7 @@ func write(path string, data []byte, mode os.FileMode, durable bool) error {
 	if !durable {
 		return nil
 	}
-	return syncDir(dir)
+	return SyncPath(dir)
 }
 
 func writeTemp(f *os.File, data []byte, mode os.FileMode, durable bool) error {
@@ -66,15 +68,17 @@ func writeTemp(f *os.File, data []byte, mode os.FileMode, durable bool) error {
 	return f.Sync()
 }
 
-// syncDir makes the rename itself durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// SyncPath fsyncs the regular file or directory at path (a directory's
+// sync makes the entries made in it durable). It never follows a symlink,
+// and opening a FIFO does not block: both are errors instead.
+func SyncPath(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", dir, err)
+		return fmt.Errorf("open %s to sync it: %w", path, err)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/berth/berth/internal/atomicfile"
 )
 
 // imageRecord is what the store knows about one image. The image ID is the
@@ -85,7 +87,7 @@ func (m *metadataStore) update(fn func(*metadata) error) error {
 	if err != nil {
 		return fmt.Errorf("encode image metadata: %w", err)
 	}
-	if err := writeFileAtomic(m.path, raw, 0o600); err != nil {
+	if err := atomicfile.WriteFile(m.path, raw, 0o600); err != nil {
 		return fmt.Errorf("persist image metadata: %w", err)
 	}
 	m.data = next

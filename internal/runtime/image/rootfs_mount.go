@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/berth/berth/internal/atomicfile"
 	"github.com/berth/berth/internal/dirperm"
 	"github.com/berth/berth/internal/runtime/idmap"
 )
@@ -104,7 +105,7 @@ func (m *rootfsManager) prepare(id string, rec mountRecord) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode mount record: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "mount.json"), raw, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "mount.json"), raw, 0o600); err != nil {
 		return "", err
 	}
 	if err := m.mount(id, rec); err != nil {

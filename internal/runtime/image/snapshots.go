@@ -14,6 +14,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/berth/berth/internal/atomicfile"
 )
 
 // snapshotter keeps each layer unpacked once, in dir/<chainID hex>/fs, laid
@@ -113,7 +115,7 @@ func (s *snapshotter) unpackInto(ctx context.Context, chainID, diffID string, op
 		}
 		return fmt.Errorf("commit snapshot %s: %w", chainID, err)
 	}
-	return syncPath(s.dir)
+	return atomicfile.SyncPath(s.dir)
 }
 
 // prune removes every snapshot that keep does not list and pins does not

@@ -2,14 +2,13 @@ package image
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sys/unix"
+
+	"github.com/berth/berth/internal/atomicfile"
 )
 
 // syncJobs bounds the fsyncs in flight while a layer is made durable;
@@ -47,7 +46,7 @@ func syncTree(ctx context.Context, root string) error {
 				return err
 			}
 		}
-		g.Go(func() error { return syncPath(path) })
+		g.Go(func() error { return atomicfile.SyncPath(path) })
 		return nil
 	})
 	if err := g.Wait(); err != nil {
@@ -72,17 +71,4 @@ func alreadySynced(d fs.DirEntry, linked map[uint64]bool) (bool, error) {
 	}
 	linked[st.Ino] = true
 	return false, nil
-}
-
-// syncPath fsyncs the regular file or directory at path.
-func syncPath(path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return fmt.Errorf("open %s to sync it: %w", path, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	return nil
 }

@@ -51,3 +51,25 @@ func mustDo(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestAlreadySyncedCountsAnInodeOnce: of two names of one file, only the
+// second is reported synced; a file with one name never is.
+func TestAlreadySyncedCountsAnInodeOnce(t *testing.T) {
+	root := t.TempDir()
+	mustDo(t, os.WriteFile(filepath.Join(root, "a"), []byte("data"), 0o644))
+	mustDo(t, os.Link(filepath.Join(root, "a"), filepath.Join(root, "b")))
+	mustDo(t, os.WriteFile(filepath.Join(root, "single"), []byte("data"), 0o644))
+	entries, err := os.ReadDir(root) // sorted: a, b, single
+	mustDo(t, err)
+	linked := map[uint64]bool{}
+	for i, want := range []bool{false, true, false} {
+		got, err := alreadySynced(entries[i], linked)
+		mustDo(t, err)
+		if got != want {
+			t.Errorf("alreadySynced(%s) = %v, want %v", entries[i].Name(), got, want)
+		}
+	}
+	if len(linked) != 1 {
+		t.Errorf("%d inodes recorded, want 1 (the linked file's)", len(linked))
+	}
+}
