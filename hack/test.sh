@@ -4,13 +4,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 "$REPO_ROOT/hack/setup.sh"
 cd "$REPO_ROOT"
 
-log "lint: gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go'))
-if [[ -n "$unformatted" ]]; then echo "gofmt needed on:"; echo "$unformatted"; exit 1; fi
-log "lint: go vet"
-go vet ./...
-log "lint: staticcheck"
-"$TOOLS_DIR/staticcheck" ./...
+"$REPO_ROOT/hack/lint.sh"
 
 # Missing host prerequisites fail the suite instead of skipping tests.
 export BERTH_STRICT_HOST=1

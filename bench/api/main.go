@@ -1,6 +1,6 @@
 // Command api measures berth's API server under the load of a cluster's
 // node agents and controllers, side by side with upstream kube-apiserver
-// v1.37.2 + etcd in the same run (issue 4's benchmark): pod create
+// v1.37.2 + etcd in the same run: pod create
 // throughput, watch delivery latency to node watchers, full LIST latency,
 // status-update and delete throughput, and server memory. It writes the
 // api section of docs/benchmarks.md.

@@ -67,7 +67,7 @@ etcd over plain HTTP on loopback (no TLS), which favours it.
 // row is one line of a comparison table.
 type row struct{ figure, berth, peer, target, met string }
 
-// figure is one measured quantity, and the target for it if any.
+// figure is one measured quantity, and berth's target for it if any.
 type figure struct {
 	name   string
 	show   func(*result) string
@@ -113,7 +113,7 @@ var figures = []figure{
 }
 
 // compare lays out the figures of berth and (when not nil) the peer,
-// marking the targets met or unmet.
+// marking berth's targets met or unmet.
 func compare(b, p *result) []row {
 	var rows []row
 	for _, f := range figures {

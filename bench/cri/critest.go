@@ -105,7 +105,7 @@ func readLifecycle(path string, into samples) error {
 			into[name] = append(into[name], time.Duration(dp.OperationsDurationsNs[j]))
 		}
 	}
-	// CreateContainer plus StartContainer of one sample, the target.
+	// CreateContainer plus StartContainer of one sample, which has a target.
 	c, s := slices.Index(res.OperationsNames, "CreateContainer"), slices.Index(res.OperationsNames, "StartContainer")
 	if c >= 0 && s >= 0 {
 		for _, dp := range res.Datapoints {

@@ -18,7 +18,7 @@ type reportInput struct {
 	at                    time.Time
 }
 
-// target is the goal for berth runtime's p99 startup latency.
+// target is berth runtime's goal for p99 pod startup latency.
 const target = time.Second
 
 // figure is one row: how to read it from one round's result.

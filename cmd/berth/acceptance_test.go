@@ -25,7 +25,7 @@ import (
 	"github.com/berth/berth/internal/testkit/ports"
 )
 
-// acceptanceManifest is the agent issue's acceptance workload, applied with
+// acceptanceManifest is the node agent's acceptance workload, applied with
 // `berth kubectl apply`: "app" has an init container, two containers, env
 // from a ConfigMap, a Secret volume, an emptyDir the two share and a
 // readiness probe; "crasher" exits at once; "unhealthy" fails its liveness

@@ -106,7 +106,7 @@ func createBenchPods(ctx context.Context, s *testServer, from, to int, bound boo
 }
 
 // BenchmarkCreatePod measures creating bound pods with 16 clients per CPU
-// (32 on two cores, as the first benchmark shape); it reports pods/s.
+// (32 on two cores, as bench/api's small shape); it reports pods/s.
 func BenchmarkCreatePod(b *testing.B) {
 	runPodOps(b, podsNone, "pods/s", func(ctx context.Context, pods typedcorev1.PodInterface, i int) error {
 		_, err := pods.Create(ctx, benchPod(i, benchNodeName(i)), metav1.CreateOptions{})

@@ -16,8 +16,9 @@ import (
 )
 
 // bindingREST serves POST pods/NAME/binding: a precondition-checked write,
-// as kube-apiserver's BindingREST, done as one store transaction so that
-// issue 6 can add the node's constraints (and the node's own guard) to it.
+// as kube-apiserver's BindingREST, done as one store transaction that also
+// checks the node's constraints against its usage record and guards the Node
+// itself (pod_accounting.go), so a node's set of pods never breaks them.
 type bindingREST struct {
 	pods       *objectStore
 	accounting *podAccounting
@@ -53,7 +54,7 @@ func (b *bindingREST) Create(ctx context.Context, name string, obj runtime.Objec
 	}
 	for attempt := 0; attempt < maxConflictRetries; attempt++ {
 		// In the node's turn, the usage record this server last wrote is
-		// current: binds to one node no longer conflict with each other.
+		// current: binds to one node do not conflict with each other.
 		err := b.accounting.inNodeTurn(ctx, binding.Target.Name, func() error {
 			return b.tryBind(ctx, binding, attempt > 0)
 		})

@@ -1,9 +1,11 @@
 // Package auth builds the API server's authentication and authorization
 // chains from k8s.io/apiserver's interfaces, so every request carries a user
-// and every handler asks one authorizer. Today: x509 client certificates from
-// the client CA; system:masters may do anything, and berth's own components
-// get the bootstrap policy (upstream's default roles for them); the node
-// authorizer, RBAC and token authenticators plug in here (issue 5).
+// and every handler asks one authorizer. Authentication: x509 client
+// certificates from the client CA, then bearer tokens (bootstrap,
+// service-account, static and in-process tokens), anonymous only on the
+// public paths. Authorization: system:masters may do anything, then the Node
+// authorizer, the bootstrap policy (upstream's default roles for berth's own
+// components) and RBAC.
 package auth
 
 import (
@@ -26,9 +28,9 @@ const MastersGroup = "system:masters"
 
 // NewAuthenticator authenticates requests by a client certificate signed by
 // clientCAs (verified chains are cached for seconds: x509cache.go) or,
-// failing that, by a bearer token one of tokens accepts (bootstrap tokens;
-// later service-account and static tokens). The first that recognizes the
-// request decides.
+// failing that, by a bearer token one of tokens accepts (bootstrap,
+// service-account, static or in-process tokens). The first that recognizes
+// the request decides.
 func NewAuthenticator(clientCAs *x509.CertPool, tokens ...authenticator.Token) authenticator.Request {
 	chain := []authenticator.Request{newX509Authenticator(clientCAs, clock.RealClock{})}
 	if len(tokens) > 0 {

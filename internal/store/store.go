@@ -54,7 +54,8 @@ type Event struct {
 	PrevValue []byte // value before the change, when there was one
 }
 
-// Op is one extra guarded write inside a Txn (used by binding, issue 6).
+// Op is one extra guarded write inside a Txn (binding writes the node's
+// usage record with one).
 type Op struct {
 	Key string
 	// ExpectModRevision guards the write: 0 means the key must not exist.

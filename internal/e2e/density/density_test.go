@@ -16,7 +16,7 @@ import (
 	"github.com/berth/berth/internal/testkit/images"
 )
 
-// podCount is the acceptance figure: 100 pods on one node (the
+// podCount is the density target: 100 pods on one node (the
 // node's capacity is 110 pods and berth runs no system pods).
 const podCount = 100
 

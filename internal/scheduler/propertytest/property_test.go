@@ -31,7 +31,7 @@ const (
 	numDeleted     = 60
 )
 
-// TestNoNodeEverSeesAViolatingSet is issue 6's property: two scheduler
+// TestNoNodeEverSeesAViolatingSet is the binding property: two scheduler
 // instances and several raw binders race to bind 2000 random pods onto 20
 // small nodes while some pods are deleted; replaying every node's own watch
 // history, at no revision does a node's set of pods break a constraint, and
