@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,17 +13,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	genericrest "k8s.io/apiserver/pkg/registry/generic/rest"
+	"k8s.io/apiserver/pkg/util/flushwriter"
 )
 
 // podConnector serves the connect subresources pods/log, pods/exec,
-// pods/attach and pods/portforward: it finds the pod's node and proxies
-// the request, upgraded or not, to that node's agent (its node server,
-// the kubelet's port), presenting the API server's client certificate.
-// The verbs were already authorized by the filter chain (get for GET,
-// create for POST, as upstream).
+// pods/attach and pods/portforward: it finds the pod's node and streams
+// the log from, or proxies the upgraded stream to, that node's agent (its
+// node server, the kubelet's port), presenting the API server's client
+// certificate. The verbs were already authorized by the filter chain (get
+// for GET, create for POST, as upstream). Neither path follows a node's
+// redirect: a node must not point the API server, with its client
+// certificate, at another server, nor hand the caller another server's
+// content.
 type podConnector struct {
 	pods, nodes *objectStore
 	// transport reaches node servers; nil when the server has no client
@@ -86,6 +94,10 @@ func (c *podConnector) serve(spec connectSubresource, w http.ResponseWriter, req
 		c.writeError(err, w, req)
 		return
 	}
+	if !spec.upgrade {
+		c.streamLog(w, req.WithContext(ctx), loc, info.Name)
+		return
+	}
 	out := req.Clone(ctx)
 	out.URL.RawQuery = loc.RawQuery // the non-upgrade proxy sends the request's query
 	// The caller's own credentials are not the node's business.
@@ -95,8 +107,49 @@ func (c *podConnector) serve(spec connectSubresource, w http.ResponseWriter, req
 			out.Header.Del(name)
 		}
 	}
-	h := proxy.NewUpgradeAwareHandler(loc, c.transport, false, spec.upgrade, proxyResponder{c.writeError})
+	// An upgrade the node answers with a redirect fails ("invalid upgrade
+	// response"): the handler dials the node itself and follows nothing.
+	h := proxy.NewUpgradeAwareHandler(loc, c.transport, false, true, proxyResponder{c.writeError})
 	h.ServeHTTP(w, out)
+}
+
+// streamLog serves pods/log as upstream's LogREST does: a
+// LocationStreamer that refuses redirects and turns the node's error
+// answers into Status errors, its body written as responsewriters'
+// StreamObject writes it (flushed when following, over a websocket when
+// asked for one).
+func (c *podConnector) streamLog(w http.ResponseWriter, req *http.Request, loc *url.URL, name string) {
+	follow, _ := strconv.ParseBool(loc.Query().Get("follow"))
+	streamer := &genericrest.LocationStreamer{
+		Location: loc, Transport: c.transport, ContentType: "text/plain", Flush: follow,
+		ResponseChecker: genericrest.NewGenericHttpResponseChecker(corev1.Resource("pods/log"), name),
+		RedirectChecker: refuseRedirect,
+	}
+	out, flush, contentType, err := streamer.InputStream(req.Context(), "v1", req.Header.Get("Accept"))
+	if errors.Is(err, errNodeRedirect) {
+		err = apierrors.NewServiceUnavailable(fmt.Sprintf("error reaching the node: node %s answered pods/log with a redirect, which the API server does not follow", loc.Host))
+	}
+	if err != nil {
+		proxyResponder{c.writeError}.Error(w, req, err)
+		return
+	}
+	defer out.Close()
+	if wsstream.IsWebSocketRequest(req) {
+		if err := wsstream.NewReader(out, true, wsstream.NewDefaultReaderProtocols()).Copy(w, req); err != nil {
+			utilruntime.HandleError(fmt.Errorf("streaming pods/log %s over a websocket: %w", name, err))
+		}
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	var dst io.Writer = w
+	if flush {
+		dst = flushwriter.Wrap(w)
+	}
+	_, _ = io.Copy(dst, out) // the caller went away or the node ended the stream; either ends the log
 }
 
 // authorizeWebsocketCreate: a websocket exec, attach or port-forward is
@@ -204,6 +257,14 @@ func (c *podConnector) nodeServer(ctx context.Context, nodeName string) (string,
 	}
 	return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no address", nodeName))
 }
+
+// errNodeRedirect is refuseRedirect's refusal.
+var errNodeRedirect = errors.New("redirects forbidden")
+
+// refuseRedirect is upstream's genericrest.PreventRedirects with an error
+// of its own, so that the refusal names the node and not the redirect's
+// target (which may carry credentials of its own).
+func refuseRedirect(*http.Request, []*http.Request) error { return errNodeRedirect }
 
 // proxyResponder reports proxy failures (node unreachable, refused) as
 // Status errors.

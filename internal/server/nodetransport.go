@@ -13,7 +13,9 @@ import (
 // nodeTransport is how the API server calls node agents (pods/log, exec,
 // attach, portforward): as system:apiserver, with a client certificate
 // from the client CA issued at start-up, trusting only node serving
-// certificates from the node serving CA.
+// certificates from the node serving CA. A transport follows no redirect
+// itself; the pods/log and upgrade handlers (internal/apiserver
+// pod_connect.go) refuse the ones a node answers with.
 func nodeTransport(cluster *pki.Cluster) (*http.Transport, error) {
 	certPEM, keyPEM, err := cluster.ClientCA.Issue(pki.APIServerClientIdentity)
 	if err != nil {

@@ -4,13 +4,15 @@
 // register and update only itself (no node-restriction.kubernetes.io/ or
 // other non-kubelet kubernetes.io labels, no spec changes after
 // registration), write only its own Lease, report only its own pods'
-// status, delete only its own pods once they are terminating, request
+// status (and through it change no labels, annotations or resource claim
+// statuses), delete only its own pods once they are terminating, request
 // service-account tokens only bound to its own pods, and report events
 // only as itself. It creates no pods at all: berth has no static
 // pods, so there are no mirror pods to allow.
 //
-// Upstream's plugin lives in k8s.io/kubernetes, which is not importable;
-// the rules follow it where berth serves the same resources.
+// Upstream's plugin works on k8s.io/kubernetes' internal types and would
+// link its whole tree into the binary; the rules here follow it where berth
+// serves the same resources (TestPodStatusMatchesUpstream compares them).
 package noderestriction
 
 import (

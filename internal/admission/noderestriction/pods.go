@@ -7,7 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// pods: status updates and deletion of the node's own pods; deletion only
+// pods: status updates (pod_status.go) and deletion of the node's own pods; deletion only
 // once the pod is terminating (the agent finishes what someone else began).
 // No creation (no mirror pods in berth), no spec changes, no other
 // subresources.
@@ -17,7 +17,7 @@ func pods(node string, a admission.Attributes) error {
 	case op == admission.Create && sub == "":
 		return fmt.Errorf("node %q may not create pods (berth has no static or mirror pods)", node)
 	case op == admission.Update && sub == "status":
-		return ownPod(node, a, "update the status of")
+		return podStatus(node, a)
 	case op == admission.Delete && sub == "":
 		old, err := ownPodObject(node, a, "delete")
 		if err != nil {
@@ -31,11 +31,6 @@ func pods(node string, a admission.Attributes) error {
 		return fmt.Errorf("node %q may not change the spec of pod %s/%s", node, a.GetNamespace(), a.GetName())
 	}
 	return fmt.Errorf("node %q may not %s pods/%s", node, verbOf(op), sub)
-}
-
-func ownPod(node string, a admission.Attributes, verb string) error {
-	_, err := ownPodObject(node, a, verb)
-	return err
 }
 
 // ownPodObject returns the stored pod a write applies to, if it is bound to node.

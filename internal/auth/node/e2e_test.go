@@ -134,6 +134,11 @@ func TestNodeAccess(t *testing.T) {
 		{"node-a patches its pod's spec", nodeA, pods(nodeA).patch("pod-a", `{"spec":{"activeDeadlineSeconds":5}}`), 403},
 		{"node-a relabels its pod", nodeA, pods(nodeA).patch("pod-a", `{"metadata":{"labels":{"x":"y"}}}`), 403},
 		{"node-a updates node-b's pod's status", nodeA, pods(nodeA).patch("pod-b", `{"status":{"message":"hi"}}`, "status"), 403},
+		{"node-a relabels its pod through its status", nodeA, pods(nodeA).patch("pod-a", `{"metadata":{"labels":{"x":"y"}}}`, "status"), 403},
+		{"node-a changes its pod's annotation through its status", nodeA, pods(nodeA).patch("pod-a", `{"metadata":{"annotations":{"example.com/owner":"node-a"}}}`, "status"), 403},
+		{"node-a writes a berth-private annotation through its pod's status", nodeA, pods(nodeA).patch("pod-a", `{"metadata":{"annotations":{"internal.berth.io/hint":"mine"}}}`, "status"), 403},
+		{"node-a drops its pod's annotations through its status", nodeA, pods(nodeA).patch("pod-a", `{"metadata":{"annotations":null}}`, "status"), 403},
+		{"node-a rewrites its pod's resource claim statuses", nodeA, pods(nodeA).patch("pod-a", `{"status":{"resourceClaimStatuses":[{"name":"gpu","resourceClaimName":"someone-elses"}]}}`, "status"), 403},
 		{"node-a creates a pod", nodeA, pods(nodeA).create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}), 403},
 		{"node-a creates a mirror pod on itself", nodeA, pods(nodeA).create(&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "mirror", Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}},
@@ -250,6 +255,16 @@ func TestNodeAccess(t *testing.T) {
 			return err
 		}, 0},
 		{"node-a updates its pod's status", nodeA, pods(nodeA).patch("pod-a", `{"status":{"message":"running"}}`, "status"), 0},
+		{"node-a's ownerReferences through its pod's status are ignored", nodeA, func(ctx context.Context) error {
+			if err := pods(nodeA).patch("pod-a", `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"node-a","uid":"u"}]},"status":{"message":"owned?"}}`, "status")(ctx); err != nil {
+				return err
+			}
+			p, err := admin.CoreV1().Pods("default").Get(ctx, "pod-a", metav1.GetOptions{})
+			if err == nil && len(p.OwnerReferences) != 0 {
+				err = fmt.Errorf("the status update set ownerReferences %v", p.OwnerReferences)
+			}
+			return err
+		}, 0},
 		{"node-a updates its own status", nodeA, patchNode(nodeA, "node-a", `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"AgentReady"}]}}`, "status"), 0},
 		{"node-a sets a label of its own domain", nodeA, patchNode(nodeA, "node-a", `{"metadata":{"labels":{"example.com/rack":"r1"}}}`), 0},
 		{"node-a gets itself", nodeA, func(ctx context.Context) error {

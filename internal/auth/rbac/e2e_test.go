@@ -228,6 +228,16 @@ func TestOperatorGrantsMonitoringReadOnlyPods(t *testing.T) {
 	}
 	// Within what it holds, it may.
 	b.mustAs(monitor, "create", "clusterrole", "pod-lister", "--verb=list", "--resource=pods")
+	// An aggregationRule gathers other roles' rules, so a ClusterRole with
+	// no rules that selects admin's labels, bound to the monitor, would hand
+	// it admin once the aggregation controller filled it in.
+	out = b.forbiddenAs(monitor, "create", "clusterrole", "sneaky", "--aggregation-rule=rbac.authorization.k8s.io/aggregate-to-admin=true")
+	if !strings.Contains(out, `clusterroles.rbac.authorization.k8s.io "sneaky" is forbidden: must have cluster-admin privileges to use the aggregationRule`) {
+		t.Errorf("aggregating role refused without upstream's reason: %s", out)
+	}
+	if _, err := b.admin.RbacV1().ClusterRoles().Get(ctx, "sneaky", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("refused aggregating clusterrole exists: %v", err)
+	}
 
 	// Revocation: deleting the binding takes the access away.
 	b.mustAs(admin, "delete", "clusterrolebinding", "monitoring")

@@ -53,7 +53,7 @@ func (c *escalationCheck) Validate(ctx context.Context, a admission.Attributes, 
 	case *rbacv1.Role:
 		return c.checkRole(ctx, a, u, "roles", obj.Rules)
 	case *rbacv1.ClusterRole:
-		return c.checkRole(ctx, a, u, "clusterroles", obj.Rules)
+		return c.checkClusterRole(ctx, a, u, obj)
 	case *rbacv1.RoleBinding:
 		return c.checkBinding(ctx, a, u, obj.RoleRef)
 	case *rbacv1.ClusterRoleBinding:
@@ -67,6 +67,39 @@ func (c *escalationCheck) checkRole(ctx context.Context, a admission.Attributes,
 		return nil
 	}
 	return c.confirmHeld(a, u, rules)
+}
+
+// fullAuthority is cluster-admin's rules: what upstream requires of an
+// author who sets, changes or drops an aggregationRule without escalate.
+var fullAuthority = []rbacv1.PolicyRule{
+	{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+	{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
+}
+
+// checkClusterRole is upstream's ClusterRole storage check
+// (pkg/registry/rbac/clusterrole/policybased): the rules must be held, and
+// on create, or on an update where the new or the old object aggregates,
+// the author must hold full authority.
+func (c *escalationCheck) checkClusterRole(ctx context.Context, a admission.Attributes, u user.Info, role *rbacv1.ClusterRole) error {
+	if c.allowed(ctx, u, "escalate", "clusterroles", "", a.GetName()) {
+		return nil
+	}
+	if err := c.confirmHeld(a, u, role.Rules); err != nil {
+		return err
+	}
+	old, _ := a.GetOldObject().(*rbacv1.ClusterRole)
+	if !hasAggregationRule(role) && !hasAggregationRule(old) {
+		return nil
+	}
+	if err := c.confirmHeld(a, u, fullAuthority); err != nil {
+		return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(),
+			errors.New("must have cluster-admin privileges to use the aggregationRule"))
+	}
+	return nil
+}
+
+func hasAggregationRule(role *rbacv1.ClusterRole) bool {
+	return role != nil && role.AggregationRule != nil && len(role.AggregationRule.ClusterRoleSelectors) > 0
 }
 
 func (c *escalationCheck) checkBinding(ctx context.Context, a admission.Attributes, u user.Info, ref rbacv1.RoleRef) error {

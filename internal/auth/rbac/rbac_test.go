@@ -235,3 +235,93 @@ func TestEscalationCheck(t *testing.T) {
 		})
 	}
 }
+
+// An aggregationRule gathers the rules of any role its selectors match, now
+// or later, so setting, changing or dropping one takes cluster-admin's
+// authority or escalate, whatever the role's own rules (upstream's
+// ClusterRole storage).
+func TestEscalationCheckAggregationRule(t *testing.T) {
+	objs := append(testPolicy(),
+		clusterRole("rbac-writer", rule([]string{"create", "update"}, []string{rbacv1.GroupName}, "clusterroles")),
+		clusterRole("cluster-admin",
+			rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+			rbacv1.PolicyRule{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}),
+		clusterRole("escalator", rbacv1.PolicyRule{Verbs: []string{"escalate"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}}),
+		bindUsers("monitor-writes-rbac", "rbac-writer", "monitor", "escalating", "almost-admin", "real-admin"),
+		bindUsers("escalating-escalates", "escalator", "escalating"),
+		// The everyday verbs on every resource, and every URL: not full
+		// authority, which is every verb ("*": escalate, bind, impersonate...).
+		clusterRole("all-resources",
+			rbacv1.PolicyRule{Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+			rbacv1.PolicyRule{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}),
+		bindUsers("almost-admin-resources", "all-resources", "almost-admin"),
+		bindUsers("real-admin-is-admin", "cluster-admin", "real-admin"),
+	)
+	listers := listersOf(t, objs...)
+	check := NewEscalationCheck(listers, NewAuthorizer(listers, func() bool { return true }))
+	named := func(name string) user.Info {
+		return &user.DefaultInfo{Name: name, Groups: []string{user.AllAuthenticated}}
+	}
+	aggregating := func(rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
+		r := clusterRole("r", rules...)
+		r.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+			{MatchLabels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}}}
+		return r
+	}
+	noSelectors := clusterRole("r", podReader())
+	noSelectors.AggregationRule = &rbacv1.AggregationRule{}
+	const refusal = `clusterroles.rbac.authorization.k8s.io "r" is forbidden: must have cluster-admin privileges to use the aggregationRule`
+	cases := []struct {
+		name     string
+		op       admission.Operation
+		obj, old *rbacv1.ClusterRole
+		u        user.Info
+		want     string // "" allows
+	}{
+		{"create aggregating, no rules", admission.Create, aggregating(), nil, monitor, refusal},
+		{"create aggregating, with held rules", admission.Create, aggregating(podReader()), nil, monitor, refusal},
+		{"create aggregating with unheld rules names the rules first", admission.Create, aggregating(rule(readVerbs, core, "secrets")), nil, monitor, "not currently held"},
+		{"update adds an aggregationRule", admission.Update, aggregating(podReader()), clusterRole("r", podReader()), monitor, refusal},
+		{"update drops an aggregationRule", admission.Update, clusterRole("r", podReader()), aggregating(podReader()), monitor, refusal},
+		{"update keeps an aggregationRule", admission.Update, aggregating(podReader()), aggregating(), monitor, refusal},
+		{"update without one", admission.Update, clusterRole("r", podReader()), clusterRole("r"), monitor, ""},
+		{"an aggregationRule without selectors aggregates nothing", admission.Create, noSelectors, nil, monitor, ""},
+		{"the everyday verbs on everything are not full authority", admission.Create, aggregating(), nil, named("almost-admin"), refusal},
+		{"full authority by binding", admission.Create, aggregating(), nil, named("real-admin"), ""},
+		{"escalate", admission.Create, aggregating(), nil, named("escalating"), ""},
+		{"escalate on update", admission.Update, clusterRole("r"), aggregating(), named("escalating"), ""},
+		{"masters", admission.Create, aggregating(), nil, &user.DefaultInfo{Name: "root", Groups: []string{"system:masters"}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var old runtime.Object
+			if tc.old != nil {
+				old = tc.old
+			}
+			res := rbacv1.SchemeGroupVersion.WithResource("clusterroles")
+			attrs := admission.NewAttributesRecord(tc.obj, old, rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), "", "r", res, "", tc.op, nil, false, tc.u)
+			err := check.Validate(context.Background(), attrs, nil)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !apierrors.IsForbidden(err) {
+				t.Fatalf("err = %v, want Forbidden", err)
+			}
+			if tc.want == refusal && err.Error() != refusal || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %q, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func bindUsers(name, role string, users ...string) *rbacv1.ClusterRoleBinding {
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+	for _, u := range users {
+		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
+	}
+	return b
+}

@@ -30,12 +30,12 @@ const (
 
 // decide applies the approval policy of the CSR's signer: decideClient or
 // decideServing. Other signers' requests are not this approver's to decide.
-func decide(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter) (verdict, string, error) {
+func decide(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter, claims *addressClaims) (verdict, string, error) {
 	switch csr.Spec.SignerName {
 	case certificatesv1.KubeAPIServerClientKubeletSignerName:
 		return decideClient(csr, nodes)
 	case certificatesv1.KubeletServingSignerName:
-		return decideServing(csr, nodes)
+		return decideServing(csr, nodes, claims)
 	}
 	return undecided, "", nil
 }

@@ -98,7 +98,7 @@ func TestDecide(t *testing.T) {
 			if tc.signer != "" {
 				csr.Spec.SignerName = tc.signer
 			}
-			got, msg, err := decide(csr, nodes)
+			got, msg, err := decide(csr, nodes, newAddressClaims())
 			if err != nil {
 				t.Fatal(err)
 			}

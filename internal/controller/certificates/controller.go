@@ -7,6 +7,7 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -40,11 +41,13 @@ type Config struct {
 
 // Controller approves and signs node client and serving CSRs.
 type Controller struct {
-	cfg    Config
-	csrs   certlisters.CertificateSigningRequestLister
-	queue  workqueue.TypedRateLimitingInterface[string]
-	run    func(ctx context.Context) // starts the informers
-	nodes  NodeGetter
+	cfg   Config
+	csrs  certlisters.CertificateSigningRequestLister
+	queue workqueue.TypedRateLimitingInterface[string]
+	run   func(ctx context.Context) // starts the informers
+	nodes NodeGetter
+	// claims are the names and IPs every Node seen so far reported.
+	claims *addressClaims
 	signer signer
 	log    *slog.Logger
 }
@@ -56,11 +59,12 @@ func New(cfg Config) *Controller {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
-	nodeLister := factory.Core().V1().Nodes().Lister()
+	nodeInformer := factory.Core().V1().Nodes()
 	c := &Controller{
 		cfg:    cfg,
 		csrs:   csrInformer.Lister(),
-		nodes:  nodeLister,
+		nodes:  nodeInformer.Lister(),
+		claims: newAddressClaims(),
 		signer: signer{client: cfg.CA, serving: cfg.ServingCA, lifetime: cfg.Lifetime},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "certificates"}),
@@ -73,6 +77,14 @@ func New(cfg Config) *Controller {
 	}
 	_, _ = csrInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+	})
+	recordNode := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok {
+			c.claims.record(n)
+		}
+	}
+	_, _ = nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: recordNode, UpdateFunc: func(_, obj any) { recordNode(obj) },
 	})
 	c.run = func(ctx context.Context) {
 		factory.Start(ctx.Done())
@@ -111,7 +123,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	case final:
 		return nil
 	}
-	v, reason, err := decide(csr, c.nodes)
+	v, reason, err := decide(csr, c.nodes, c.claims)
 	if err != nil || v == undecided {
 		return err
 	}

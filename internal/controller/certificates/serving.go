@@ -28,10 +28,15 @@ import (
 //     system:node:N), never a join token;
 //   - every DNS SAN is the node's name or a host name its Node reports, every
 //     IP SAN an address its Node reports;
-//   - no IP another Node reports: the API server dials nodes by address, and
-//     a certificate for another node's address would let a node answer in
-//     its place;
-//   - none of the API server's in-cluster names.
+//   - no IP any other Node has ever reported, and no other Node's name, for
+//     as long as the controller runs (addressClaims): the API server dials
+//     nodes by address, and a certificate for another node's address would
+//     let a node answer in its place, even after that node left or moved;
+//   - no wildcard DNS names, and none of the API server's in-cluster names.
+//
+// A host name several Nodes report (agents sharing one machine's host name)
+// is allowed to each: the API server dials a node by host name only when it
+// reports no IP at all.
 //
 // They are signed by a CA of their own, which only the API server trusts
 // (pki.Cluster.NodeServingCA), so no node certificate ever passes for the
@@ -73,6 +78,9 @@ func checkNodeServing(req *x509.CertificateRequest, usages []certificatesv1.KeyU
 			return "", fmt.Errorf("usage %q is not allowed for a node serving certificate", u)
 		}
 	}
+	if i := slices.IndexFunc(req.DNSNames, func(d string) bool { return strings.Contains(d, "*") }); i >= 0 {
+		return "", fmt.Errorf("%q is a wildcard DNS name", req.DNSNames[i])
+	}
 	if i := slices.IndexFunc(req.DNSNames, isAPIServerName); i >= 0 {
 		return "", fmt.Errorf("%q is a name of the API server", req.DNSNames[i])
 	}
@@ -83,7 +91,7 @@ func checkNodeServing(req *x509.CertificateRequest, usages []certificatesv1.KeyU
 }
 
 // decideServing applies the approval policy above to a kubelet-serving CSR.
-func decideServing(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter) (verdict, string, error) {
+func decideServing(csr *certificatesv1.CertificateSigningRequest, nodes NodeGetter, claims *addressClaims) (verdict, string, error) {
 	req, err := parseRequest(csr)
 	if err != nil {
 		return deny, err.Error(), nil
@@ -114,35 +122,41 @@ func decideServing(csr *certificatesv1.CertificateSigningRequest, nodes NodeGett
 		// Registered, its status not yet written: judge the SANs once it is.
 		return undecided, "", fmt.Errorf("node %s reports no addresses (yet)", name)
 	}
-	if why, err := foreignSAN(req, node, nodes); err != nil || why != "" {
-		return deny, why, err
+	// The Nodes listed now count too, whether or not the informer's
+	// handler has recorded them yet.
+	others, err := nodes.List(labels.Everything())
+	if err != nil {
+		return undecided, "", fmt.Errorf("list nodes: %w", err)
+	}
+	for _, o := range others {
+		claims.record(o)
+	}
+	if why := foreignSAN(req, node, claims); why != "" {
+		return deny, why, nil
 	}
 	return approve, fmt.Sprintf("node %s's serving certificate for its own name and reported addresses", name), nil
 }
 
 // foreignSAN returns why one of the request's SANs does not belong to node,
 // or "" when all do.
-func foreignSAN(req *x509.CertificateRequest, node *corev1.Node, nodes NodeGetter) (string, error) {
+func foreignSAN(req *x509.CertificateRequest, node *corev1.Node, claims *addressClaims) string {
 	for _, d := range req.DNSNames {
-		if d != node.Name && !hasAddress(node, d, corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS) {
-			return fmt.Sprintf("DNS name %q is neither node %s's name nor a host name in its status.addresses", d, node.Name), nil
+		if claims.isOtherNodeName(d, node.Name) {
+			return fmt.Sprintf("DNS name %q is the name of another Node", d)
 		}
-	}
-	others, err := nodes.List(labels.Everything())
-	if err != nil {
-		return "", fmt.Errorf("list nodes: %w", err)
+		if d != node.Name && !hasAddress(node, d, corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS) {
+			return fmt.Sprintf("DNS name %q is neither node %s's name nor a host name in its status.addresses", d, node.Name)
+		}
 	}
 	for _, ip := range req.IPAddresses {
 		if !hasAddress(node, ip.String(), corev1.NodeInternalIP, corev1.NodeExternalIP) {
-			return fmt.Sprintf("IP %s is not among node %s's status.addresses", ip, node.Name), nil
+			return fmt.Sprintf("IP %s is not among node %s's status.addresses", ip, node.Name)
 		}
-		for _, o := range others {
-			if o.Name != node.Name && hasAddress(o, ip.String(), corev1.NodeInternalIP, corev1.NodeExternalIP) {
-				return fmt.Sprintf("IP %s is also reported by node %s", ip, o.Name), nil
-			}
+		if other, ok := claims.otherNodeWithIP(ip, node.Name); ok {
+			return fmt.Sprintf("IP %s is also reported, now or before, by node %s", ip, other)
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // hasAddress reports whether node lists addr (compared as an IP when it is

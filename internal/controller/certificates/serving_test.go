@@ -60,7 +60,13 @@ func TestDecideServing(t *testing.T) {
 			corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "198.51.100.10"},
 			corev1.NodeAddress{Type: corev1.NodeHostName, Address: "host-a"},
 			// Shared with node-b: whoever reports it, neither gets it.
-			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.99"}),
+			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.99"},
+			// Once node-gone's, which the controller saw and which is deleted now.
+			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.50"},
+			// Other Nodes' names, which node-a reports as its own host names.
+			corev1.NodeAddress{Type: corev1.NodeHostName, Address: "node-b"},
+			corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: "Node-Gone"},
+			corev1.NodeAddress{Type: corev1.NodeExternalDNS, Address: "*.example.com"}),
 		"node-b": nodeWithAddresses("node-b",
 			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.11"},
 			corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.99"},
@@ -86,10 +92,14 @@ func TestDecideServing(t *testing.T) {
 		{"ExternalIP and name only", nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, ips: []string{"198.51.100.10"}}, serverUsages, nodeA, nodeAGroups, approve, ""},
 		{"ECDSA usages without key encipherment", nodeSubjectFor("node-a"), own, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, nodeA, nodeAGroups, approve, ""},
 		{"foreign DNS name", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "mail.example.com"}}, serverUsages, nodeA, nodeAGroups, deny, `"mail.example.com" is neither`},
-		{"another node's name as DNS name", nodeSubjectFor("node-a"), sans{dns: []string{"node-b"}}, serverUsages, nodeA, nodeAGroups, deny, `"node-b" is neither`},
+		{"another node's name as DNS name", nodeSubjectFor("node-a"), sans{dns: []string{"node-c"}}, serverUsages, nodeA, nodeAGroups, deny, `"node-c" is the name of another Node`},
 		{"another node's host name", nodeSubjectFor("node-a"), sans{dns: []string{"host-b"}}, serverUsages, nodeA, nodeAGroups, deny, "is neither"},
 		{"another node's IP", nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.11"}}, serverUsages, nodeA, nodeAGroups, deny, "192.0.2.11 is not among node node-a's"},
-		{"an IP two nodes report", nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.99"}}, serverUsages, nodeA, nodeAGroups, deny, "also reported by node node-b"},
+		{"an IP two nodes report", nodeSubjectFor("node-a"), sans{ips: []string{"192.0.2.99"}}, serverUsages, nodeA, nodeAGroups, deny, "also reported, now or before, by node node-b"},
+		{"an IP a deleted node reported", nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, ips: []string{"192.0.2.10", "192.0.2.50"}}, serverUsages, nodeA, nodeAGroups, deny, "192.0.2.50 is also reported, now or before, by node node-gone"},
+		{"another node's name it reports as a host name", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "node-b"}}, serverUsages, nodeA, nodeAGroups, deny, `"node-b" is the name of another Node`},
+		{"a deleted node's name it reports as a host name", nodeSubjectFor("node-a"), sans{dns: []string{"node-gone"}}, serverUsages, nodeA, nodeAGroups, deny, `"node-gone" is the name of another Node`},
+		{"a wildcard it reports", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "*.example.com"}}, serverUsages, nodeA, nodeAGroups, deny, "wildcard"},
 		{"the unspecified address, though the node reports it", nodeSubjectFor("node-c"), sans{ips: []string{"0.0.0.0"}}, serverUsages, "system:node:node-c", nodeAGroups, deny, "unspecified"},
 		{"an API server name, though the node reports it", nodeSubjectFor("node-c"), sans{dns: []string{"kubernetes.default"}}, serverUsages, "system:node:node-c", nodeAGroups, deny, "name of the API server"},
 		{"the API server's cluster-domain name", nodeSubjectFor("node-a"), sans{dns: []string{"node-a", "kubernetes.default.svc.cluster.local"}}, serverUsages, nodeA, nodeAGroups, deny, "name of the API server"},
@@ -104,13 +114,16 @@ func TestDecideServing(t *testing.T) {
 		{"CN not a node", pkix.Name{CommonName: "system:apiserver", Organization: []string{"system:nodes"}}, own, serverUsages, nodeA, nodeAGroups, deny, "common name"},
 		{"ordinary user: left to an admin", nodeSubjectFor("node-a"), own, serverUsages, "alice", []string{"system:authenticated"}, undecided, ""},
 	}
+	// What the node informer told the controller before node-gone was deleted.
+	claims := newAddressClaims()
+	claims.record(nodeWithAddresses("node-gone", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.50"}))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
 				SignerName: certificatesv1.KubeletServingSignerName,
 				Request:    servingCSR(t, tc.subject, tc.sans), Usages: tc.usages, Username: tc.user, Groups: tc.groups,
 			}}
-			got, msg, err := decide(csr, nodes)
+			got, msg, err := decide(csr, nodes, claims)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,14 +144,44 @@ func TestDecideServingRetriesUnknownNode(t *testing.T) {
 		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
 		Username:   "system:node:node-new", Groups: []string{"system:nodes"},
 	}}
-	got, _, err := decide(csr, nodeMap{})
+	got, _, err := decide(csr, nodeMap{}, newAddressClaims())
 	if got != undecided || err == nil || !strings.Contains(err.Error(), "not registered") {
 		t.Errorf("decide = %v, %v; want undecided with a retryable error", got, err)
 	}
 	// Registered, but its status (the addresses) not yet written.
-	got, _, err = decide(csr, nodeMap{"node-new": nodeWithAddresses("node-new")})
+	got, _, err = decide(csr, nodeMap{"node-new": nodeWithAddresses("node-new")}, newAddressClaims())
 	if got != undecided || err == nil || !strings.Contains(err.Error(), "no addresses") {
 		t.Errorf("decide = %v, %v; want undecided with a retryable error", got, err)
+	}
+}
+
+// An address stays another node's after that node moves off it: node-b
+// reported 192.0.2.20, then moved to .21; node-a now reporting .20 gets no
+// certificate for it, nor once node-b is deleted.
+func TestDecideServingRemembersAddressesOfOtherNodes(t *testing.T) {
+	claims := newAddressClaims()
+	nodeA := nodeWithAddresses("node-a", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.20"})
+	before := nodeWithAddresses("node-b", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.20"})
+	after := nodeWithAddresses("node-b", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.21"})
+	claims.record(before)
+	csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+		SignerName: certificatesv1.KubeletServingSignerName,
+		Request:    servingCSR(t, nodeSubjectFor("node-a"), sans{dns: []string{"node-a"}, ips: []string{"192.0.2.20"}}),
+		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		Username:   "system:node:node-a", Groups: []string{"system:nodes"},
+	}}
+	for name, nodes := range map[string]nodeMap{
+		"node-b moved":   {"node-a": nodeA, "node-b": after},
+		"node-b deleted": {"node-a": nodeA},
+	} {
+		got, msg, err := decide(csr, nodes, claims)
+		if err != nil || got != deny || !strings.Contains(msg, "by node node-b") {
+			t.Errorf("%s: decide = %v %q %v, want denied naming node-b", name, got, msg, err)
+		}
+	}
+	// Without that history the same request is approved: the refusal is the record's.
+	if got, msg, err := decide(csr, nodeMap{"node-a": nodeA, "node-b": after}, newAddressClaims()); err != nil || got != approve {
+		t.Errorf("without history: decide = %v %q %v, want approved", got, msg, err)
 	}
 }
 
