@@ -88,10 +88,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer svc.close()
 
-	g := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(svc.metrics.UnaryInterceptor(), server.LoggingInterceptor(log.With("component", "cri"))),
-		grpc.ChainStreamInterceptor(svc.metrics.StreamInterceptor()),
-	)
+	g := grpc.NewServer(server.GRPCServerOptions(log.With("component", "cri"), svc.metrics)...)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc.runtime)
 	runtimeapi.RegisterImageServiceServer(g, svc.images)
 	imageimport.Register(g, svc.images)
