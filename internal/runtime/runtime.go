@@ -50,6 +50,7 @@ type Config struct {
 	MetricsAddress string // "" = no metrics endpoint
 	StreamAddress  string // loopback host:port of the streaming server; port 0 picks one
 	PauseImage     string
+	MaxLayerSize   int64 // image.Config.MaxLayerSize; 0 = image.DefaultMaxLayerSize
 
 	// WaitForPodCIDR: no default CNI network until UpdateRuntimeConfig
 	// brings the node's pod CIDR (network.Config.WaitForPodCIDR).
@@ -214,7 +215,7 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	}
 	var err error
 	svc.images, err = image.New(ctx, image.Config{
-		Root: filepath.Join(cfg.Root, "images"), Mirrors: cfg.Mirrors, Insecure: cfg.Insecure,
+		Root: filepath.Join(cfg.Root, "images"), Mirrors: cfg.Mirrors, Insecure: cfg.Insecure, MaxLayerSize: cfg.MaxLayerSize,
 		Metrics: svc.registry, Logger: log.With("component", "image"),
 	})
 	if err != nil {
