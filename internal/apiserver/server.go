@@ -211,6 +211,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		GrouplessAPIPrefixes: sets.NewString("api"),
 	})
 	handler = filters.WithRequestReceivedTimestamp(handler)
+	handler = withPanicRecovery(handler, c.negotiated, cfg.Logger)
 	if cfg.AuditSink == nil || cfg.AuditPolicy == nil {
 		handler = withAuditOff(handler)
 	}

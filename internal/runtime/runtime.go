@@ -50,6 +50,7 @@ type Config struct {
 	MetricsAddress string // "" = no metrics endpoint
 	StreamAddress  string // loopback host:port of the streaming server; port 0 picks one
 	PauseImage     string
+	MaxLayerSize   int64 // image.Config.MaxLayerSize; 0 = image.DefaultMaxLayerSize
 
 	// WaitForPodCIDR: no default CNI network until UpdateRuntimeConfig
 	// brings the node's pod CIDR (network.Config.WaitForPodCIDR).
@@ -88,10 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer svc.close()
 
-	g := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(svc.metrics.UnaryInterceptor(), server.LoggingInterceptor(log.With("component", "cri"))),
-		grpc.ChainStreamInterceptor(svc.metrics.StreamInterceptor()),
-	)
+	g := grpc.NewServer(server.GRPCServerOptions(log.With("component", "cri"), svc.metrics)...)
 	runtimeapi.RegisterRuntimeServiceServer(g, svc.runtime)
 	runtimeapi.RegisterImageServiceServer(g, svc.images)
 	imageimport.Register(g, svc.images)
@@ -217,7 +215,7 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 	}
 	var err error
 	svc.images, err = image.New(ctx, image.Config{
-		Root: filepath.Join(cfg.Root, "images"), Mirrors: cfg.Mirrors, Insecure: cfg.Insecure,
+		Root: filepath.Join(cfg.Root, "images"), Mirrors: cfg.Mirrors, Insecure: cfg.Insecure, MaxLayerSize: cfg.MaxLayerSize,
 		Metrics: svc.registry, Logger: log.With("component", "image"),
 	})
 	if err != nil {

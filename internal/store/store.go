@@ -142,4 +142,8 @@ var (
 	// ErrTooManyRequests: the store sheds load (etcd's applied index has
 	// fallen far behind); the API serves it as 429 with Retry-After.
 	ErrTooManyRequests = errors.New("store: too many requests")
+	// ErrNoSpace: the store is over its space quota (etcd's NOSPACE alarm)
+	// and refuses writes until space is reclaimed; reads and deletes go on.
+	// The API serves it as kube-apiserver does, a 500 with etcd's message.
+	ErrNoSpace = errors.New("store: database space exceeded")
 )

@@ -7,8 +7,10 @@ package runtimecli
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -32,6 +34,7 @@ func NewCommand() *cobra.Command {
 		mirrors    []string
 		cniBinDir  string
 		pauseImage string
+		maxLayer   string
 	)
 	cmd := &cobra.Command{
 		Use:   "runtime",
@@ -43,6 +46,9 @@ func NewCommand() *cobra.Command {
 				return err
 			}
 			cfg.Mirrors = m
+			if cfg.MaxLayerSize, err = parseByteSize(maxLayer); err != nil {
+				return fmt.Errorf("--max-layer-size: %w", err)
+			}
 			if cniBinDir != "" {
 				cfg.CNIBinDirs = filepath.SplitList(cniBinDir)
 			}
@@ -68,7 +74,25 @@ func NewCommand() *cobra.Command {
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "host:port serving Prometheus metrics (off if empty)")
 	f.StringVar(&cfg.StreamAddress, "stream-address", "127.0.0.1:0", "loopback host:port of the exec/attach/port-forward streaming server")
 	f.StringVar(&pauseImage, "pause-image", "", "image whose command is the pause process of sandboxes that share a PID namespace (default registry.k8s.io/pause:3.9)")
+	f.StringVar(&maxLayer, "max-layer-size", "64Gi", "largest uncompressed image layer a pull accepts (bytes, or with a Ki/Mi/Gi/Ti suffix); a larger one fails the pull")
 	return cmd
+}
+
+// parseByteSize reads a positive byte count, plain or with a binary suffix
+// as Kubernetes quantities write them ("512Mi", "64Gi").
+func parseByteSize(s string) (int64, error) {
+	num, shift := s, 0
+	for i, suffix := range []string{"Ki", "Mi", "Gi", "Ti"} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			num, shift = n, 10*(i+1)
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("%q is not a positive size like 1073741824 or 64Gi", s)
+	}
+	return n << shift, nil
 }
 
 // parseMirrors turns HOST=URL flags into the image service's mirror map,

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -78,10 +80,15 @@ func extractPlain(archive, dir string) error {
 		return err
 	}
 	defer f.Close()
-	u := &unpacker{root: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	rootFd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rootFd)
+	u := &unpacker{root: rootFd}
 	tr := tar.NewReader(f)
 	for {
 		hdr, err := tr.Next()
@@ -97,23 +104,31 @@ func extractPlain(archive, dir string) error {
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if _, err := u.ensureDir(rel); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			parent, err := u.ensureDir(filepath.Dir(rel))
+			fd, err := u.openDir(rel, true)
 			if err != nil {
 				return err
 			}
-			target := filepath.Join(parent, filepath.Base(rel))
-			if _, err := u.clearTarget(target, false); err != nil {
-				return err
-			}
-			if err := writeRegular(target, tr); err != nil {
+			unix.Close(fd)
+		case tar.TypeReg:
+			if err := u.plainFile(rel, tr); err != nil {
 				return err
 			}
 		default:
 			return fmt.Errorf("archive entry %q: unexpected type %q in an OCI layout", hdr.Name, hdr.Typeflag)
 		}
 	}
+}
+
+// plainFile writes the regular file rel, replacing an earlier one.
+func (u *unpacker) plainFile(rel string, body io.Reader) error {
+	parentRel, base := path.Split(rel)
+	parent, err := u.openDir(parentRel, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(parent)
+	if _, err := u.clearTarget(parent, base, false); err != nil {
+		return err
+	}
+	return writeRegular(parent, base, body)
 }

@@ -64,6 +64,10 @@ type Config struct {
 	// (containerd's image_pull_progress_timeout); zero means 5 minutes,
 	// negative never.
 	StallTimeout time.Duration
+	// MaxLayerSize bounds each layer's uncompressed size, both as a stream
+	// and as the files it expands to, so a decompression bomb fails its
+	// pull instead of filling the disk; zero means DefaultMaxLayerSize.
+	MaxLayerSize int64
 	Logger       *slog.Logger
 }
 
@@ -96,6 +100,13 @@ type Service struct {
 
 var _ runtimeapi.ImageServiceServer = (*Service)(nil)
 
+// DefaultMaxLayerSize is the largest uncompressed layer a pull accepts
+// unless configured otherwise: far above any real image's layer (the
+// largest common ones, CUDA and ML framework layers, are a few GiB), yet a
+// bound on what one crafted, highly compressed layer can write to disk.
+// containerd and CRI-O set no limit; disk space is the only one there.
+const DefaultMaxLayerSize int64 = 64 << 30
+
 // New opens (creating if needed) the store under cfg.Root.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Root == "" {
@@ -110,6 +121,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("image: root %q must not contain ':' or ','", root)
 	}
 	cfg.Root = root
+	switch {
+	case cfg.MaxLayerSize == 0:
+		cfg.MaxLayerSize = DefaultMaxLayerSize
+	case cfg.MaxLayerSize < 0:
+		return nil, fmt.Errorf("image: maximum layer size %d must be positive", cfg.MaxLayerSize)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -139,7 +156,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	layers, err := newSnapshotter(filepath.Join(root, "snapshots"))
+	layers, err := newSnapshotter(filepath.Join(root, "snapshots"), cfg.MaxLayerSize)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,8 @@ import (
 type snapshotter struct {
 	dir    string
 	unpack singleflight.Group
+	// maxLayerSize bounds one layer's uncompressed size (Config.MaxLayerSize).
+	maxLayerSize int64
 
 	mu sync.Mutex
 	// sizes remembers each snapshot's disk usage: snapshots never change.
@@ -32,7 +34,7 @@ type snapshotter struct {
 
 type snapshotSize struct{ bytes, inodes uint64 }
 
-func newSnapshotter(dir string) (*snapshotter, error) {
+func newSnapshotter(dir string, maxLayerSize int64) (*snapshotter, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create snapshot dir: %w", err)
 	}
@@ -41,7 +43,7 @@ func newSnapshotter(dir string) (*snapshotter, error) {
 	for _, d := range stale {
 		os.RemoveAll(d)
 	}
-	return &snapshotter{dir: dir, sizes: map[string]snapshotSize{}}, nil
+	return &snapshotter{dir: dir, maxLayerSize: maxLayerSize, sizes: map[string]snapshotSize{}}, nil
 }
 
 // path is the lowerdir of the snapshot for chainID.
@@ -92,12 +94,8 @@ func (s *snapshotter) unpackInto(ctx context.Context, chainID, diffID string, op
 	defer rc.Close()
 	h := sha256.New()
 	tee := io.TeeReader(&ctxReader{ctx: ctx, r: rc}, h)
-	if err := unpackLayer(fs, tee); err != nil {
+	if err := unpackLayer(fs, tee, s.maxLayerSize); err != nil {
 		return fmt.Errorf("unpack layer %s: %w", diffID, err)
-	}
-	// Tar readers stop at the end-of-archive marker; hash any padding too.
-	if _, err := io.Copy(io.Discard, tee); err != nil {
-		return fmt.Errorf("read layer %s: %w", diffID, err)
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != diffID {
 		return fmt.Errorf("layer content has diffID %s, config says %s", got, diffID)

@@ -7,9 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,13 +29,27 @@ const (
 // its directory. Because each layer keeps its own directory and overlayfs
 // stacks them, the whiteouts hide exactly the lower layers' entries.
 //
+// Every entry, whiteout and hard link source stays inside dir: each parent
+// directory is opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), so
+// the kernel itself refuses a ".." that climbs out or a symlink on the way
+// (one an earlier entry planted included), and the entry is then made
+// relative to that open directory without following its last component.
+// The layer may hold at most maxSize bytes, counted both as the
+// uncompressed stream and as the files it expands to (a sparse entry
+// declares more than it carries), so a decompression bomb stops early.
+// The rest of r after the tar's end is read too, for the caller's hash.
+//
 // Written by hand because no well-kept Go library extracts into overlay
-// format without pulling in containerd or moby as a whole; it never follows a
-// symlink while writing: an entry whose path or link target leaves dir, or
-// whose parent inside dir is a symlink, is refused.
-func unpackLayer(dir string, r io.Reader) error {
-	u := &unpacker{root: dir}
-	tr := tar.NewReader(r)
+// format without pulling in containerd or moby as a whole.
+func unpackLayer(dir string, r io.Reader, maxSize int64) error {
+	rootFd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open layer dir: %w", err)
+	}
+	defer unix.Close(rootFd)
+	stream := &sizeCap{r: r, left: maxSize, max: maxSize}
+	u := &unpacker{root: rootFd, fileBudget: maxSize, maxSize: maxSize}
+	tr := tar.NewReader(stream)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -50,18 +62,54 @@ func unpackLayer(dir string, r io.Reader) error {
 			return fmt.Errorf("layer entry %q: %w", hdr.Name, err)
 		}
 	}
+	if _, err := io.Copy(io.Discard, stream); err != nil {
+		return fmt.Errorf("read layer tar: %w", err)
+	}
 	return u.finishDirs()
 }
 
+// errLayerTooLarge is the refusal of a layer over the size limit.
+var errLayerTooLarge = errors.New("layer exceeds the maximum uncompressed size")
+
+func tooLarge(max int64) error {
+	return fmt.Errorf("%w of %d bytes (berth runtime --max-layer-size)", errLayerTooLarge, max)
+}
+
+// sizeCap reads at most max bytes of r and fails past them.
+type sizeCap struct {
+	r         io.Reader
+	left, max int64
+}
+
+func (c *sizeCap) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a stream that ends exactly at the cap from
+		// one that goes on.
+		var one [1]byte
+		if n, _ := io.ReadFull(c.r, one[:]); n == 0 {
+			return 0, io.EOF
+		}
+		return 0, tooLarge(c.max)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
 type unpacker struct {
-	root string
+	root       int // the layer root, open
+	fileBudget int64
+	maxSize    int64
 	// dirTimes are applied last: creating entries inside a directory
 	// changes its mtime.
 	dirTimes []dirTime
 }
 
 type dirTime struct {
-	path  string
+	rel   string
 	mtime time.Time
 }
 
@@ -87,24 +135,29 @@ func (u *unpacker) entry(hdr *tar.Header, body io.Reader) error {
 		return nil // the layer root itself; its attributes belong to the rootfs
 	}
 	parentRel, base := path.Split(rel)
-	parent, err := u.ensureDir(parentRel)
+	parent, err := u.openDir(parentRel, true)
 	if err != nil {
 		return err
 	}
+	defer unix.Close(parent)
 	switch {
 	case base == whiteoutOpaque:
-		return unix.Lsetxattr(parent, overlayOpaqueXattr, []byte("y"), 0)
+		return unix.Fsetxattr(parent, overlayOpaqueXattr, []byte("y"), 0)
 	case strings.HasPrefix(base, whiteoutMetaPrefix):
 		return nil // aufs bookkeeping (.wh..wh.plnk etc.), meaningless here
 	case strings.HasPrefix(base, whiteoutPrefix):
-		return u.whiteout(filepath.Join(parent, strings.TrimPrefix(base, whiteoutPrefix)))
+		name := strings.TrimPrefix(base, whiteoutPrefix)
+		if name == "" || name == "." || name == ".." {
+			// ".wh..." would otherwise name the directory above.
+			return fmt.Errorf("whiteout %q names no entry of its directory", base)
+		}
+		return u.whiteout(parent, name)
 	}
-	target := filepath.Join(parent, base)
-	replacedWhiteout, err := u.clearTarget(target, hdr.Typeflag == tar.TypeDir)
+	replacedWhiteout, err := u.clearTarget(parent, base, hdr.Typeflag == tar.TypeDir)
 	if err != nil {
 		return err
 	}
-	if err := u.create(target, hdr, body); err != nil {
+	if err := u.create(parent, base, hdr, body); err != nil {
 		return err
 	}
 	if hdr.Typeflag == tar.TypeLink {
@@ -113,111 +166,180 @@ func (u *unpacker) entry(hdr *tar.Header, body io.Reader) error {
 	if replacedWhiteout && hdr.Typeflag == tar.TypeDir {
 		// The layer deleted the lower directory and made a new one: the
 		// new one must not show the old contents.
-		if err := unix.Lsetxattr(target, overlayOpaqueXattr, []byte("y"), 0); err != nil {
+		if err := setOpaque(parent, base); err != nil {
 			return fmt.Errorf("mark opaque: %w", err)
 		}
 	}
-	return u.applyAttrs(target, hdr)
+	return u.applyAttrs(parent, base, rel, hdr)
 }
 
-// ensureDir returns the absolute path of the directory rel inside the root,
-// creating missing components (mode 0755, as tar writers may omit parents)
-// and refusing any component that is a symlink or not a directory.
-func (u *unpacker) ensureDir(rel string) (string, error) {
-	cur := u.root
+// beneath is how every directory of the layer is opened: never above the
+// layer root, never through a symlink or onto another mount.
+var beneath = unix.OpenHow{
+	Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+	Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+}
+
+// openDir opens the directory rel inside the root, creating missing
+// components (mode 0755, as tar writers may omit parents) when create is set.
+func (u *unpacker) openDir(rel string, create bool) (int, error) {
+	cur, err := unix.Dup(u.root)
+	if err != nil {
+		return -1, err
+	}
 	for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
 		if part == "" {
 			continue
 		}
-		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			if err := os.Mkdir(cur, 0o755); err != nil {
-				return "", err
-			}
-		case err != nil:
-			return "", err
-		case fi.Mode()&os.ModeSymlink != 0:
-			return "", fmt.Errorf("parent %q is a symlink", strings.TrimPrefix(cur, u.root))
-		case !fi.IsDir():
-			return "", fmt.Errorf("parent %q is not a directory", strings.TrimPrefix(cur, u.root))
+		next, err := openChildDir(cur, part, create)
+		unix.Close(cur)
+		if err != nil {
+			return -1, fmt.Errorf("parent %q: %w", rel, err)
 		}
+		cur = next
 	}
 	return cur, nil
 }
 
-// whiteout records that target is deleted from the lower layers.
-func (u *unpacker) whiteout(target string) error {
-	fi, err := os.Lstat(target)
+// openChildDir opens (creating it if asked) the directory name in dirFd.
+func openChildDir(dirFd int, name string, create bool) (int, error) {
+	fd, err := unix.Openat2(dirFd, name, &beneath)
+	if errors.Is(err, unix.ENOENT) && create {
+		if err := unix.Mkdirat(dirFd, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, err
+		}
+		fd, err = unix.Openat2(dirFd, name, &beneath)
+	}
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return unix.Mknod(target, unix.S_IFCHR, int(unix.Mkdev(0, 0)))
+	case errors.Is(err, unix.ELOOP):
+		return -1, fmt.Errorf("%q is a symlink", name)
+	case errors.Is(err, unix.ENOTDIR):
+		return -1, fmt.Errorf("%q is not a directory", name)
+	case errors.Is(err, unix.EXDEV):
+		return -1, fmt.Errorf("%q leaves the layer", name)
+	}
+	return fd, err
+}
+
+func setOpaque(parent int, name string) error {
+	fd, err := openChildDir(parent, name, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fsetxattr(fd, overlayOpaqueXattr, []byte("y"), 0)
+}
+
+func lstatAt(dirFd int, name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirFd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return st, err
+}
+
+// whiteout records that name in parent is deleted from the lower layers.
+func (u *unpacker) whiteout(parent int, name string) error {
+	st, err := lstatAt(parent, name)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return unix.Mknodat(parent, name, unix.S_IFCHR, 0)
 	case err != nil:
 		return err
-	case fi.IsDir():
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		// This layer also made a directory of that name: it replaces the
 		// lower one rather than merging with it.
-		return unix.Lsetxattr(target, overlayOpaqueXattr, []byte("y"), 0)
+		return setOpaque(parent, name)
 	default:
 		return nil // this layer's own file already hides the lower one
 	}
 }
 
-// clearTarget removes what an earlier entry of this layer put at target,
+// clearTarget removes what an earlier entry of this layer put at name,
 // keeping an existing directory when the new entry is also a directory. It
 // reports whether the removed entry was a whiteout.
-func (u *unpacker) clearTarget(target string, newIsDir bool) (wasWhiteout bool, err error) {
-	fi, err := os.Lstat(target)
-	if errors.Is(err, os.ErrNotExist) {
+func (u *unpacker) clearTarget(parent int, name string, newIsDir bool) (wasWhiteout bool, err error) {
+	st, err := lstatAt(parent, name)
+	if errors.Is(err, unix.ENOENT) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if fi.IsDir() && newIsDir {
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if isDir && newIsDir {
 		return false, nil
 	}
-	wasWhiteout = isWhiteoutDevice(fi)
-	return wasWhiteout, os.RemoveAll(target)
+	wasWhiteout = st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0
+	return wasWhiteout, removeAllAt(parent, name, isDir)
 }
 
-func isWhiteoutDevice(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && st.Mode&syscall.S_IFMT == syscall.S_IFCHR && st.Rdev == 0
+// removeAllAt removes name in parent and, for a directory, all below it,
+// without following any symlink.
+func removeAllAt(parent int, name string, isDir bool) error {
+	if !isDir {
+		return unix.Unlinkat(parent, name, 0)
+	}
+	fd, err := openChildDir(parent, name, false)
+	if err != nil {
+		return err
+	}
+	dir := os.NewFile(uintptr(fd), name)
+	names, err := dir.Readdirnames(-1)
+	if err == nil {
+		for _, child := range names {
+			st, serr := lstatAt(fd, child)
+			if serr == nil {
+				serr = removeAllAt(fd, child, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+			}
+			if serr != nil {
+				err = serr
+				break
+			}
+		}
+	}
+	dir.Close()
+	if err != nil {
+		return err
+	}
+	return unix.Unlinkat(parent, name, unix.AT_REMOVEDIR)
 }
 
-func (u *unpacker) create(target string, hdr *tar.Header, body io.Reader) error {
+func (u *unpacker) create(parent int, name string, hdr *tar.Header, body io.Reader) error {
+	mode := uint32(hdr.Mode & 0o7777)
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		if _, err := os.Lstat(target); err == nil {
+		if _, err := lstatAt(parent, name); err == nil {
 			return nil
 		}
-		return os.Mkdir(target, 0o700)
+		return unix.Mkdirat(parent, name, 0o700)
 	case tar.TypeReg:
-		return writeRegular(target, body)
+		if hdr.Size > u.fileBudget {
+			return tooLarge(u.maxSize)
+		}
+		u.fileBudget -= hdr.Size
+		return writeRegular(parent, name, body)
 	case tar.TypeSymlink:
 		// The link's text may point anywhere: it is resolved inside the
 		// container's root, and this unpacker never follows it.
-		return os.Symlink(hdr.Linkname, target)
+		return unix.Symlinkat(hdr.Linkname, parent, name)
 	case tar.TypeLink:
-		return u.hardlink(target, hdr.Linkname)
+		return u.hardlink(parent, name, hdr.Linkname)
 	case tar.TypeChar:
-		return unix.Mknod(target, unix.S_IFCHR|uint32(hdr.Mode&0o7777), int(unix.Mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor))))
+		return unix.Mknodat(parent, name, unix.S_IFCHR|mode, int(unix.Mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor))))
 	case tar.TypeBlock:
-		return unix.Mknod(target, unix.S_IFBLK|uint32(hdr.Mode&0o7777), int(unix.Mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor))))
+		return unix.Mknodat(parent, name, unix.S_IFBLK|mode, int(unix.Mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor))))
 	case tar.TypeFifo:
-		return unix.Mkfifo(target, uint32(hdr.Mode&0o7777))
+		return unix.Mkfifoat(parent, name, mode)
 	default:
 		return fmt.Errorf("unsupported tar entry type %q", hdr.Typeflag)
 	}
 }
 
-func writeRegular(target string, body io.Reader) error {
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+func writeRegular(parent int, name string, body io.Reader) error {
+	fd, err := unix.Openat(parent, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
+	f := os.NewFile(uintptr(fd), name)
 	if _, err := io.Copy(f, body); err != nil {
 		f.Close()
 		return err
@@ -225,8 +347,8 @@ func writeRegular(target string, body io.Reader) error {
 	return f.Close()
 }
 
-// hardlink links target to an earlier entry of the same layer.
-func (u *unpacker) hardlink(target, linkname string) error {
+// hardlink links name in parent to an earlier entry of the same layer.
+func (u *unpacker) hardlink(parent int, name, linkname string) error {
 	rel, err := cleanRel(linkname)
 	if err != nil {
 		return fmt.Errorf("hard link target: %w", err)
@@ -234,60 +356,76 @@ func (u *unpacker) hardlink(target, linkname string) error {
 	if rel == "." {
 		return fmt.Errorf("hard link to the layer root")
 	}
-	parentRel, base := path.Split(rel)
-	parent, err := u.ensureDir(parentRel)
+	srcParentRel, srcBase := path.Split(rel)
+	srcParent, err := u.openDir(srcParentRel, false)
 	if err != nil {
 		return fmt.Errorf("hard link target: %w", err)
 	}
-	src := filepath.Join(parent, base)
-	fi, err := os.Lstat(src)
+	defer unix.Close(srcParent)
+	st, err := lstatAt(srcParent, srcBase)
 	if err != nil {
 		return fmt.Errorf("hard link target: %w", err)
 	}
-	if fi.IsDir() {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return fmt.Errorf("hard link to directory %q", linkname)
 	}
-	// link(2) does not follow a symlink source: it links the symlink itself.
-	return os.Link(src, target)
+	// Without AT_SYMLINK_FOLLOW, linkat links a symlink source itself.
+	return unix.Linkat(srcParent, srcBase, parent, name, 0)
+}
+
+// procPath names name in the open directory parent for the calls that have
+// no *at form (lsetxattr); the directory is the one already resolved
+// beneath the root, and the l-call does not follow name itself.
+func procPath(parent int, name string) string {
+	return fmt.Sprintf("/proc/self/fd/%d/%s", parent, name)
 }
 
 // applyAttrs sets ownership, xattrs, mode and times; in this order because
 // chown clears the setuid/setgid bits.
-func (u *unpacker) applyAttrs(target string, hdr *tar.Header) error {
-	if err := os.Lchown(target, hdr.Uid, hdr.Gid); err != nil {
+func (u *unpacker) applyAttrs(parent int, name, rel string, hdr *tar.Header) error {
+	if err := unix.Fchownat(parent, name, hdr.Uid, hdr.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("chown: %w", err)
 	}
 	for key, value := range hdr.PAXRecords {
-		if name, ok := strings.CutPrefix(key, paxXattrPrefix); ok {
-			if err := unix.Lsetxattr(target, name, []byte(value), 0); err != nil {
-				return fmt.Errorf("set xattr %s: %w", name, err)
+		if xattr, ok := strings.CutPrefix(key, paxXattrPrefix); ok {
+			if err := unix.Lsetxattr(procPath(parent, name), xattr, []byte(value), 0); err != nil {
+				return fmt.Errorf("set xattr %s: %w", xattr, err)
 			}
 		}
 	}
 	if hdr.Typeflag != tar.TypeSymlink {
-		if err := unix.Chmod(target, uint32(hdr.Mode&0o7777)); err != nil {
+		// Not a symlink (this entry just made it), so following is moot.
+		if err := unix.Fchmodat(parent, name, uint32(hdr.Mode&0o7777), 0); err != nil {
 			return fmt.Errorf("chmod: %w", err)
 		}
 	}
 	if hdr.Typeflag == tar.TypeDir {
-		u.dirTimes = append(u.dirTimes, dirTime{path: target, mtime: hdr.ModTime})
+		u.dirTimes = append(u.dirTimes, dirTime{rel: rel, mtime: hdr.ModTime})
 		return nil
 	}
-	return setTimes(target, hdr.ModTime)
+	return setTimes(parent, name, hdr.ModTime)
 }
 
 func (u *unpacker) finishDirs() error {
 	for i := len(u.dirTimes) - 1; i >= 0; i-- {
-		if err := setTimes(u.dirTimes[i].path, u.dirTimes[i].mtime); err != nil {
+		d := u.dirTimes[i]
+		parentRel, base := path.Split(d.rel)
+		parent, err := u.openDir(parentRel, false)
+		if err != nil {
+			return err
+		}
+		err = setTimes(parent, base, d.mtime)
+		unix.Close(parent)
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func setTimes(target string, mtime time.Time) error {
+func setTimes(parent int, name string, mtime time.Time) error {
 	ts := unix.NsecToTimespec(mtime.UnixNano())
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, target, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.UtimesNanoAt(parent, name, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("set times: %w", err)
 	}
 	return nil

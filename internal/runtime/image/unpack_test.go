@@ -41,7 +41,7 @@ func TestUnpackRefusesPathTraversal(t *testing.T) {
 			if err := os.MkdirAll(layerDir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			err := unpackLayer(layerDir, bytes.NewReader(tarBytes(t, entries...)))
+			err := unpackLayer(layerDir, bytes.NewReader(tarBytes(t, entries...)), DefaultMaxLayerSize)
 			if err == nil {
 				t.Fatal("unpack succeeded, want refusal")
 			}

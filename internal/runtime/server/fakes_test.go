@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -330,6 +331,8 @@ type fakeNetwork struct {
 	n         int
 	teardowns int
 	fail      error
+	// panicReady makes Ready panic, as a bug deep in a handler would.
+	panicReady atomic.Bool
 }
 
 func newFakeNetwork() *fakeNetwork { return &fakeNetwork{attached: map[string]bool{}} }
@@ -353,8 +356,13 @@ func (f *fakeNetwork) Teardown(ctx context.Context, pod network.Pod) error {
 	return nil
 }
 
-func (f *fakeNetwork) Ready(ctx context.Context) error { return nil }
-func (f *fakeNetwork) SetPodCIDR(string) error         { return nil }
+func (f *fakeNetwork) Ready(ctx context.Context) error {
+	if f.panicReady.Load() {
+		panic("fake network: Ready panicked")
+	}
+	return nil
+}
+func (f *fakeNetwork) SetPodCIDR(string) error { return nil }
 
 func (f *fakeNetwork) count() int {
 	f.mu.Lock()

@@ -13,6 +13,7 @@ import (
 type Metrics struct {
 	rpcDuration *prometheus.HistogramVec
 	cniSetup    prometheus.Histogram
+	panics      *prometheus.CounterVec
 }
 
 // NewMetrics creates unregistered collectors; Register adds them to a registry.
@@ -30,12 +31,13 @@ func NewMetrics() *Metrics {
 			Help:      "Time to attach a pod sandbox to its network through CNI.",
 			Buckets:   prometheus.ExponentialBuckets(0.005, 2, 12),
 		}),
+		panics: newPanicCounter(),
 	}
 }
 
 // Register adds the collectors to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.rpcDuration, m.cniSetup} {
+	for _, c := range []prometheus.Collector{m.rpcDuration, m.cniSetup, m.panics} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -34,6 +35,8 @@ type harness struct {
 	cgroups  CgroupReader // nil: the host's
 	nri      NRI          // nil: none
 	srv      *Server
+	metrics  *Metrics // registered on registry, kept across restarts
+	registry *prometheus.Registry
 	grpc     *grpc.Server
 	client   runtimeapi.RuntimeServiceClient
 }
@@ -44,9 +47,13 @@ func newHarness(t *testing.T) *harness {
 	dir := t.TempDir()
 	h := &harness{
 		t: t, stateDir: filepath.Join(dir, "state"), oci: newFakeOCI(),
-		images: newFakeImages(filepath.Join(dir, "rootfs"), DefaultPauseImage, testImage),
-		net:    newFakeNetwork(),
-		specs:  &fakeSpecs{},
+		images:  newFakeImages(filepath.Join(dir, "rootfs"), DefaultPauseImage, testImage),
+		net:     newFakeNetwork(),
+		specs:   &fakeSpecs{},
+		metrics: NewMetrics(), registry: prometheus.NewRegistry(),
+	}
+	if err := h.metrics.Register(h.registry); err != nil {
+		t.Fatal(err)
 	}
 	h.start()
 	t.Cleanup(h.removeAll)
@@ -73,9 +80,10 @@ func (h *harness) removeAll() {
 
 func (h *harness) start() {
 	h.t.Helper()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := New(context.Background(), Config{
 		StateDir: h.stateDir, OCI: h.oci, Features: Features{SupplementalGroupsPolicy: true}, Images: h.images, Specs: h.specs, Network: h.net, Cgroups: h.cgroups, NRI: h.nri,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Metrics: h.metrics, Logger: log,
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -85,7 +93,7 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	g := grpc.NewServer()
+	g := grpc.NewServer(GRPCServerOptions(log, h.metrics)...)
 	runtimeapi.RegisterRuntimeServiceServer(g, srv)
 	go g.Serve(lis)
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -29,18 +29,46 @@ const (
 	embeddedStartTimeout   = time.Minute
 )
 
+// EmbeddedOption adjusts the embedded member.
+type EmbeddedOption func(*embeddedOptions)
+
+type embeddedOptions struct {
+	quota int64
+	space SpacePolicy
+}
+
+// WithQuotaBackendBytes sets the size at which the member raises NOSPACE
+// and refuses writes (etcd's --quota-backend-bytes; default 2 GiB).
+func WithQuotaBackendBytes(n int64) EmbeddedOption {
+	return func(o *embeddedOptions) { o.quota = n }
+}
+
+// WithSpacePolicy replaces DefaultSpacePolicy.
+func WithSpacePolicy(p SpacePolicy) EmbeddedOption {
+	return func(o *embeddedOptions) { o.space = p }
+}
+
 // Embedded starts (or reopens) a single etcd member whose data lives in
 // dataDir (created, or restricted, to mode 0700) and returns a store reached
 // in-process through v3client. The member listens on no socket at all: no
 // client URL, no peer URL, no metrics URL, so nothing else on the machine can
 // reach it. The directory is locked while the member runs, so a second member
 // on it fails at once. ctx bounds start-up only; Close stops the member.
-func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, error) {
+// While it runs, a space keeper defragments it and recovers it from NOSPACE
+// (SpacePolicy).
+func Embedded(ctx context.Context, dataDir string, logger *slog.Logger, opts ...EmbeddedOption) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if dataDir == "" {
 		return nil, errors.New("embedded etcd: empty data dir")
+	}
+	o := embeddedOptions{quota: embeddedQuotaBytes, space: DefaultSpacePolicy}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.quota <= 0 || o.space.Interval <= 0 {
+		return nil, fmt.Errorf("embedded etcd: quota %d and space check interval %s must be positive", o.quota, o.space.Interval)
 	}
 	dir := filepath.Clean(dataDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -53,16 +81,22 @@ func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store,
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	member, err := startMember(ctx, embeddedConfig(dir, logger))
+	cfg := embeddedConfig(dir, logger)
+	cfg.QuotaBackendBytes = o.quota
+	member, err := startMember(ctx, cfg)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
 	}
 	client := v3client.New(member.Server)
 	stopped := make(chan struct{})
+	keeperCtx, stopKeeper := context.WithCancel(context.Background())
+	keeperDone := make(chan struct{})
 	var stopOnce sync.Once
 	closeFn := func() error {
 		stopOnce.Do(func() { close(stopped) })
+		stopKeeper()
+		<-keeperDone
 		err := client.Close()
 		member.Close()
 		lock.Close() // only once the member has let go of its files
@@ -77,6 +111,11 @@ func Embedded(ctx context.Context, dataDir string, logger *slog.Logger) (*Store,
 	// event announced (TestWhatAWatchDeliveredIsReadable).
 	s := newStore(client, logger, closeFn)
 	s.watches = newMemberWatches(member.Server.Watchable(), stopped)
+	s.defragmentMember = member.Server.Defragment
+	go func() {
+		defer close(keeperDone)
+		(&spaceKeeper{s: s, policy: o.space, quota: o.quota}).run(keeperCtx)
+	}()
 	return s, nil
 }
 

@@ -34,3 +34,18 @@ func Revoke(ctx context.Context, s *Store, id clientv3.LeaseID) error {
 	_, err := s.client.Revoke(ctx, id)
 	return err
 }
+
+// DBSize is the member's database file size and the part of it in use.
+func DBSize(ctx context.Context, s *Store) (size, inUse int64, err error) {
+	st, err := s.client.Status(ctx, "")
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.DbSize, st.DbSizeInUse, nil
+}
+
+// NoSpaceAlarmed reports whether NOSPACE is raised.
+func NoSpaceAlarmed(ctx context.Context, s *Store) (bool, error) {
+	alarms, err := s.noSpaceAlarms(ctx)
+	return len(alarms) > 0, err
+}

@@ -25,6 +25,9 @@ type Store struct {
 	leases  *leases // shared by expiring writes
 	// closeFn releases what the constructor started (client, embedded member).
 	closeFn func() error
+	// defragmentMember is the embedded member's defragmentation; nil for
+	// an external cluster, whose operators own its maintenance.
+	defragmentMember func() error
 }
 
 var (
@@ -125,6 +128,10 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
 	case errors.Is(err, rpctypes.ErrTooManyRequests):
 		return fmt.Errorf("%w: %w", store.ErrTooManyRequests, err)
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		// The message keeps etcd's own words, which kube-apiserver's 500
+		// carries too: "etcdserver: mvcc: database space exceeded".
+		return fmt.Errorf("%w: %w", store.ErrNoSpace, err)
 	}
 	return err
 }

@@ -1,0 +1,75 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth/berth/internal/store/etcd"
+)
+
+// TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn: over a real embedded
+// etcd filled to its (tiny) quota, a create answers as kube-apiserver does
+// — 500 with "etcdserver: mvcc: database space exceeded" — while gets and
+// lists still work, and deleting objects frees the store for writes again.
+func TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+	st, err := etcd.Embedded(context.Background(), t.TempDir(), log, etcd.WithQuotaBackendBytes(8<<20),
+		etcd.WithSpacePolicy(etcd.SpacePolicy{Interval: 100 * time.Millisecond, MinReclaim: 64 << 20, Ratio: 2, DisarmBelow: 0.9}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ts := newTestServerWith(t, func(cfg *Config) { cfg.Store = st })
+	ctx := testContext(t)
+	cms := ts.jsonCli.CoreV1().ConfigMaps("default")
+
+	blob := strings.Repeat("x", 256<<10)
+	var created []string
+	var full error
+	for i := 0; full == nil; i++ {
+		if i > 200 {
+			t.Fatal("the store never filled")
+		}
+		name := fmt.Sprintf("fill-%03d", i)
+		_, full = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"b": blob}}, metav1.CreateOptions{})
+		if full == nil {
+			created = append(created, name)
+		}
+	}
+	var status apierrors.APIStatus
+	if !errors.As(full, &status) || status.Status().Code != http.StatusInternalServerError ||
+		!strings.Contains(status.Status().Message, "etcdserver: mvcc: database space exceeded") {
+		t.Fatalf("create into a full store = %v, want a 500 Status with etcd's message", full)
+	}
+	if _, err := cms.Get(ctx, created[0], metav1.GetOptions{}); err != nil {
+		t.Fatalf("get while full: %v", err)
+	}
+	if list, err := cms.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != len(created) {
+		t.Fatalf("list while full: %v", err)
+	}
+	for _, name := range created {
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete while full: %v", err)
+		}
+	}
+	for {
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{})
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("writes still refused after the objects were deleted: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
