@@ -111,7 +111,7 @@ func TestBadConfigurationIsOneClearError(t *testing.T) {
 		"not a config": {"apiVersion: v1\nkind: Pod\n", "no kind \"Pod\" is registered"},
 		"unknown level": {strings.Replace(embedded, "enforce: restricted", "enforce: strictest", 1),
 			`defaults.enforce: Invalid value: "strictest"`},
-		"bad version": {strings.Replace(embedded, "v1.30", "v1.x", 1), `defaults.enforce-version: Invalid value: "v1.x"`},
+		"bad version":   {strings.Replace(embedded, "v1.30", "v1.x", 1), `defaults.enforce-version: Invalid value: "v1.x"`},
 		"unknown field": {strings.Replace(embedded, "      usernames:", "      users:", 1), `strict decoding error: unknown field "exemptions.users"`},
 		"other plugin": {"apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EventRateLimit\n  path: erl.yaml\n",
 			`plugins[0]: berth has no configurable admission plugin "EventRateLimit"`},
