@@ -41,6 +41,7 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", cfg.ClusterCIDR, "pod network range; each node gets a podCIDR of --node-cidr-mask-size bits from it (empty: no node IPAM)")
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", cfg.NodeCIDRMaskSize, "prefix length of each node's podCIDR")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV of static bearer tokens (token,user,uid,\"group1,group2\"), as kube-apiserver's; empty: none")
+	f.StringVar(&cfg.AdmissionControlConfigFile, "admission-control-config-file", "", "AdmissionConfiguration file with the PodSecurity plugin's configuration, as kube-apiserver's; empty: enforce baseline, warn and audit restricted, exempt kube-system")
 	f.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "file to append the audit log to (audit.k8s.io/v1 JSON lines of denied and state-changing requests); empty: no audit log")
 	f.IntVar(&cfg.AuditLogRotation.MaxSizeMB, "audit-log-maxsize", 0, "size in megabytes at which the audit log is rotated (0: 100)")
 	f.IntVar(&cfg.AuditLogRotation.MaxBackups, "audit-log-maxbackup", 0, "how many rotated audit log files to keep (0: all, unless --audit-log-maxage removes them)")

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/berth/berth/internal/admission/podsecurity"
 	"github.com/berth/berth/internal/auth/audit"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/dirperm"
@@ -70,6 +71,12 @@ type Config struct {
 	// (kube-apiserver's --token-auth-file format).
 	TokenAuthFile string
 
+	// AdmissionControlConfigFile, when set, is an AdmissionConfiguration
+	// file (kube-apiserver's --admission-control-config-file) with the
+	// PodSecurity plugin's configuration; empty: berth's default (baseline
+	// enforced, restricted warned and audited, kube-system exempt).
+	AdmissionControlConfigFile string
+
 	// EventTTL is how long events are kept after their last write (0: an
 	// hour, as kube-apiserver's --event-ttl).
 	EventTTL time.Duration
@@ -106,6 +113,10 @@ func (c *Config) Validate() error {
 	}
 	// Read before anything is created: a bad file changes nothing.
 	if _, err := staticTokens(c.TokenAuthFile); err != nil {
+		return err
+	}
+	// Read before anything is created: a bad file changes nothing.
+	if _, err := podsecurity.LoadConfiguration(c.AdmissionControlConfigFile); err != nil {
 		return err
 	}
 	if err := c.AuditLogRotation.Validate(); err != nil {

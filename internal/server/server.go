@@ -116,6 +116,11 @@ func Run(ctx context.Context, cfg Config) error {
 	// deferred stopAPI below.
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
+	metrics, local := prometheus.NewRegistry(), apiserver.NewLocalReads()
+	podSecurity, err := newPodSecurity(cfg, lb, local, metrics)
+	if err != nil {
+		return err
+	}
 	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
@@ -123,13 +128,13 @@ func Run(ctx context.Context, cfg Config) error {
 		Authorizer:    authz,
 		RuleResolver:  auth.NewRuleResolver(access.informers.Listers.RulesFor),
 		ReadView:      node.PodView,
-		Admission:     admission.NewChainHandler(noderestriction.New(nodeGraph), access.EscalationCheck(authz)),
+		Admission:     admission.NewChainHandler(noderestriction.New(nodeGraph), podSecurity.Plugin, access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
-		Metrics:       prometheus.NewRegistry(),
+		Metrics:       metrics,
 	}
 	apiCfg.ServiceAccountTokens = saTokens.api
 	apiCfg.EnableProfiling = cfg.Profiling
-	apiCfg.LocalReads = apiserver.NewLocalReads()
+	apiCfg.LocalReads = local
 	apiCfg.EventTTL = cfg.EventTTL
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
@@ -138,7 +143,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
 	waitRBAC := access.start(apiCtx)
-	defer func() { stopAPI(); waitRBAC() }()
+	waitPodSecurity := podSecurity.start(apiCtx)
+	defer func() { stopAPI(); waitRBAC(); waitPodSecurity() }()
 	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens)
 }
 
