@@ -155,6 +155,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	// The runtime never removes the pods' cgroups: the pod workers and the
 	// collector do.
 	cgroups := podcgroup.NewCleaner(podcgroup.HostOS{}, a.log.With("component", "cgroups"))
+	sysctls, err := a.cfg.sysctlAllowlist()
+	if err != nil {
+		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
 	podManager := pods.New(pods.Config{
 		NodeName:    a.cfg.NodeName,
 		NodeIP:      facts.InternalIP,
@@ -165,6 +169,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		Clock:       a.clock,
 		Metrics:     a.metrics.pods,
 		Cgroups:     cgroups,
+
+		SeccompDefault:     a.cfg.SeccompDefault,
+		SeccompProfileRoot: a.cfg.seccompProfileRoot(),
+		Sysctls:            sysctls,
 	}, a.client, a.rt.Runtime, a.rt.Images, a.log.With("component", "pods"))
 	// Listen before registering: the Node reports the bound port.
 	serveNode, err := a.listenNodeServer(podManager)

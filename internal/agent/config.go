@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/agent/pods"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
 )
 
@@ -54,10 +55,29 @@ type Config struct {
 	ReservedMemory  resource.Quantity
 	ReservedStorage resource.Quantity
 
+	// SeccompDefault runs containers without a seccompProfile under the
+	// runtime's default profile (the kubelet's --seccomp-default; off by
+	// default, as the kubelet's).
+	SeccompDefault bool
+	// AllowedUnsafeSysctls are sysctls or patterns ending in * (net.core.*)
+	// that pods may set beyond the safe ones (the kubelet's
+	// --allowed-unsafe-sysctls).
+	AllowedUnsafeSysctls []string
+
 	// GC is the garbage collection of dead containers and unused images
 	// (the CLI starts from gc.DefaultPolicy); the zero Policy turns it off.
 	GC gc.Policy
 }
+
+// sysctlAllowlist is what pods on this node may set: the safe sysctls of
+// the running kernel and the allowed unsafe ones.
+func (c Config) sysctlAllowlist() (*pods.SysctlAllowlist, error) {
+	return pods.NewSysctlAllowlist(append(pods.SafeSysctls(pods.KernelVersion()), c.AllowedUnsafeSysctls...))
+}
+
+// seccompProfileRoot holds the Localhost seccomp profiles pods may name,
+// as the kubelet's <root-dir>/seccomp.
+func (c Config) seccompProfileRoot() string { return filepath.Join(c.DataDir, "seccomp") }
 
 // podLogDir holds the pods' CRI log directories (NS_NAME_UID).
 func (c Config) podLogDir() string { return filepath.Join(c.DataDir, "pod-logs") }
@@ -103,6 +123,9 @@ func (c Config) Validate() error {
 		return errors.New("--tls-cert-file and --tls-private-key-file go together")
 	case c.TLSCertFile != "" && c.ClientCAFile == "":
 		return errors.New("--client-ca-file is required with --tls-cert-file: the node server admits only the API server's client certificate")
+	}
+	if _, err := c.sysctlAllowlist(); err != nil {
+		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	if c.GC.ContainerPeriod != 0 {
 		if err := c.GC.Validate(); err != nil {

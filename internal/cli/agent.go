@@ -75,6 +75,8 @@ unix:///run/containerd/containerd.sock).`,
 	f.IntVar(&cfg.GC.HighPercent, "image-gc-high-threshold", cfg.GC.HighPercent, "image filesystem usage (percent) at which unused images are removed, least recently used first")
 	f.IntVar(&cfg.GC.LowPercent, "image-gc-low-threshold", cfg.GC.LowPercent, "image filesystem usage (percent) image garbage collection frees down to")
 	f.DurationVar(&cfg.GC.MinImageAge, "minimum-image-ttl-duration", cfg.GC.MinImageAge, "an unused image is removed only this long after the agent first saw it")
+	f.BoolVar(&cfg.SeccompDefault, "seccomp-default", false, "run containers that name no seccompProfile under the runtime's default profile (RuntimeDefault) instead of unconfined, as the kubelet's --seccomp-default; Localhost profiles are read from DATA_DIR/seccomp")
+	f.StringSliceVar(&cfg.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "sysctls or patterns ending in * (e.g. 'net.core.*') that pods may set beyond the safe ones, comma-separated; each must be namespaced (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, net.*)")
 	f.StringVar(&pauseImage, "pod-infra-container-image", "registry.k8s.io/pause:3.9", "the runtime's sandbox image, never removed by image garbage collection (images the runtime reports pinned are kept too)")
 	return cmd
 }

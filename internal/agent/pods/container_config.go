@@ -21,7 +21,17 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	if err != nil {
 		return nil, configError{err}
 	}
-	security := containerSecurity(pod, c)
+	uid, username, err := m.imageUser(ctx, c.Image)
+	if err != nil {
+		return nil, err
+	}
+	if err := verifyRunAsNonRoot(pod, c, uid, username); err != nil {
+		return nil, err
+	}
+	security, err := m.containerSecurity(pod, c, uid, username)
+	if err != nil {
+		return nil, err
+	}
 	userns, err := m.userNamespace(pod)
 	if err != nil {
 		return nil, err
@@ -110,51 +120,6 @@ func linuxResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
 		r.MemoryLimitInBytes = lim.Value()
 	}
 	return r
-}
-
-func containerSecurity(pod *corev1.Pod, c *corev1.Container) *runtimeapi.LinuxContainerSecurityContext {
-	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
-	}
-	csc := c.SecurityContext
-	if csc == nil {
-		return sc
-	}
-	if csc.RunAsUser != nil {
-		sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
-	}
-	if csc.RunAsGroup != nil {
-		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
-	}
-	if csc.Privileged != nil {
-		sc.Privileged = *csc.Privileged
-	}
-	if csc.ReadOnlyRootFilesystem != nil {
-		sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
-	}
-	if csc.AllowPrivilegeEscalation != nil {
-		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
-	}
-	if caps := csc.Capabilities; caps != nil {
-		sc.Capabilities = &runtimeapi.Capability{}
-		for _, c := range caps.Add {
-			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
-		}
-		for _, c := range caps.Drop {
-			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
-		}
-	}
-	return sc
 }
 
 // gracePeriod is the pod's termination grace period in seconds: the

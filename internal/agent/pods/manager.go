@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubernetes/pkg/security/apparmor"
 	"k8s.io/utils/clock"
 
 	"github.com/berth/berth/internal/agent/podcgroup"
@@ -48,6 +49,19 @@ type Config struct {
 	// Cgroups removes a pod's cgroup once its last sandbox is removed; nil
 	// leaves pod cgroups alone.
 	Cgroups *podcgroup.Cleaner
+
+	// SeccompDefault gives containers without a seccompProfile the
+	// runtime's default profile instead of none (the kubelet's
+	// --seccomp-default). SeccompProfileRoot holds Localhost profiles
+	// (default DataDir/seccomp).
+	SeccompDefault     bool
+	SeccompProfileRoot string
+	// Sysctls admits pods' sysctls; nil allows the safe sysctls of the
+	// running kernel only.
+	Sysctls *SysctlAllowlist
+	// AppArmor checks that the node can enforce the AppArmor profiles a
+	// pod asks for; nil checks this host (apparmor.NewValidator).
+	AppArmor apparmor.Validator
 }
 
 // Manager runs the pods bound to one node.
@@ -63,6 +77,9 @@ type Manager struct {
 	clock   clock.WithTicker
 	tokens  *tokenCache // projected service-account tokens
 	userns  *usernsRanges
+
+	sysctls  *SysctlAllowlist
+	appArmor apparmor.Validator
 
 	// afterSync, when set (tests), is called after every sync of a pod.
 	afterSync func(types.UID, error)
@@ -92,10 +109,17 @@ func New(cfg Config, client kubernetes.Interface, rt runtimeapi.RuntimeServiceCl
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = "cluster.local"
 	}
+	if cfg.Sysctls == nil {
+		cfg.Sysctls = DefaultSysctlAllowlist()
+	}
+	if cfg.AppArmor == nil {
+		cfg.AppArmor = apparmor.NewValidator()
+	}
 	m := &Manager{
 		cfg: cfg, client: client, rt: rt, images: images, log: log,
 		backoff: newBackoff(cfg.Clock), clock: cfg.Clock, tokens: newTokenCache(),
 		userns: newUsernsRanges(filepath.Join(cfg.DataDir, "pods")), workers: map[types.UID]*worker{},
+		sysctls: cfg.Sysctls, appArmor: cfg.AppArmor,
 	}
 	m.prober = newProber(m)
 	return m

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	"github.com/berth/berth/internal/agent/podcgroup"
 )
@@ -32,7 +33,10 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Po
 	if pod.Spec.HostNetwork {
 		hostname = "" // the runtime keeps the node's hostname
 	}
-	security := sandboxSecurity(pod)
+	security, err := sandboxSecurity(pod)
+	if err != nil {
+		return nil, err
+	}
 	if security.NamespaceOptions.UsernsOptions, err = m.userNamespace(pod); err != nil {
 		return nil, err
 	}
@@ -129,11 +133,19 @@ func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 	return ns
 }
 
-func sandboxSecurity(pod *corev1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+// sandboxSecurity is the sandbox's security context, as the kubelet's
+// generatePodSandboxLinuxConfig: privileged when any container is, always
+// the runtime's default seccomp profile (the pod's own applies to its
+// containers), and the pod's user, groups and SELinux options.
+func sandboxSecurity(pod *corev1.Pod) (*runtimeapi.LinuxSandboxSecurityContext, error) {
+	sc := &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: namespaceOptions(pod),
+		Privileged:       hasPrivilegedContainer(pod),
+		Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+	}
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
-		return sc
+		return sc, nil
 	}
 	if psc.RunAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
@@ -145,9 +157,30 @@ func sandboxSecurity(pod *corev1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
 		sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
 	}
 	sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-	return sc
+	var err error
+	if sc.SupplementalGroupsPolicy, err = supplementalGroupsPolicy(psc); err != nil {
+		return nil, configError{err}
+	}
+	sc.SelinuxOptions = runtimeSELinux(psc.SELinuxOptions)
+	return sc, nil
 }
 
+// hasPrivilegedContainer reports whether any of the pod's containers,
+// init and ephemeral ones included, is privileged.
+func hasPrivilegedContainer(pod *corev1.Pod) bool {
+	privileged := false
+	podutil.VisitContainers(&pod.Spec, podutil.AllFeatureEnabledContainers(), func(c *corev1.Container, _ podutil.ContainerType) bool {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			privileged = true
+			return false
+		}
+		return true
+	})
+	return privileged
+}
+
+// sysctls are the pod's sysctls, which admission has checked against the
+// node's allowlist (SysctlAllowlist).
 func sysctls(pod *corev1.Pod) map[string]string {
 	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
 		return nil

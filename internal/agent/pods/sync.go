@@ -59,6 +59,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 		m.stopSandboxes(ctx, st)
 		return syncResult{}, nil
 	}
+	if len(st.sandboxes) == 0 && len(st.containers) == 0 {
+		// Not started yet: the node's admission decides whether it ever is.
+		if r := m.admit(pod); r != nil {
+			return syncResult{}, m.reject(ctx, pod, r)
+		}
+	}
 	s := &syncRun{m: m, pod: pod, state: st, waiting: map[string]waiting{}}
 	if err := s.ensureSandbox(ctx); err != nil {
 		s.waitAll(reasonContainerCreating, err.Error())

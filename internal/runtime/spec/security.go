@@ -47,18 +47,40 @@ func setSecurity(s *specs.Spec, req securityRequest) error {
 		return err
 	}
 	s.Process.Capabilities = caps
-	if len(req.maskedPaths) > 0 {
-		s.Linux.MaskedPaths = cleanPaths(req.maskedPaths)
-	}
-	if len(req.readonlyPaths) > 0 {
-		s.Linux.ReadonlyPaths = cleanPaths(req.readonlyPaths)
-	}
+	setProcMasks(s, req.maskedPaths, req.readonlyPaths)
 	for _, p := range append(slices.Clone(s.Linux.MaskedPaths), s.Linux.ReadonlyPaths...) {
 		if !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
 			return invalid("masked or read-only path %q is not absolute", p)
 		}
 	}
 	return setSeccomp(s, req.seccomp)
+}
+
+// setProcMasks applies the CRI's masked and read-only paths. The kubelet
+// always sends the full lists (its defaults for procMount Default), each of
+// which replaces the runtime's default list; both empty is how it asks for procMount Unmasked, which the API allows only
+// with hostUsers: false. Since gRPC cannot tell empty from unset, empty
+// lists lift the masks only for a container in its pod's user namespace
+// (runc's spec then has one); any other container keeps the runtime's
+// defaults, which is stricter than containerd (no masks for a bare CRI
+// client that sends none).
+func setProcMasks(s *specs.Spec, masked, readonly []string) {
+	if len(masked) == 0 && len(readonly) == 0 {
+		if inUserNamespace(s) {
+			s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = []string{}, []string{}
+		}
+		return
+	}
+	if len(masked) > 0 {
+		s.Linux.MaskedPaths = cleanPaths(masked)
+	}
+	if len(readonly) > 0 {
+		s.Linux.ReadonlyPaths = cleanPaths(readonly)
+	}
+}
+
+func inUserNamespace(s *specs.Spec) bool {
+	return slices.ContainsFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.UserNamespace })
 }
 
 func cleanPaths(paths []string) []string {
