@@ -17,7 +17,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := volumeMounts(pod, c, volumes)
+	mounts, err := m.volumeMounts(pod, c, volumes, envMap(env))
 	if err != nil {
 		return nil, configError{err}
 	}

@@ -269,26 +269,24 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 	return out, nil
 }
 
-// volumeMounts turns c's volumeMounts into CRI mounts.
-func volumeMounts(pod *corev1.Pod, c *corev1.Container, paths map[string]string) ([]*runtimeapi.Mount, error) {
+// volumeMounts turns c's volumeMounts into CRI mounts. A subPath (or
+// subPathExpr, expanded with env, the container's environment) is bound
+// from a mount the agent prepared, never from a path inside the volume
+// (see subPathHostPath).
+func (m *Manager) volumeMounts(pod *corev1.Pod, c *corev1.Container, paths map[string]string, env map[string]string) ([]*runtimeapi.Mount, error) {
 	readOnlyByType := map[string]bool{}
 	for _, v := range pod.Spec.Volumes {
 		readOnlyByType[v.Name] = v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 	}
 	var out []*runtimeapi.Mount
-	for _, vm := range c.VolumeMounts {
-		host, ok := paths[vm.Name]
+	for i, vm := range c.VolumeMounts {
+		volumePath, ok := paths[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: no such volume", vm.Name)
 		}
-		if vm.SubPath != "" {
-			if !filepath.IsLocal(vm.SubPath) {
-				return nil, fmt.Errorf("volumeMount %q: subPath %q escapes the volume", vm.Name, vm.SubPath)
-			}
-			host = filepath.Join(host, vm.SubPath)
-			if err := os.MkdirAll(host, 0o755); err != nil && !errors.Is(err, syscall.ENOTDIR) {
-				return nil, err
-			}
+		host, err := m.subPathHostPath(pod, c, i, vm, volumePath, env)
+		if err != nil {
+			return nil, err
 		}
 		prop := runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 		if vm.MountPropagation != nil {
@@ -307,18 +305,29 @@ func volumeMounts(pod *corev1.Pod, c *corev1.Container, paths map[string]string)
 	return out, nil
 }
 
-// removePodDir unmounts and removes the pod's host directory.
+// removePodDir unmounts and removes the pod's host directory: its subPath
+// bind mounts first (one of them may show a directory of any volume, even
+// a hostPath one), then its volumes' own mounts. Files are removed only
+// once nothing is mounted below the directory any more.
 func (m *Manager) removePodDir(uid string) {
 	m.tokens.forget(types.UID(uid))
-	dir := filepath.Join(m.cfg.DataDir, "pods", uid)
+	dir := m.podDir(types.UID(uid))
+	if err := cleanSubPaths(dir); err != nil {
+		m.log.Warn("unmount subPaths", "path", dir, "err", err)
+		return // never remove files below a mount we could not undo
+	}
 	vols, _ := filepath.Glob(filepath.Join(dir, "volumes", "*"))
 	for _, v := range vols {
 		if isMountPoint(v) {
 			if err := syscall.Unmount(v, 0); err != nil {
 				m.log.Warn("unmount volume", "path", v, "err", err)
-				return // never remove files below a mount we could not undo
+				return
 			}
 		}
+	}
+	if left, err := mountsUnder(dir); err != nil || len(left) > 0 {
+		m.log.Warn("pod directory still has mounts; leaving it", "path", dir, "mounts", left, "err", err)
+		return
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		m.log.Warn("remove pod directory", "path", dir, "err", err)
