@@ -16,7 +16,7 @@ const fuzzServer = "https://127.0.0.1:6443"
 // named by --kubeconfig. A kubeconfig KubeconfigMatches accepts must point
 // at the server with a certificate the client CA signed. Seeds are
 // kubeconfigs from this cluster's PKI (added here) and hand-written edge
-// cases in testdata/fuzz.
+// cases (nil entries, dangling names, exec plugins) in testdata/fuzz.
 func FuzzKubeconfig(f *testing.F) {
 	c, err := LoadOrCreateCluster(f.TempDir(), ServingNames{})
 	if err != nil {
@@ -47,6 +47,13 @@ func FuzzKubeconfig(f *testing.F) {
 		if err == nil && cfg.Host == "" {
 			t.Fatalf("kubeconfig loaded with no server: %+v", cfg)
 		}
+		// berth kubectl: upstream's loading rules with KUBECONFIG=path.
+		kubectl := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{Precedence: []string{path}}, &clientcmd.ConfigOverrides{})
+		if cfg, err := kubectl.ClientConfig(); err == nil && cfg.Host == "" {
+			t.Fatalf("kubectl loaded a kubeconfig with no server: %+v", cfg)
+		}
+		_, _, _ = kubectl.Namespace()
 	})
 }
 
