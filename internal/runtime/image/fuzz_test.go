@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -59,8 +60,11 @@ func newJail(t testing.TB) *jail {
 }
 
 // escapes fails t if anything outside the jail's root exists or changed.
-func (j *jail) escapes(t testing.TB, input []byte) {
+// input is the tar stream that was unpacked, named in the failure by its
+// entries.
+func (j *jail) escapes(t testing.TB, archive []byte) {
 	t.Helper()
+	input := tarNames(archive)
 	err := filepath.WalkDir(j.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -69,7 +73,7 @@ func (j *jail) escapes(t testing.TB, input []byte) {
 			return filepath.SkipDir
 		}
 		if _, known := j.before[p]; !known {
-			t.Fatalf("input %q wrote %s outside the root", input, p)
+			t.Fatalf("entries %v wrote %s outside the root", input, p)
 		}
 		return nil
 	})
@@ -79,23 +83,38 @@ func (j *jail) escapes(t testing.TB, input []byte) {
 	for p, was := range j.before {
 		fi, err := os.Lstat(p)
 		if err != nil {
-			t.Fatalf("input %q removed %s outside the root: %v", input, p, err)
+			t.Fatalf("entries %v removed %s outside the root: %v", input, p, err)
 		}
-		if fi.Mode() != was.Mode() || !fi.ModTime().Equal(was.ModTime()) || fi.Size() != was.Size() || owner(fi) != owner(was) {
-			t.Fatalf("input %q changed %s outside the root: %v %v -> %v %v", input, p, was.Mode(), was.ModTime(), fi.Mode(), fi.ModTime())
+		if fi.Mode() != was.Mode() || !fi.ModTime().Equal(was.ModTime()) || fi.Size() != was.Size() || inode(fi) != inode(was) {
+			t.Fatalf("entries %v changed %s outside the root (mode, times, owner or xattrs)", input, p)
 		}
 	}
 	if body, err := os.ReadFile(j.sentinel); err != nil || string(body) != sentinelBody {
-		t.Fatalf("input %q wrote the file outside the root: %q %v", input, body, err)
+		t.Fatalf("entries %v wrote the file outside the root: %q %v", input, body, err)
 	}
 }
 
-func owner(fi fs.FileInfo) [2]uint32 {
+// inode is what fs.FileInfo leaves out: ownership, and the change time,
+// which moves with any change to the inode (an xattr, a chmod, a link).
+func inode(fi fs.FileInfo) [3]int64 {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return [2]uint32{}
+		return [3]int64{}
 	}
-	return [2]uint32{st.Uid, st.Gid}
+	return [3]int64{int64(st.Uid), int64(st.Gid), st.Ctim.Nano()}
+}
+
+// tarNames lists the entries of a tar stream, as far as it reads.
+func tarNames(archive []byte) []string {
+	var names []string
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			return names
+		}
+		names = append(names, fmt.Sprintf("%q(%c -> %q)", hdr.Name, hdr.Typeflag, hdr.Linkname))
+	}
 }
 
 // FuzzUnpackLayer unpacks arbitrary tar streams as image layers. Whatever
