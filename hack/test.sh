@@ -13,6 +13,8 @@ log "go test"
 # with its runtime, containerd) that share host-wide resources (the NRI
 # socket, the default CNI bridge), and must not run side by side.
 go test -p 1 -count=1 -timeout 25m ./...
+log "fuzz: every target for 5s"
+"$REPO_ROOT/hack/fuzz.sh" 5
 "$REPO_ROOT/hack/critest.sh"
 
 # The README's run command, end to end, as a smoke test: a Ready node and the

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/runtime/pause"
 )
 
 // FuzzGenerate feeds arbitrary CRI sandbox and container configs (protobuf)
@@ -52,6 +54,79 @@ func FuzzGenerate(f *testing.F) {
 		}
 		checkSpec(t, s, in)
 	})
+}
+
+// FuzzGeneratePause feeds arbitrary CRI sandbox configs (protobuf) and
+// pause image configs (JSON) to what RunPodSandbox does with them:
+// ValidateSandbox, then GeneratePause. Whatever they say, an error is
+// InvalidArgument, and the pause process never runs as root, stays in the
+// sandbox's own cgroup and keeps the OOM score berth gives it.
+func FuzzGeneratePause(f *testing.F) {
+	rootfs := testRootfs(f)
+	pauseImage := []byte(`{"config":{"Entrypoint":["/pause"],"User":"65535:65535","Env":["PATH=/bin"]}}`)
+	for _, sb := range []*runtimeapi.PodSandboxConfig{
+		{Hostname: "pod1", Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "/kubepods/besteffort/pod1"}},
+		{Hostname: "pod1", Linux: &runtimeapi.LinuxPodSandboxConfig{
+			Sysctls: map[string]string{"net.ipv4.ip_forward": "1", "kernel.shm_rmid_forced": "1"},
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				RunAsUser: &runtimeapi.Int64Value{Value: 0}, RunAsGroup: &runtimeapi.Int64Value{Value: 0},
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_POD},
+			},
+		}},
+		{Hostname: "pod1", Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "../../escape", SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: &runtimeapi.UserNamespace{
+				Mode: runtimeapi.NamespaceMode_POD,
+				Uids: []*runtimeapi.IDMapping{{HostId: 65536, ContainerId: 0, Length: 65536}},
+				Gids: []*runtimeapi.IDMapping{{HostId: 65536, ContainerId: 0, Length: 65536}},
+			}},
+		}}},
+	} {
+		data, err := proto.Marshal(sb)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, pauseImage)
+		f.Add(data, []byte(`{"config":{"Cmd":["pause"],"User":"0"}}`))
+	}
+	f.Fuzz(func(t *testing.T, sandbox, image []byte) {
+		var sb runtimeapi.PodSandboxConfig
+		var img v1.ConfigFile
+		if proto.Unmarshal(sandbox, &sb) != nil || json.Unmarshal(image, &img) != nil {
+			return
+		}
+		in := PauseInput{ID: "sb", Config: &sb, Image: &img, RootfsPath: rootfs, Host: Host{OOMScoreAdjMin: -500}}
+		err := ValidateSandbox(&sb)
+		if err == nil {
+			var p *pause.Process
+			p, err = GeneratePause(context.Background(), in)
+			if err == nil {
+				checkPause(t, p, in)
+			}
+		}
+		if err != nil && status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("error is not InvalidArgument: %v", err)
+		}
+	})
+}
+
+// checkPause asserts what every pause process must hold.
+func checkPause(t *testing.T, p *pause.Process, in PauseInput) {
+	t.Helper()
+	if p.UID == 0 {
+		t.Fatalf("pause process runs as root: %+v", p)
+	}
+	if p.Root != in.RootfsPath || len(p.Args) == 0 {
+		t.Fatalf("pause process %+v", p)
+	}
+	if !cleanAbs(p.CgroupsPath) || filepath.Base(p.CgroupsPath) != in.ID {
+		t.Fatalf("cgroups path %q escapes or does not end in the ID", p.CgroupsPath)
+	}
+	if p.OOMScoreAdj < in.Host.OOMScoreAdjMin || p.OOMScoreAdj > 1000 {
+		t.Fatalf("oom_score_adj %d", p.OOMScoreAdj)
+	}
+	if (UserNamespace(in.Config) != nil) != (len(p.UIDMappings) > 0) {
+		t.Fatalf("user namespace %v, mappings %v", UserNamespace(in.Config), p.UIDMappings)
+	}
 }
 
 // checkSpec asserts the invariants every generated spec must hold: what

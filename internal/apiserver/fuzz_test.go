@@ -1,0 +1,288 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth/berth/internal/testkit/etcdtest"
+)
+
+// fuzzNamespace holds the namespaced objects the fuzzer writes against.
+const fuzzNamespace = "fuzz"
+
+// fuzzExisting names the object of each kind that updates and patches
+// change (with dryRun: it never actually changes); existingName makes it
+// unique per kind (events.k8s.io Events are stored as core Events).
+const fuzzExisting = "fuzz-existing"
+
+func existingName(res *resource) string {
+	if res.gvr.Group == "" {
+		return fuzzExisting
+	}
+	return fuzzExisting + "." + res.gvr.Group
+}
+
+// fuzzFixtures are one valid object per served kind, by "group/Kind", as
+// JSON with the name left as %[1]s: the objects PUT and PATCH target, and
+// the seeds every body starts from.
+var fuzzFixtures = map[string]string{
+	"/Namespace": `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%[1]q,"labels":{"a":"b"}}}`,
+	"/Pod": `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%[1]q,"labels":{"app":"web"},"annotations":{"x":"y"}},
+		"spec":{"containers":[{"name":"c","image":"busybox","command":["sh"],"env":[{"name":"A","value":"1"}],
+		"ports":[{"containerPort":80}],"resources":{"requests":{"cpu":"100m","memory":"1Mi"}},
+		"volumeMounts":[{"name":"v","mountPath":"/v"}],"readinessProbe":{"exec":{"command":["true"]}}}],
+		"volumes":[{"name":"v","emptyDir":{}}],"tolerations":[{"key":"k","operator":"Exists"}]}}`,
+	"/Node": `{"apiVersion":"v1","kind":"Node","metadata":{"name":%[1]q,"labels":{"kubernetes.io/hostname":"n"}},
+		"spec":{"podCIDR":"10.1.0.0/24","taints":[{"key":"k","effect":"NoSchedule"}]},
+		"status":{"capacity":{"cpu":"2","memory":"1Gi","pods":"110"},"allocatable":{"cpu":"2","memory":"1Gi","pods":"110"}}}`,
+	"/Event": `{"apiVersion":"v1","kind":"Event","metadata":{"name":%[1]q},"involvedObject":{"kind":"Pod","namespace":"fuzz","name":"p"},
+		"reason":"Started","message":"m","type":"Normal","source":{"component":"c"},"count":1,
+		"firstTimestamp":"2026-12-01T00:00:00Z","lastTimestamp":"2026-12-01T00:00:00Z"}`,
+	"events.k8s.io/Event": `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":%[1]q},
+		"eventTime":"2026-12-01T00:00:00.000000Z","reportingController":"c","reportingInstance":"i","action":"Start",
+		"reason":"Started","regarding":{"kind":"Pod","namespace":"fuzz","name":"p"},"type":"Normal","note":"n"}`,
+	"/ConfigMap":      `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%[1]q},"data":{"k":"v"},"binaryData":{"b":"AAE="}}`,
+	"/Secret":         `{"apiVersion":"v1","kind":"Secret","metadata":{"name":%[1]q},"type":"Opaque","data":{"k":"dg=="},"stringData":{"s":"v"}}`,
+	"/ServiceAccount": `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":%[1]q},"secrets":[{"name":"s"}]}`,
+	"coordination.k8s.io/Lease": `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":%[1]q},
+		"spec":{"holderIdentity":"h","leaseDurationSeconds":40,"renewTime":"2026-12-01T00:00:00.000000Z"}}`,
+	"certificates.k8s.io/CertificateSigningRequest": `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":%[1]q},
+		"spec":{"request":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KLS0tLS1FTkQgQ0VSVElGSUNBVEUgUkVRVUVTVC0tLS0tCg==",
+		"signerName":"kubernetes.io/kube-apiserver-client-kubelet","usages":["client auth"]}}`,
+	"rbac.authorization.k8s.io/Role": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":%[1]q},
+		"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]}`,
+	"rbac.authorization.k8s.io/ClusterRole": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":%[1]q},
+		"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get"]},{"nonResourceURLs":["/healthz"],"verbs":["get"]}],
+		"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"a":"b"}}]}}`,
+	"rbac.authorization.k8s.io/RoleBinding": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":%[1]q},
+		"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"},
+		"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"fuzz"},{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"u"}]}`,
+	"rbac.authorization.k8s.io/ClusterRoleBinding": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":%[1]q},
+		"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"r"},
+		"subjects":[{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"g"}]}`,
+}
+
+// The write requests the fuzzer makes: the body's encoding and the verb.
+const (
+	fuzzCreate = iota // POST, body as the format says
+	fuzzUpdate        // PUT of fuzzExisting, body as the format says
+	fuzzPatch         // PATCH of fuzzExisting, patch type from fuzzPatchTypes
+	fuzzVerbs
+)
+
+var fuzzFormats = []string{"application/json", "application/yaml", "application/vnd.kubernetes.protobuf"}
+
+var fuzzPatchTypes = []string{
+	"application/json-patch+json", "application/merge-patch+json",
+	"application/strategic-merge-patch+json", "application/apply-patch+yaml",
+}
+
+var fuzzFieldValidation = []string{"Strict", "Warn", "Ignore"}
+
+// fuzzServer is a berth API server over a real embedded etcd, called
+// in-process (no listener), with fuzzExisting of every kind in place.
+type fuzzServer struct {
+	handler   http.Handler
+	resources []*resource
+	revision  func() (int64, error)
+	codecs    codecs
+}
+
+func newFuzzServer(f *testing.F) *fuzzServer {
+	st := etcdtest.New(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Cleanup(cancel)
+	handler, err := New(ctx, Config{
+		Store:         st,
+		Authenticator: adminAuthenticator,
+		Authorizer:    authorizerfactory.NewAlwaysAllowAuthorizer(),
+		Logger:        slog.New(slog.DiscardHandler),
+		Metrics:       prometheus.NewRegistry(),
+		LocalReads:    NewLocalReads(),
+	})
+	if err != nil {
+		f.Fatalf("New: %v", err)
+	}
+	resources := servedResources()
+	scheme, err := newScheme(resources)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s := &fuzzServer{handler: handler, resources: resources, codecs: newCodecs(scheme),
+		revision: func() (int64, error) { return st.CurrentRevision(context.Background()) }}
+	if code, body := s.do("POST", "/api/v1/namespaces", "application/json", []byte(fmt.Sprintf(fuzzFixtures["/Namespace"], fuzzNamespace))); code != http.StatusCreated {
+		f.Fatalf("create namespace %s: %d %s", fuzzNamespace, code, body)
+	}
+	for _, res := range resources {
+		code, body := s.do("POST", s.collectionPath(res), "application/json", s.fixture(f, res, existingName(res)))
+		if code != http.StatusCreated {
+			f.Fatalf("create %s %s: %d %s", res.gvr.Resource, existingName(res), code, body)
+		}
+	}
+	return s
+}
+
+func (s *fuzzServer) fixture(tb testing.TB, res *resource, name string) []byte {
+	tb.Helper()
+	tmpl, ok := fuzzFixtures[res.gvr.Group+"/"+res.kind]
+	if !ok {
+		tb.Fatalf("no fuzz fixture for %s/%s: add one to fuzzFixtures", res.gvr.Group, res.kind)
+	}
+	return []byte(fmt.Sprintf(tmpl, name))
+}
+
+// encode renders a JSON fixture in the given format.
+func (s *fuzzServer) encode(tb testing.TB, res *resource, jsonBody []byte, format string) []byte {
+	tb.Helper()
+	switch format {
+	case "application/yaml":
+		out, err := yaml.JSONToYAML(jsonBody)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return out
+	case "application/vnd.kubernetes.protobuf":
+		obj := res.newObj()
+		if err := json.Unmarshal(jsonBody, obj); err != nil {
+			tb.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := protobuf.NewSerializer(s.codecs.scheme, s.codecs.scheme).Encode(obj, &buf); err != nil {
+			tb.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	return jsonBody
+}
+
+func (s *fuzzServer) collectionPath(res *resource) string {
+	p := "/api/" + res.gvr.Version
+	if res.gvr.Group != "" {
+		p = "/apis/" + res.gvr.Group + "/" + res.gvr.Version
+	}
+	if res.namespaced {
+		p += "/namespaces/" + fuzzNamespace
+	}
+	return p + "/" + res.gvr.Resource
+}
+
+func (s *fuzzServer) do(method, path, contentType string, body []byte) (int, []byte) {
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", "application/json")
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.Bytes()
+}
+
+// FuzzWriteBody sends arbitrary bodies as dry-run creates, updates and
+// patches of every served kind, in every encoding and patch type berth
+// accepts, through the whole handler chain: decoding, the patch appliers,
+// managedFields, defaulting, validation and admission. Whatever the body,
+// the answer is a success with an object of the kind, or a 4xx Status with
+// the same code; never a 5xx or a panic, and never a write.
+//
+// kind picks the resource, verb the request (see fuzzCreate), format the
+// encoding (fuzzFormats) or patch type (fuzzPatchTypes), options the
+// fieldValidation and whether the request goes to the status subresource.
+func FuzzWriteBody(f *testing.F) {
+	s := newFuzzServer(f)
+	for i, res := range s.resources {
+		k := uint8(i)
+		seed := s.fixture(f, res, "fuzz-seed")
+		existing := s.fixture(f, res, existingName(res))
+		for j, format := range fuzzFormats {
+			f.Add(k, uint8(fuzzCreate), uint8(j), uint8(0), s.encode(f, res, seed, format))
+			f.Add(k, uint8(fuzzUpdate), uint8(j), uint8(1), s.encode(f, res, existing, format))
+		}
+		f.Add(k, uint8(fuzzPatch), uint8(0), uint8(0), []byte(`[{"op":"add","path":"/metadata/annotations","value":{"x":"y"}},{"op":"test","path":"/metadata/name","value":"`+existingName(res)+`"}]`))
+		f.Add(k, uint8(fuzzPatch), uint8(0), uint8(0), []byte(`[{"op":"move","from":"/metadata/labels","path":"/metadata/annotations"},{"op":"remove","path":"/metadata/name"}]`))
+		f.Add(k, uint8(fuzzPatch), uint8(1), uint8(0), []byte(`{"metadata":{"labels":{"x":"y","a":null}}}`))
+		f.Add(k, uint8(fuzzPatch), uint8(2), uint8(0), []byte(`{"metadata":{"labels":{"x":"y"},"$setElementOrder/finalizers":["a"]},"spec":{"$patch":"replace"}}`))
+		f.Add(k, uint8(fuzzPatch), uint8(3), uint8(4), s.encode(f, res, existing, "application/yaml"))
+	}
+	f.Fuzz(func(t *testing.T, kind, verb, format, options uint8, body []byte) {
+		res := s.resources[int(kind)%len(s.resources)]
+		method, path, contentType := s.request(res, verb, format, options)
+		before, err := s.revision()
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out := s.do(method, path, contentType, body)
+		checkWriteAnswer(t, res, method+" "+path+" "+contentType, code, out)
+		after, err := s.revision()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after != before {
+			t.Fatalf("%s %s: a dry run moved the store's revision %d -> %d", method, path, before, after)
+		}
+	})
+}
+
+// request maps the fuzzer's selectors to a dry-run request.
+func (s *fuzzServer) request(res *resource, verb, format, options uint8) (method, path, contentType string) {
+	query := "?dryRun=All&fieldManager=fuzz&fieldValidation=" + fuzzFieldValidation[int(options&3)%len(fuzzFieldValidation)]
+	path = s.collectionPath(res)
+	switch int(verb) % fuzzVerbs {
+	case fuzzCreate:
+		return "POST", path + query, fuzzFormats[int(format)%len(fuzzFormats)]
+	case fuzzUpdate:
+		method, contentType = "PUT", fuzzFormats[int(format)%len(fuzzFormats)]
+	default:
+		method, contentType = "PATCH", fuzzPatchTypes[int(format)%len(fuzzPatchTypes)]
+		if strings.HasPrefix(contentType, "application/apply-patch") && options&8 != 0 {
+			query += "&force=true"
+		}
+	}
+	path += "/" + existingName(res)
+	if options&4 != 0 {
+		for _, sub := range res.subresources {
+			if sub == "status" {
+				path += "/status"
+			}
+		}
+	}
+	return method, path + query, contentType
+}
+
+// checkWriteAnswer holds the invariants of every answer to a write.
+func checkWriteAnswer(t *testing.T, res *resource, request string, code int, out []byte) {
+	t.Helper()
+	if code >= 500 {
+		t.Fatalf("%s: %d %s", request, code, out)
+	}
+	if code >= 400 {
+		var st metav1.Status
+		if err := json.Unmarshal(out, &st); err != nil || st.Kind != "Status" || int(st.Code) != code || st.Status != metav1.StatusFailure {
+			t.Fatalf("%s: %d with a body that is not its Status (%v): %s", request, code, err, out)
+		}
+		return
+	}
+	if code != http.StatusOK && code != http.StatusCreated {
+		t.Fatalf("%s: unexpected %d %s", request, code, out)
+	}
+	obj := res.newObj()
+	if err := json.Unmarshal(out, obj); err != nil {
+		t.Fatalf("%s: %d with a body that is not a %s: %v", request, code, res.kind, err)
+	}
+	if obj.GetObjectKind().GroupVersionKind() != res.gvk() {
+		t.Fatalf("%s: answered with %v, want %v", request, obj.GetObjectKind().GroupVersionKind(), res.gvk())
+	}
+	if name := obj.(metav1.Object).GetName(); name == "" {
+		t.Fatalf("%s: accepted an object without a name: %s", request, out)
+	}
+}
