@@ -140,7 +140,7 @@ func FuzzUnpackLayer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, layer []byte) {
 		j := newJail(t)
-		_ = unpackLayer(j.root, bytes.NewReader(layer))
+		_ = unpackLayer(j.root, bytes.NewReader(layer), 1<<24)
 		j.escapes(t, layer)
 	})
 }
