@@ -54,7 +54,7 @@ var (
 	// A failure the run reports: "    run.go:NNN: message".
 	failureLine = regexp.MustCompile(`^\s+\w+\.go:\d+: (.*)$`)
 	// The only failures allowed: the Deployment requests' 404s.
-	deploymentNotServed = regexp.MustCompile(`^\d+: (unexpected error creating controller with .*|expected warning with substring .*, got) the server could not find the requested resource \(post deployments\.apps\)$`)
+	deploymentNotServed = regexp.MustCompile(`^\d+: (unexpected error creating controller with .*|expected warning with substring .*, got) deployments\.apps "" not found$`)
 	passedCase          = regexp.MustCompile(`(?m)^\s+--- PASS: TestUpstreamFixturesChild/(podsecurity-\S+)`)
 	failedCase          = regexp.MustCompile(`(?m)^\s+--- FAIL: TestUpstreamFixturesChild/(podsecurity-\S+)`)
 )

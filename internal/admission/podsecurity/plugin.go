@@ -115,6 +115,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 // gives them (an invalid namespace label is a 422, a failed namespace
 // lookup a 500).
 func refusal(a admission.Attributes, st *metav1.Status) error {
+	//lint:ignore ST1005 upstream's message, word for word
 	err := admission.NewForbidden(a, errors.New("Not allowed by PodSecurity")).(*apierrors.StatusError)
 	if st == nil {
 		return err

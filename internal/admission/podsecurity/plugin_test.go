@@ -116,16 +116,16 @@ func (r *recordedWarnings) AddWarning(_, text string) { *r = append(*r, text) }
 
 // validate runs the plugin as the API server would: with a warning
 // recorder and an audit context in the request's context.
-func validate(p *Plugin, a admission.Attributes) (error, []string, map[string]string) {
+func validate(p *Plugin, a admission.Attributes) ([]string, map[string]string, error) {
 	var w recordedWarnings
 	ctx := warning.WithWarningRecorder(audit.WithAuditContext(context.Background()), &w)
 	err := p.Validate(ctx, a, nil)
-	return err, w, audit.AuditContextFrom(ctx).GetEventAnnotations()
+	return w, audit.AuditContextFrom(ctx).GetEventAnnotations(), err
 }
 
 func TestDefaultsRefuseBaselineViolations(t *testing.T) {
 	p := newPlugin(t, newCluster(namespace("team", nil)))
-	err, _, annotations := validate(p, createPod(hostPathPod("team")))
+	_, annotations, err := validate(p, createPod(hostPathPod("team")))
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("want 403 Forbidden, got %v", err)
 	}
@@ -143,7 +143,7 @@ func TestDefaultsRefuseBaselineViolations(t *testing.T) {
 
 func TestDefaultsWarnAndAuditRestrictedViolations(t *testing.T) {
 	p := newPlugin(t, newCluster(namespace("team", nil)))
-	err, warnings, annotations := validate(p, createPod(baselinePod("team")))
+	warnings, annotations, err := validate(p, createPod(baselinePod("team")))
 	if err != nil {
 		t.Fatalf("a baseline pod was refused: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestDefaultsWarnAndAuditRestrictedViolations(t *testing.T) {
 	if v := annotations["pod-security.kubernetes.io/audit-violations"]; !strings.Contains(v, `would violate PodSecurity "restricted:latest"`) {
 		t.Errorf("audit annotations %v lack audit-violations", annotations)
 	}
-	err, warnings, _ = validate(p, createPod(restrictedPod("team")))
+	warnings, _, err = validate(p, createPod(restrictedPod("team")))
 	if err != nil || len(warnings) != 0 {
 		t.Errorf("a restricted pod: err %v, warnings %q; want neither", err, warnings)
 	}
@@ -161,7 +161,7 @@ func TestDefaultsWarnAndAuditRestrictedViolations(t *testing.T) {
 
 func TestKubeSystemIsExempt(t *testing.T) {
 	p := newPlugin(t, newCluster(namespace("kube-system", nil)))
-	err, warnings, annotations := validate(p, createPod(hostPathPod("kube-system")))
+	warnings, annotations, err := validate(p, createPod(hostPathPod("kube-system")))
 	if err != nil || len(warnings) != 0 {
 		t.Errorf("kube-system: err %v, warnings %q; want neither", err, warnings)
 	}
@@ -172,7 +172,7 @@ func TestKubeSystemIsExempt(t *testing.T) {
 
 func TestPrivilegedNamespaceLabelOptsOut(t *testing.T) {
 	p := newPlugin(t, newCluster(namespace("infra", map[string]string{"pod-security.kubernetes.io/enforce": "privileged"})))
-	err, _, _ := validate(p, createPod(hostPathPod("infra")))
+	_, _, err := validate(p, createPod(hostPathPod("infra")))
 	if err != nil {
 		t.Errorf("a privileged namespace refused a hostPath pod: %v", err)
 	}
@@ -184,7 +184,7 @@ func TestPodTemplatesAreWarnedNotRefused(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "team"},
 		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: pod.Spec}}}
 	a := attrs(d, nil, "team", "d", appsv1.SchemeGroupVersion.WithKind("Deployment"), appsv1.SchemeGroupVersion.WithResource("deployments"), "", admission.Create, "alice")
-	err, warnings, _ := validate(p, a)
+	warnings, _, err := validate(p, a)
 	if err != nil {
 		t.Fatalf("a deployment was refused (templates are only warned about): %v", err)
 	}
@@ -203,11 +203,11 @@ func TestPodSubresources(t *testing.T) {
 	update := func(sub string) admission.Attributes {
 		return attrs(withPrivileged, old, "team", "p", podGVK, podsGVR, sub, admission.Update, "alice")
 	}
-	if err, _, _ := validate(p, update("ephemeralcontainers")); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "privileged") {
+	if _, _, err := validate(p, update("ephemeralcontainers")); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "privileged") {
 		t.Errorf("a privileged ephemeral container: want 403 naming privileged, got %v", err)
 	}
 	// Status is the node's report, not the user's spec.
-	if err, _, _ := validate(p, update("status")); err != nil {
+	if _, _, err := validate(p, update("status")); err != nil {
 		t.Errorf("pods/status: %v", err)
 	}
 }
@@ -219,7 +219,7 @@ func TestUpdatesThatDoNotChangeTheSpecAreAllowed(t *testing.T) {
 	relabelled := old.DeepCopy()
 	relabelled.Labels = map[string]string{"tier": "db"}
 	a := attrs(relabelled, old, "team", "p", podGVK, podsGVR, "", admission.Update, "alice")
-	if err, _, _ := validate(p, a); err != nil {
+	if _, _, err := validate(p, a); err != nil {
 		t.Errorf("a label change on an existing pod was refused: %v", err)
 	}
 }
@@ -231,7 +231,7 @@ func TestTighteningANamespaceWarnsAboutItsPods(t *testing.T) {
 	old := f.namespaces["infra"]
 	tightened := namespace("infra", map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
 	a := attrs(tightened, old, "infra", "infra", corev1.SchemeGroupVersion.WithKind("Namespace"), namespacesGVR, "", admission.Update, "alice")
-	err, warnings, _ := validate(p, a)
+	warnings, _, err := validate(p, a)
 	if err != nil {
 		t.Fatalf("the label change was refused: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestInvalidNamespaceLabelIsRefused(t *testing.T) {
 	p := newPlugin(t, newCluster())
 	ns := namespace("bad", map[string]string{"pod-security.kubernetes.io/enforce": "strictest"})
 	a := attrs(ns, nil, "", "bad", corev1.SchemeGroupVersion.WithKind("Namespace"), namespacesGVR, "", admission.Create, "alice")
-	err, _, _ := validate(p, a)
+	_, _, err := validate(p, a)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "pod-security.kubernetes.io/enforce") {
 		t.Errorf("want 422 naming the label, got %v", err)
 	}
@@ -261,7 +261,7 @@ func TestExemptUsersFromConfiguration(t *testing.T) {
 	pod := hostPathPod("team")
 	for userName, allowed := range map[string]bool{"system:serviceaccount:ops:deployer": true, "alice": false} {
 		a := attrs(pod, nil, "team", "p", podGVK, podsGVR, "", admission.Create, userName)
-		if err, _, _ := validate(p, a); (err == nil) != allowed {
+		if _, _, err := validate(p, a); (err == nil) != allowed {
 			t.Errorf("%s: allowed %v, want %v (err %v)", userName, err == nil, allowed, err)
 		}
 	}
@@ -269,7 +269,7 @@ func TestExemptUsersFromConfiguration(t *testing.T) {
 
 func TestUnknownNamespaceIsAnInternalError(t *testing.T) {
 	p := newPlugin(t, newCluster())
-	err, _, _ := validate(p, createPod(baselinePod("gone")))
+	_, _, err := validate(p, createPod(baselinePod("gone")))
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed to lookup namespace "gone"`) {
 		t.Errorf("want 500 naming the namespace, got %v", err)
 	}
@@ -282,7 +282,7 @@ func TestOtherResourcesAndDeletesAreNotEvaluated(t *testing.T) {
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "gone"}}
 	a := attrs(cm, nil, "gone", "c", corev1.SchemeGroupVersion.WithKind("ConfigMap"), corev1.SchemeGroupVersion.WithResource("configmaps"), "", admission.Create, "alice")
-	if err, _, _ := validate(p, a); err != nil {
+	if _, _, err := validate(p, a); err != nil {
 		t.Errorf("a configmap reached the policy: %v", err)
 	}
 }
