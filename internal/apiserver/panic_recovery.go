@@ -47,6 +47,7 @@ func withPanicRecovery(h http.Handler, s runtime.NegotiatedSerializer, log *slog
 			if tracked.started.Load() {
 				panic(http.ErrAbortHandler)
 			}
+			//lint:ignore ST1005 kube-apiserver's words, which clients and people may match
 			responsewriters.ErrorNegotiated(apierrors.NewInternalError(errors.New(panicAnswer)), s, schema.GroupVersion{}, w, req)
 		}()
 		h.ServeHTTP(responsewriter.WrapForHTTP1Or2(tracked), req)

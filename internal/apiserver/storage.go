@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -96,6 +97,13 @@ func (s *objectStore) get(ctx context.Context, name string) (runtime.Object, int
 	return obj, kv.ModRevision, nil
 }
 
+// errNoSpace is a write refused by a full store, as kube-apiserver answers
+// it: 500, no reason, etcd's own message.
+var errNoSpace = &apierrors.StatusError{ErrStatus: metav1.Status{
+	Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+	Message: "etcdserver: mvcc: database space exceeded",
+}}
+
 // storeError maps the store's sentinel errors to Kubernetes Status errors.
 func (s *objectStore) storeError(err error, name string) error {
 	switch {
@@ -112,6 +120,8 @@ func (s *objectStore) storeError(err error, name string) error {
 		return apierrors.NewRequestEntityTooLargeError(err.Error())
 	case errors.Is(err, store.ErrTooManyRequests):
 		return apierrors.NewTooManyRequests("the store is overloaded; retry", 1)
+	case errors.Is(err, store.ErrNoSpace):
+		return errNoSpace
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError(err.Error(), 1)
 	}

@@ -19,7 +19,7 @@ import (
 
 // TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn: over a real embedded
 // etcd filled to its (tiny) quota, a create answers as kube-apiserver does
-// — 500 with "etcdserver: mvcc: database space exceeded" — while gets and
+// — 500, no reason, message "etcdserver: mvcc: database space exceeded" — while gets and
 // lists still work, and deleting objects frees the store for writes again.
 func TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -48,8 +48,8 @@ func TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn(t *testing.T) {
 	}
 	var status apierrors.APIStatus
 	if !errors.As(full, &status) || status.Status().Code != http.StatusInternalServerError ||
-		!strings.Contains(status.Status().Message, "etcdserver: mvcc: database space exceeded") {
-		t.Fatalf("create into a full store = %v, want a 500 Status with etcd's message", full)
+		status.Status().Message != "etcdserver: mvcc: database space exceeded" || status.Status().Reason != metav1.StatusReasonUnknown {
+		t.Fatalf("create into a full store = %#v, want kube-apiserver's 500 Status with etcd's message", full)
 	}
 	if _, err := cms.Get(ctx, created[0], metav1.GetOptions{}); err != nil {
 		t.Fatalf("get while full: %v", err)

@@ -104,8 +104,11 @@ func (k *spaceKeeper) recover(ctx context.Context, alarms []*pb.AlarmMember) err
 	if current == k.triedAt {
 		return nil // nothing deleted since the last attempt
 	}
-	if err := k.s.Compact(ctx, current); err != nil && !errors.Is(err, store.ErrCompacted) {
-		return err
+	// Physical: the defragmentation below must see the compacted pages
+	// gone, or this attempt fails and the revision, which compaction does
+	// not move, would hold back the next.
+	if _, err := k.s.client.Compact(ctx, current, clientv3.WithCompactPhysical()); err != nil && !errors.Is(mapErr(err), store.ErrCompacted) {
+		return fmt.Errorf("compact to %d: %w", current, mapErr(err))
 	}
 	size, err := k.s.defragment(ctx)
 	if err != nil {
