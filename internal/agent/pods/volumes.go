@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,8 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/berth/berth/internal/atomicfile"
+	volumeutil "k8s.io/kubernetes/pkg/volume/util"
 )
 
 // volumeDir is where the agent keeps pod volumes on the host.
@@ -119,37 +119,57 @@ func isMountPoint(dir string) bool {
 	return st.Dev != parent.Dev
 }
 
-// writeVolumeFiles writes files (relative path -> content) into dir and
-// removes files no longer projected.
+// writeVolumeFiles projects files (relative path -> content) into dir with
+// the kubelet's AtomicWriter. It refuses a path that is absolute, has a
+// '..' element or starts with '..' (items[].path is the user's choice),
+// writes each version into a fresh directory no container can reach, and
+// publishes it by renaming the ..data symlink: a container sees one whole
+// version or the next, and a removed key disappears with its version.
 func writeVolumeFiles(dir string, files map[string][]byte, defaultMode *int32, err error) error {
 	if err != nil {
 		return err
 	}
-	mode := os.FileMode(0o644)
+	mode := int32(0o644)
 	if defaultMode != nil {
-		mode = os.FileMode(*defaultMode)
+		mode = *defaultMode
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	if err := dropFlatLayout(dir); err != nil {
+		return err
+	}
+	w, err := volumeutil.NewAtomicWriter(dir, "volume "+filepath.Base(dir))
+	if err != nil {
+		return err
+	}
+	payload := make(map[string]volumeutil.FileProjection, len(files))
 	for rel, data := range files {
-		if !filepath.IsLocal(rel) {
-			return fmt.Errorf("path %q escapes the volume", rel)
-		}
-		if err := atomicfile.WriteFile(filepath.Join(dir, rel), data, mode); err != nil {
+		payload[rel] = volumeutil.FileProjection{Data: data, Mode: mode}
+	}
+	if err := w.Write(payload, nil); err != nil {
+		return fmt.Errorf("write files: %w", err)
+	}
+	return nil
+}
+
+// dropFlatLayout empties dir when it holds files written in place, as
+// agents before the AtomicWriter did (no ..data link), since the writer
+// would leave such a file as it is rather than link the new version there.
+func dropFlatLayout(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, "..data")); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			return err
 		}
 	}
-	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if _, keep := files[rel]; !keep {
-			return os.Remove(path)
-		}
-		return nil
-	})
+	return nil
 }
 
 func project(data map[string][]byte, items []corev1.KeyToPath) (map[string][]byte, error) {

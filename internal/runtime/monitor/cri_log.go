@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -31,12 +32,14 @@ func openCRILog(path string, now func() time.Time) (*criLog, error) {
 }
 
 // Reopen closes the log file and opens it again by name, so that a log
-// rotated (renamed) by kubelet is continued in a fresh file.
+// rotated (renamed) by kubelet is continued in a fresh file. It refuses a
+// symlink at that name: the monitor writes as root, and the runtime
+// refused one when the container was created.
 func (l *criLog) Reopen() error {
 	if l.path == "" {
 		return nil
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,9 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	}
 	c.BundleDir = s.bundleDir(c.ID)
 	if cfg.GetLogPath() != "" && sb.Config.GetLogDirectory() != "" {
+		if err := checkLogPath(cfg.GetLogPath()); err != nil {
+			return nil, err
+		}
 		c.LogPath = filepath.Join(sb.Config.GetLogDirectory(), cfg.GetLogPath())
 	}
 	if err := s.containers.reserveName(c.nameKey(), c.ID); err != nil {
@@ -96,8 +99,8 @@ func rootfsOptions(sb sandbox) image.RootfsOptions {
 // the container's bundle, for StartContainer to run.
 func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, img Image, undo *undoStack) error {
 	if c.LogPath != "" {
-		if err := os.MkdirAll(filepath.Dir(c.LogPath), 0o755); err != nil {
-			return status.Errorf(codes.Internal, "create log dir: %v", err)
+		if err := prepareLogFile(sb.Config.GetLogDirectory(), c.Config.GetLogPath()); err != nil {
+			return err
 		}
 	}
 	// Always writable: runc creates mount points in it before it remounts
