@@ -31,3 +31,18 @@ func TestAgentGCFlagsRefuseBadValues(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentRefusesUnsafeSysctlsNotNamespaced: as the kubelet, an allowed
+// unsafe sysctl must be namespaced; anything else stops the agent at start.
+func TestAgentRefusesUnsafeSysctlsNotNamespaced(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "agent")
+	_, _, err := run(t, "agent", "--node-name", "node-a", "--kubeconfig", "/nonexistent", "--runtime-endpoint", "unix:///nonexistent.sock",
+		"--data-dir", dataDir, "--allowed-unsafe-sysctls", "net.core.*,kernel.panic")
+	want := `--allowed-unsafe-sysctls: the sysctls "kernel.panic" are not known to be namespaced`
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("%v, want one line %q", err, want)
+	}
+	if _, statErr := os.Stat(dataDir); !os.IsNotExist(statErr) {
+		t.Errorf("data directory created (%v)", statErr)
+	}
+}

@@ -45,6 +45,7 @@ func (m *Manager) containerSecurity(pod *corev1.Pod, c *corev1.Container, imageU
 	if sc.Seccomp, err = m.seccompProfile(pod.Spec.SecurityContext, c.SecurityContext); err != nil {
 		return nil, configError{err}
 	}
+	//lint:ignore SA1019 the kubelet still sends the deprecated name for runtimes that read only it.
 	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
 		return nil, configError{err}
 	}
@@ -172,6 +173,7 @@ func (m *Manager) fieldSeccompProfile(p *corev1.SeccompProfile) (*runtimeapi.Sec
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
 	case corev1.SeccompProfileTypeLocalhost:
 		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			//lint:ignore ST1005 the kubelet's message, word for word.
 			return nil, errors.New("localhostProfile must be set if seccompProfile type is Localhost.")
 		}
 		return m.localhostSeccomp(*p.LocalhostProfile)

@@ -33,6 +33,15 @@ func runtimeDefault() *runtimeapi.SecurityProfile {
 	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
 }
 
+// withAppArmor is an unconfined-seccomp context with an AppArmor profile in
+// both the field and the deprecated name the kubelet still sends.
+func withAppArmor(p *runtimeapi.SecurityProfile, deprecated string) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{Seccomp: unconfined(), Apparmor: p}
+	//lint:ignore SA1019 the kubelet sends it, for runtimes that read only the name.
+	sc.ApparmorProfile = deprecated
+	return sc
+}
+
 // TestContainerSecurityMatchesTheKubelet checks each field of the CRI
 // security context against what the kubelet v1.37 sends for the same pod.
 func TestContainerSecurityMatchesTheKubelet(t *testing.T) {
@@ -89,13 +98,13 @@ func TestContainerSecurityMatchesTheKubelet(t *testing.T) {
 		{"procMount Unmasked", in{csc: &corev1.SecurityContext{ProcMount: &unmasked}},
 			&runtimeapi.LinuxContainerSecurityContext{Seccomp: unconfined(), MaskedPaths: []string{}, ReadonlyPaths: []string{}}},
 		{"AppArmor: container field", in{csc: &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("k8s-deny-write")}}},
-			&runtimeapi.LinuxContainerSecurityContext{Seccomp: unconfined(), Apparmor: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-deny-write"}, ApparmorProfile: "localhost/k8s-deny-write"}},
+			withAppArmor(&runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-deny-write"}, "localhost/k8s-deny-write")},
 		{"AppArmor: deprecated annotation before the pod field", in{
 			psc:         &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}},
 			annotations: map[string]string{corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c": "runtime/default"}},
-			&runtimeapi.LinuxContainerSecurityContext{Seccomp: unconfined(), Apparmor: runtimeDefault(), ApparmorProfile: "runtime/default"}},
+			withAppArmor(runtimeDefault(), "runtime/default")},
 		{"AppArmor: pod field", in{psc: &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}},
-			&runtimeapi.LinuxContainerSecurityContext{Seccomp: unconfined(), Apparmor: unconfined(), ApparmorProfile: "unconfined"}},
+			withAppArmor(unconfined(), "unconfined")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &Manager{cfg: Config{DataDir: "/var/lib/berth/agent", SeccompDefault: tc.in.seccompDef}}
