@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
@@ -90,7 +91,7 @@ func (c *cluster) joinNode(name, ip string) *joinedNode {
 func (n *joinedNode) register(addrs []corev1.NodeAddress, port int32) {
 	n.c.t.Helper()
 	ctx := n.c.t.Context()
-	node, err := n.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+	_, err := n.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: n.name, Labels: map[string]string{corev1.LabelHostname: n.name, corev1.LabelOSStable: "linux"},
 	}}, metav1.CreateOptions{})
 	if err != nil {
@@ -99,12 +100,21 @@ func (n *joinedNode) register(addrs []corev1.NodeAddress, port int32) {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
 	}
-	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
-	node.Status.Addresses = addrs
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := n.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The node IPAM controller writes the new Node's podCIDR meanwhile.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Status.Capacity, node.Status.Allocatable = capacity, capacity
+		node.Status.Addresses = addrs
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = n.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		n.c.t.Fatalf("%s reports its status: %v", n.name, err)
 	}
 }
