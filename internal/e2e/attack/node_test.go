@@ -97,6 +97,15 @@ func (n *joinedNode) register(addrs []corev1.NodeAddress, port int32) {
 	if err != nil {
 		n.c.t.Fatalf("%s registers itself: %v", n.name, err)
 	}
+	// Deleted before the server stops, so the local agent takes back its
+	// route to this node's podCIDR.
+	n.c.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := n.c.admin.CoreV1().Nodes().Delete(ctx, n.name, metav1.DeleteOptions{}); err != nil {
+			n.c.t.Logf("clean-up: delete node %s: %v", n.name, err)
+		}
+	})
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
 	}
