@@ -82,6 +82,8 @@ func attackPod(name string, spec corev1.PodSpec) *corev1.Pod {
 	grace := int64(1)
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	spec.TerminationGracePeriodSeconds = &grace
+	// The joined node runs nothing: the pods go where runc runs them.
+	spec.NodeSelector = map[string]string{corev1.LabelHostname: localNode}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: attackNS}, Spec: spec}
 }
 

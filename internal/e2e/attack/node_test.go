@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
@@ -90,21 +91,39 @@ func (c *cluster) joinNode(name, ip string) *joinedNode {
 func (n *joinedNode) register(addrs []corev1.NodeAddress, port int32) {
 	n.c.t.Helper()
 	ctx := n.c.t.Context()
-	node, err := n.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+	_, err := n.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: n.name, Labels: map[string]string{corev1.LabelHostname: n.name, corev1.LabelOSStable: "linux"},
 	}}, metav1.CreateOptions{})
 	if err != nil {
 		n.c.t.Fatalf("%s registers itself: %v", n.name, err)
 	}
+	// Deleted before the server stops, so the local agent takes back its
+	// route to this node's podCIDR.
+	n.c.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := n.c.admin.CoreV1().Nodes().Delete(ctx, n.name, metav1.DeleteOptions{}); err != nil {
+			n.c.t.Logf("clean-up: delete node %s: %v", n.name, err)
+		}
+	})
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110"),
 	}
-	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
-	node.Status.Addresses = addrs
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := n.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The node IPAM controller writes the new Node's podCIDR meanwhile.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Status.Capacity, node.Status.Allocatable = capacity, capacity
+		node.Status.Addresses = addrs
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = n.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		n.c.t.Fatalf("%s reports its status: %v", n.name, err)
 	}
 }
