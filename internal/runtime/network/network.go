@@ -268,6 +268,10 @@ func (m *Manager) Setup(ctx context.Context, pod Pod) (Result, error) {
 	}
 	var out Result
 	for _, ip := range cur.IPs {
+		if ip == nil || ip.Address.IP == nil {
+			// It would read as the pod IP "<nil>".
+			return Result{}, fmt.Errorf("CNI network %q gave an IP entry without an address", conf.Name)
+		}
 		if out.IP == "" {
 			out.IP = ip.Address.IP.String()
 		} else {
