@@ -133,6 +133,8 @@ func FuzzUnpackLayer(f *testing.F) {
 		{dir("a"), whiteout("a/b"), dir("a/b"), whiteout("a"), opaque("a")},
 		{symlink("a", "."), file("a/b", "x"), whiteout("a/../../outside/sentinel")},
 		{file("a", "x"), hardlink("b", "../outside/sentinel"), hardlink("c", "/a")},
+		{file(".wh...", "")}, // a whiteout of ".." once marked the layer root's parent opaque
+		{dir("a"), file("a/.wh...", "")},
 		{{name: "dev/null", typ: tar.TypeChar, mode: 0o666, major: 1, minor: 3}, {name: "f", typ: tar.TypeFifo, mode: 0o600}},
 		{{name: "x", typ: tar.TypeReg, mode: 0o4755, body: "x", xattrs: map[string]string{"user.a": "b", "trusted.overlay.opaque": "y"}}},
 	} {
