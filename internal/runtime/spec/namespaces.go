@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -118,10 +119,15 @@ func setSysctls(s *specs.Spec, sysctls map[string]string, sb *runtimeapi.PodSand
 }
 
 // cgroupsPath is the cgroupfs-driver path: the pod's parent plus the ID.
-func cgroupsPath(sb *runtimeapi.PodSandboxConfig, id string) string {
+// A parent with a NUL or another control character is refused: the kernel
+// would cut the path there, or runc would write a name nobody asked for.
+func cgroupsPath(sb *runtimeapi.PodSandboxConfig, id string) (string, error) {
 	parent := sb.GetLinux().GetCgroupParent()
 	if parent == "" {
 		parent = DefaultCgroupParent
 	}
-	return path.Join("/", parent, id)
+	if strings.ContainsFunc(parent, unicode.IsControl) {
+		return "", invalid("invalid cgroup parent %q", parent)
+	}
+	return path.Join("/", parent, id), nil
 }

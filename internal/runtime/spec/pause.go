@@ -65,10 +65,14 @@ func GeneratePause(ctx context.Context, in PauseInput) (*pause.Process, error) {
 	if uid == 0 {
 		uid, gid = pauseUser, pauseUser
 	}
+	cgroups, err := cgroupsPath(in.Config, in.ID)
+	if err != nil {
+		return nil, err
+	}
 	p := &pause.Process{
 		Args: args, Env: s.Process.Env, Root: in.RootfsPath, UID: uid, GID: gid,
 		Namespaces:  in.Namespaces,
-		CgroupsPath: cgroupsPath(in.Config, in.ID),
+		CgroupsPath: cgroups,
 		OOMScoreAdj: min(max(pauseOOMScoreAdj, in.Host.OOMScoreAdjMin), 1000),
 	}
 	if u := UserNamespace(in.Config); u != nil {

@@ -161,7 +161,11 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 		},
 		func(s *specs.Spec) error { return setDevices(s, in.Container.GetDevices(), sc.GetPrivileged()) },
 		func(s *specs.Spec) error {
-			return setResources(s, lc.GetResources(), cgroupsPath(in.Sandbox, in.ID), in.Host.OOMScoreAdjMin)
+			cgroups, err := cgroupsPath(in.Sandbox, in.ID)
+			if err != nil {
+				return err
+			}
+			return setResources(s, lc.GetResources(), cgroups, in.Host.OOMScoreAdjMin)
 		},
 	}
 	for _, step := range steps {
@@ -185,6 +189,9 @@ func ValidateSandbox(cfg *runtimeapi.PodSandboxConfig) error {
 		if err := checkHostname(cfg.GetHostname()); err != nil {
 			return err
 		}
+	}
+	if _, err := cgroupsPath(cfg, "sandbox"); err != nil {
+		return err
 	}
 	return setSysctls(&specs.Spec{Linux: &specs.Linux{}}, cfg.GetLinux().GetSysctls(), cfg)
 }
