@@ -2,12 +2,16 @@ package server_test
 
 import (
 	"context"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubernetes/pkg/securitycontext"
 
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/runtime/runtimetest"
@@ -17,30 +21,72 @@ import (
 // TestKubeletSecurityContextUnderRunc: the security context the kubelet
 // (and berth's agent) sends for a pod with seccompProfile RuntimeDefault
 // and procMount Default is enforced by the real runtime: the container's
-// process runs under a seccomp filter (mode 2) and /proc/kcore is masked,
-// while a container sent Unconfined has no filter.
+// processes run under a seccomp filter (mode 2), the masked /proc files
+// (/proc/kcore where the kernel has one) read empty and /proc/sys is
+// mounted read-only, while a container sent Unconfined has no filter.
 func TestKubeletSecurityContextUnderRunc(t *testing.T) {
 	r := runtimetest.Start(t, monitor)
+	image := containerdtest.Image(images.Busybox)
+	if _, err := r.Client.Images.PullImage(t.Context(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
+		t.Fatalf("pull %s: %v", image, err)
+	}
 	p := runPod(t, r, "secctx", runtimeapi.NamespaceMode_CONTAINER, nil)
+	// The masks are the kubelet's own conversion of procMount Default, the
+	// one the agent calls too.
+	procMount := corev1.DefaultProcMount
 	kubelet := func(profile runtimeapi.SecurityProfile_ProfileType) *runtimeapi.LinuxContainerSecurityContext {
 		return &runtimeapi.LinuxContainerSecurityContext{
 			Seccomp:       &runtimeapi.SecurityProfile{ProfileType: profile},
-			MaskedPaths:   []string{"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"},
-			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+			MaskedPaths:   securitycontext.ConvertToRuntimeMaskedPaths(&procMount),
+			ReadonlyPaths: securitycontext.ConvertToRuntimeReadonlyPaths(&procMount),
 			RunAsUser:     &runtimeapi.Int64Value{},
 		}
 	}
-	confined := startWithSecurity(t, p, "confined", kubelet(runtimeapi.SecurityProfile_RuntimeDefault))
-	if got := procStatus(t, r, confined, "Seccomp"); got != "2" {
-		t.Errorf("RuntimeDefault: Seccomp %s, want 2", got)
+	sc := kubelet(runtimeapi.SecurityProfile_RuntimeDefault)
+	masked := readableOnHost(t, sc.MaskedPaths)
+	confined := startWithSecurity(t, p, "confined", sc)
+	for _, f := range []string{"/proc/1/status", "/proc/self/status"} {
+		if got := procStatus(t, r, confined, f, "Seccomp"); got != "2" {
+			t.Errorf("RuntimeDefault: %s says Seccomp %s, want 2", f, got)
+		}
 	}
-	if out := execOut(t, r, confined, "sh", "-c", "wc -c < /proc/kcore; touch /proc/sys/kernel/x 2>&1 || echo read-only"); !strings.HasPrefix(out, "0\n") || !strings.Contains(out, "read-only") {
-		t.Errorf("masked /proc/kcore and read-only /proc/sys: got %q", out)
+	for _, f := range masked {
+		if out := execOut(t, r, confined, "sh", "-c", "wc -c < "+f); out != "0\n" {
+			t.Errorf("masked %s (not empty on the host) reads %q bytes in the container, want 0", f, out)
+		}
+	}
+	if out := execOut(t, r, confined, "awk", `$5 == "/proc/sys" { print $6 }`, "/proc/self/mountinfo"); !strings.HasPrefix(out, "ro,") {
+		t.Errorf("/proc/sys mount options %q, want read-only", out)
 	}
 	unconfined := startWithSecurity(t, p, "unconfined", kubelet(runtimeapi.SecurityProfile_Unconfined))
-	if got := procStatus(t, r, unconfined, "Seccomp"); got != "0" {
-		t.Errorf("Unconfined: Seccomp %s, want 0", got)
+	for _, f := range []string{"/proc/1/status", "/proc/self/status"} {
+		if got := procStatus(t, r, unconfined, f, "Seccomp"); got != "0" {
+			t.Errorf("Unconfined: %s says Seccomp %s, want 0", f, got)
+		}
 	}
+}
+
+// readableOnHost is those of paths that are files with content on the
+// host, which masking must empty. Some kernels have no /proc/kcore, so the
+// test needs at least /proc/interrupts, which every kernel has.
+func readableOnHost(t *testing.T, paths []string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		n, _ := f.Read(make([]byte, 1)) // one byte: /proc/kcore is the size of memory
+		f.Close()
+		if n == 1 {
+			out = append(out, p)
+		}
+	}
+	if !slices.Contains(out, "/proc/interrupts") {
+		t.Fatalf("masked paths readable on the host %v lack /proc/interrupts", out)
+	}
+	return out
 }
 
 func startWithSecurity(t *testing.T, p pod, name string, sc *runtimeapi.LinuxContainerSecurityContext) string {
@@ -74,14 +120,15 @@ func execOut(t *testing.T, r *runtimetest.Runtime, id string, cmd ...string) str
 	return string(resp.Stdout)
 }
 
-// procStatus is a field of /proc/1/status in the container.
-func procStatus(t *testing.T, r *runtimetest.Runtime, id, field string) string {
+// procStatus is a field of a status file (/proc/1/status: the container's
+// process; /proc/self/status: an exec'd one) in the container.
+func procStatus(t *testing.T, r *runtimetest.Runtime, id, file, field string) string {
 	t.Helper()
-	for _, line := range strings.Split(execOut(t, r, id, "cat", "/proc/1/status"), "\n") {
+	for _, line := range strings.Split(execOut(t, r, id, "cat", file), "\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			return strings.TrimSpace(v)
 		}
 	}
-	t.Fatalf("no %s in /proc/1/status of %s", field, id)
+	t.Fatalf("no %s in %s of %s", field, file, id)
 	return ""
 }
