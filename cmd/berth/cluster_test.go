@@ -25,15 +25,7 @@ import (
 func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
 	ctx := context.Background()
-	catalogue, err := images.Catalogue(ctx, images.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := registry.Start(t)
-	registry.Push(t, host, images.Set{
-		"registry.k8s.io/pause:3.9": catalogue[images.Pause],
-		images.Busybox:              catalogue[images.Busybox],
-	})
+	host := registry.StartWithPodImages(t)
 
 	dataDir := filepath.Join(t.TempDir(), "data")
 	openTempParents(t, dataDir)
@@ -58,7 +50,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 		}
 	})
 
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, "e2e-node", metav1.GetOptions{})
 		return err == nil && nodeReady(n), nil
 	})

@@ -168,12 +168,7 @@ type joinedNode struct {
 
 func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name, bridge string) *joinedNode {
 	t.Helper()
-	catalogue, err := images.Catalogue(context.Background(), images.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := registry.Start(t)
-	registry.Push(t, host, images.Set{"registry.k8s.io/pause:3.9": catalogue[images.Pause], images.Busybox: catalogue[images.Busybox]})
+	host := registry.StartWithPodImages(t)
 	token, err := os.ReadFile(filepath.Join(serverDataDir, "token"))
 	if err != nil {
 		t.Fatal(err)

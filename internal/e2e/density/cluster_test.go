@@ -20,7 +20,6 @@ import (
 
 	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
-	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
 	"github.com/berth/berth/internal/testkit/proc"
 	"github.com/berth/berth/internal/testkit/registry"
@@ -45,16 +44,7 @@ type cluster struct {
 // stops, because containers outlive the server by design.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	ctx := t.Context()
-	catalogue, err := images.Catalogue(ctx, images.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := registry.Start(t)
-	registry.Push(t, host, images.Set{
-		"registry.k8s.io/pause:3.9": catalogue[images.Pause],
-		images.Busybox:              catalogue[images.Busybox],
-	})
+	host := registry.StartWithPodImages(t)
 
 	// Short paths of our own: unix socket paths are limited to 108 bytes, and
 	// the runtime's overlay mounts must be undone before the removal.

@@ -82,3 +82,20 @@ func pushOne(ctx context.Context, tr http.RoundTripper, host, ref string, a imag
 	}
 	return nil
 }
+
+// StartWithPodImages serves a registry holding the images every cluster test
+// runs: the pause image under the kubelet's default name, and busybox. It
+// returns its host:port.
+func StartWithPodImages(t testing.TB) string {
+	t.Helper()
+	catalogue, err := images.Catalogue(context.Background(), images.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := Start(t)
+	Push(t, host, images.Set{
+		"registry.k8s.io/pause:3.9": catalogue[images.Pause],
+		images.Busybox:              catalogue[images.Busybox],
+	})
+	return host
+}
