@@ -22,9 +22,9 @@ import (
 	"github.com/berth/berth/internal/agent/failover"
 	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/agent/node"
+	"github.com/berth/berth/internal/agent/nodeserver"
 	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/agent/pods"
-	nodeserver "github.com/berth/berth/internal/agent/server"
 	"github.com/berth/berth/internal/memtrim"
 	"github.com/berth/berth/internal/version"
 )

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/node"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -23,7 +23,7 @@ import (
 // pods) against containerd's CRI socket, with the API played by client-go's
 // fake clientset.
 func TestAgentAgainstContainerd(t *testing.T) {
-	ctd := containerdtest.Start(t)
+	ctd := cri.Start(t)
 	client := fake.NewClientset()
 	cfg := Config{NodeName: "node-a", DataDir: t.TempDir(), RuntimeEndpoint: ctd.Endpoint}
 	a := New(cfg, client, ctd.Client, ctd.Version, clock.RealClock{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -59,7 +59,7 @@ func TestAgentAgainstContainerd(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default", UID: "uid-hello"},
 		Spec: corev1.PodSpec{NodeName: "node-a", RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{
-			Name: "web", Image: containerdtest.Image(images.Httpd), TerminationMessagePath: corev1.TerminationMessagePathDefault,
+			Name: "web", Image: cri.Image(images.Httpd), TerminationMessagePath: corev1.TerminationMessagePathDefault,
 		}}},
 	}
 	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/gc"
 	"github.com/berth/berth/internal/agent/podcgroup/podcgrouptest"
+	"github.com/berth/berth/internal/testkit/cri"
 )
 
 // TestAgentCollectsDeletedPodsLogDirectory runs the whole agent against
@@ -26,7 +26,7 @@ import (
 // the pod's cgroup, which the runtime never removes, is gone from every
 // hierarchy.
 func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
-	ctd := containerdtest.Start(t)
+	ctd := cri.Start(t)
 	client := fake.NewClientset()
 	cfg := Config{NodeName: "node-a", DataDir: t.TempDir(), RuntimeEndpoint: ctd.Endpoint, GC: gc.DefaultPolicy}
 	cfg.GC.ContainerPeriod = 100 * time.Millisecond

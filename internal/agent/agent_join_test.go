@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
 )
@@ -24,7 +24,7 @@ import (
 // default token, its Node turns Ready and it runs a pod; restarted after
 // the token is deleted, it carries on with the certificate it obtained.
 func TestAgentJoinsWithToken(t *testing.T) {
-	ctd := containerdtest.Start(t)
+	ctd := cri.Start(t)
 	bin := buildBerth(t)
 	dataDir := t.TempDir()
 	port := ports.Free(t)
@@ -47,7 +47,7 @@ func TestAgentJoinsWithToken(t *testing.T) {
 
 	if _, err := client.CoreV1().Pods("default").Create(t.Context(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "joined", Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"}}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: cri.Image(images.Busybox), Command: []string{"sleep", "3600"}}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestAgentJoinsWithToken(t *testing.T) {
 	startBerth(t, bin, "agent-2.log", agentArgs...)
 	if _, err := client.CoreV1().Pods("default").Create(t.Context(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"}}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: cri.Image(images.Busybox), Command: []string{"sleep", "3600"}}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,16 +21,16 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/pki"
+	testcri "github.com/berth/berth/internal/testkit/cri"
 )
 
 // TestNodeServerServesPodsAndMetrics runs the whole agent against
 // containerd with its node server on, as Run assembles it (metrics on the
 // CRI connection), and reads /pods and /metrics as the API server would.
 func TestNodeServerServesPodsAndMetrics(t *testing.T) {
-	ctd := containerdtest.Start(t)
+	ctd := testcri.Start(t)
 	dir := t.TempDir()
 	serverCA, err := pki.LoadOrCreateCA(dir, "server-ca")
 	if err != nil {

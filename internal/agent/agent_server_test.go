@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
@@ -78,7 +78,7 @@ func buildBerth(t *testing.T) string {
 // node, the agent runs it; after a kill -9 and a restart of the agent no
 // container restarts; a graceful delete stops the pod and removes it.
 func TestAgentProcessWithBerthServer(t *testing.T) {
-	ctd := containerdtest.Start(t)
+	ctd := cri.Start(t)
 	bin := buildBerth(t)
 	dataDir := t.TempDir()
 	port := ports.Free(t)
@@ -107,7 +107,7 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{{
-			Name: "web", Image: containerdtest.Image(images.Httpd),
+			Name: "web", Image: cri.Image(images.Httpd),
 		}}},
 	}
 	created, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
@@ -126,7 +126,7 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	// long synced the first pod, which must be untouched.
 	if _, err := client.CoreV1().Pods("default").Create(t.Context(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"}}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: cri.Image(images.Busybox), Command: []string{"sleep", "3600"}}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

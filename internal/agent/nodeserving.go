@@ -6,7 +6,7 @@ import (
 
 	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/agent/node"
-	nodeserver "github.com/berth/berth/internal/agent/server"
+	"github.com/berth/berth/internal/agent/nodeserver"
 )
 
 // prepareJoinedNodeServer gives a token-joined agent started without

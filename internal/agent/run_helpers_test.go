@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -34,7 +34,7 @@ func createSleepPod(t *testing.T, client kubernetes.Interface, name string) *cor
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
 		Spec: corev1.PodSpec{NodeName: "node-a", RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{
-			Name: "c", Image: containerdtest.Image(images.Busybox), Command: []string{"sleep", "3600"},
+			Name: "c", Image: cri.Image(images.Busybox), Command: []string{"sleep", "3600"},
 			TerminationMessagePath: corev1.TerminationMessagePathDefault,
 		}}},
 	}

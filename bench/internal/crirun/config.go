@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	testcri "github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 )
 
@@ -40,10 +40,10 @@ func WriteCNIConfig(dir string, n Network) (string, error) {
 // nothing is resolved elsewhere).
 func writeContainerdConfig(dir, confDir, sandboxImage, registryHost string, mirrored []string) (string, error) {
 	hostsDir := filepath.Join(dir, "certs.d")
-	if err := containerdtest.WriteRegistryHosts(hostsDir, registryHost, mirrored...); err != nil {
+	if err := testcri.WriteRegistryHosts(hostsDir, registryHost, mirrored...); err != nil {
 		return "", err
 	}
-	config := containerdtest.Config{
+	config := testcri.Config{
 		Dir: dir, SandboxImage: sandboxImage, CNIBinDir: hostcheck.CNIBinDir(), CNIConfDir: confDir,
 		RegistryHostsDir: hostsDir, BesideOthers: true,
 	}

@@ -11,8 +11,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
+	testcri "github.com/berth/berth/internal/testkit/cri"
 )
 
 // Runtime is one CRI runtime daemon started fresh for a measurement, with
@@ -70,7 +70,7 @@ func (r *Runtime) Close() {
 	for _, pid := range ProcessesMentioning(r.Dir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	containerdtest.UnmountUnder(r.Dir)
+	testcri.UnmountUnder(r.Dir)
 	_ = exec.Command("ip", "link", "del", r.Bridge).Run()
 }
 

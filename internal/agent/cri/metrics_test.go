@@ -8,15 +8,15 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
+	testcri "github.com/berth/berth/internal/testkit/cri"
 )
 
 // TestMetricsCountCallsAndErrorsByOperation dials a real runtime
 // (containerd's CRI) with metrics and checks that calls, failures and
 // latencies land under the right operation.
 func TestMetricsCountCallsAndErrorsByOperation(t *testing.T) {
-	ctd := containerdtest.Start(t)
+	ctd := testcri.Start(t)
 	reg := prometheus.NewRegistry()
 	m, err := cri.NewMetrics(reg)
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/agent/podcgroup/podcgrouptest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -115,7 +115,7 @@ func testCollectContainersRemovesDeletedPodsCgroup(t *testing.T, n *node) {
 	})
 
 	sb := n.runSandboxWithCgroup(gone, podcgroup.Parent(corev1.PodQOSBestEffort, gone))
-	n.container(sb, containerSpec{name: "app", image: containerdtest.Image(images.Busybox), cmd: []string{"sleep", "3600"}, start: true})
+	n.container(sb, containerSpec{name: "app", image: cri.Image(images.Busybox), cmd: []string{"sleep", "3600"}, start: true})
 	if dirs := podcgrouptest.HostPodDirs(t, gone); len(dirs) == 0 {
 		t.Fatal("the runtime created no cgroup for the pod under its cgroup parent")
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -24,7 +24,7 @@ func TestCollectContainersOnBothRuntimes(t *testing.T) {
 }
 
 func testCollectContainersOnBothRuntimes(t *testing.T, n *node) {
-	busybox := containerdtest.Image(images.Busybox)
+	busybox := cri.Image(images.Busybox)
 	fail := []string{"sh", "-c", "exit 1"}
 	sleep := []string{"sleep", "3600"}
 
@@ -120,7 +120,7 @@ func TestCollectContainersKeepsWhatThePolicySays(t *testing.T) {
 }
 
 func testCollectContainersKeepsWhatThePolicySays(t *testing.T, n *node) {
-	busybox := containerdtest.Image(images.Busybox)
+	busybox := cri.Image(images.Busybox)
 	fail := []string{"sh", "-c", "exit 1"}
 	live := n.runSandbox("uid-live", 0)
 	var ids []string

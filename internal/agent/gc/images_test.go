@@ -11,7 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -24,7 +24,7 @@ import (
 func TestCollectImagesOnBothRuntimes(t *testing.T) { onEachRuntime(t, testCollectImagesOnBothRuntimes) }
 
 func testCollectImagesOnBothRuntimes(t *testing.T, n *node) {
-	ref := containerdtest.Image
+	ref := cri.Image
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC))
 	usage := &fixedUsage{}
 	recorder := record.NewFakeRecorder(10)

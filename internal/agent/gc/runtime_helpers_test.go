@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/runtime/runtimetest"
+	testcri "github.com/berth/berth/internal/testkit/cri"
 )
 
 // berthMonitor is the berth-monitor binary runtimetest.Main built for
@@ -30,13 +30,13 @@ type startRuntime func(t *testing.T) *cri.Client
 
 // runtimes are the CRI runtimes every collector test runs against: the
 // agent must work the same on berth runtime and on containerd. Both pull
-// the test images under the same names (containerdtest.Image).
+// the test images under the same names (testcri.Image).
 var runtimes = []struct {
 	name  string
 	start startRuntime
 }{
 	{"berth", func(t *testing.T) *cri.Client { return runtimetest.Start(t, berthMonitor).Client }},
-	{"containerd", func(t *testing.T) *cri.Client { return containerdtest.Start(t).Client }},
+	{"containerd", func(t *testing.T) *cri.Client { return testcri.Start(t).Client }},
 }
 
 // onEachRuntime runs test as one subtest per runtime, each on a node of

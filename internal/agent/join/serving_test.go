@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/agent/join"
-	nodeserver "github.com/berth/berth/internal/agent/server"
+	"github.com/berth/berth/internal/agent/nodeserver"
 	"github.com/berth/berth/internal/pki"
 )
 

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -31,7 +31,7 @@ func TestHostNetworkPodServesOnTheNode(t *testing.T) {
 	h.startAgent()
 	port := freeLoopbackPort(t)
 	web := corev1.Container{
-		Name: "web", Image: containerdtest.Image(images.Httpd),
+		Name: "web", Image: cri.Image(images.Httpd),
 		Command: []string{"httpd", "-f", "-p", "127.0.0.1:" + strconv.Itoa(port), "-h", "/www"},
 	}
 	pod := h.create(&corev1.Pod{

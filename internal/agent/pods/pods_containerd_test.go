@@ -20,9 +20,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/agent/podcgroup/podcgrouptest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -32,7 +32,7 @@ const testNode = "node-a"
 // API played by client-go's fake clientset.
 type harness struct {
 	t      *testing.T
-	ctd    *containerdtest.Containerd
+	ctd    *cri.Containerd
 	client *fake.Clientset
 	clock  *testingclock.FakeClock
 	cfg    Config
@@ -44,7 +44,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	ctd := containerdtest.Start(t)
+	ctd := cri.Start(t)
 	h := &harness{
 		t: t, ctd: ctd, client: fake.NewClientset(),
 		clock: testingclock.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),
@@ -56,7 +56,7 @@ func newHarness(t *testing.T) *harness {
 		Clock: h.clock, Cgroups: podcgroup.NewCleaner(podcgroup.HostOS{}, nil),
 	}
 	// Memory emptyDirs are tmpfs mounts the agent leaves for its next run.
-	t.Cleanup(func() { containerdtest.UnmountUnder(h.cfg.DataDir) })
+	t.Cleanup(func() { cri.UnmountUnder(h.cfg.DataDir) })
 	return h
 }
 
@@ -142,7 +142,7 @@ func (h *harness) waitPod(pod *corev1.Pod, what string, cond func(*corev1.Pod) b
 }
 
 func busybox(name string, cmd ...string) corev1.Container {
-	return corev1.Container{Name: name, Image: containerdtest.Image(images.Busybox), Command: cmd}
+	return corev1.Container{Name: name, Image: cri.Image(images.Busybox), Command: cmd}
 }
 
 func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
@@ -322,7 +322,7 @@ func TestMissingImageGivesErrImagePullThenImagePullBackOff(t *testing.T) {
 	pod := h.create(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "noimage"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "c", Image: containerdtest.Image("berth-test/does-not-exist:latest"),
+			Name: "c", Image: cri.Image("berth-test/does-not-exist:latest"),
 		}}},
 	})
 	h.waitReasons(w, pod.UID, reasonErrImagePull, reasonImagePullBackOff)
@@ -375,7 +375,7 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{
-				Name: "c", Image: containerdtest.Image(images.Busybox),
+				Name: "c", Image: cri.Image(images.Busybox),
 				Command: []string{"sh", "-c",
 					`trap 'echo got TERM >/dev/termination-log; exit 0' TERM; touch /tmp/trapped; while true; do sleep 0.2; done`},
 				// Ready only once the trap is set, so SIGTERM cannot come first.

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -29,7 +29,7 @@ func TestReadinessProbesGateReady(t *testing.T) {
 	h.startAgent()
 	gated := busybox("gated", "sleep", "3600")
 	gated.ReadinessProbe = execProbe("cat", "/tmp/ready")
-	web := corev1.Container{Name: "web", Image: containerdtest.Image(images.Httpd), Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}
+	web := corev1.Container{Name: "web", Image: cri.Image(images.Httpd), Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}
 	web.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}, PeriodSeconds: 1}
 	web.StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, PeriodSeconds: 1, FailureThreshold: 30}
 	pod := h.create(&corev1.Pod{

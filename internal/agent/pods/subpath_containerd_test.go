@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 )
 
 // TestPlantedSymlinkSubPathNeverShowsTheHost: the subPath escape of
@@ -117,9 +117,9 @@ func TestPlantedSymlinkSubPathNeverShowsTheHost(t *testing.T) {
 		_, err := os.Stat(podDir)
 		return os.IsNotExist(err), nil
 	}); err != nil {
-		t.Fatalf("pod directory never removed; mounts under it: %v", containerdtest.MountsUnder(podDir))
+		t.Fatalf("pod directory never removed; mounts under it: %v", cri.MountsUnder(podDir))
 	}
-	if left := containerdtest.MountsUnder(podDir); len(left) > 0 {
+	if left := cri.MountsUnder(podDir); len(left) > 0 {
 		t.Errorf("mounts left after the pod's removal: %v", left)
 	}
 	if data, err := os.ReadFile(filepath.Join(hostDir, "host-marker")); err != nil || string(data) != "host" {

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
+	testcri "github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/ports"
 	"github.com/berth/berth/internal/testkit/proc"
 	"github.com/berth/berth/internal/testkit/registry"
@@ -53,7 +53,7 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		containerdtest.UnmountUnder(dir)
+		testcri.UnmountUnder(dir)
 		if err := os.RemoveAll(dir); err != nil {
 			t.Logf("remove %s: %v", dir, err)
 		}

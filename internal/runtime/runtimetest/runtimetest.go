@@ -2,8 +2,8 @@
 // (internal/runtime's Run: runc behind berth-monitor, the overlay image
 // store, the host's CNI plugins with a loopback-only bridge network of its
 // own) and hands out a CRI client, the counterpart of the agent's
-// containerdtest: images come from the same in-process registry under the
-// same names (containerdtest.Image), so a test runs unchanged on both.
+// internal/testkit/cri: images come from the same in-process registry under the
+// same names (cri.Image), so a test runs unchanged on both.
 package runtimetest
 
 import (
@@ -15,15 +15,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/runtime"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
 // Runtime is one running berth runtime.
 type Runtime struct {
-	containerdtest.Conn
+	cri.Conn
 	// Dir holds the runtime's root, state, socket and CNI files; cleanup
 	// removes it.
 	Dir    string
@@ -38,11 +38,11 @@ type Runtime struct {
 // then the runtime is stopped and its directory removed.
 func Start(t testing.TB, monitor string) *Runtime {
 	t.Helper()
-	hostcheck.Require(t, containerdtest.RuntimeRequirements...)
+	hostcheck.Require(t, cri.RuntimeRequirements...)
 	if monitor == "" {
 		t.Fatal("runtimetest: no berth-monitor binary (call runtimetest.Main from TestMain)")
 	}
-	regHost := containerdtest.ServeImages(t)
+	regHost := cri.ServeImages(t)
 
 	// A short directory of our own: unix socket paths are limited to 108
 	// bytes and t.TempDir() names can be long.
@@ -70,7 +70,7 @@ func (r *Runtime) run(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.exited = cancel, make(chan error, 1)
 	go func() { r.exited <- runtime.Run(ctx, r.cfg) }()
-	r.Conn = containerdtest.Connect(t, "berth runtime", r.cfg.Listen, r.exited)
+	r.Conn = cri.Connect(t, "berth runtime", r.cfg.Listen, r.exited)
 }
 
 // Restart stops the runtime as SIGTERM does (its containers and monitors
@@ -92,21 +92,21 @@ func (r *Runtime) Restart(t testing.TB) {
 // the host's).
 func config(dir, monitor, regHost string) (runtime.Config, error) {
 	confDir := filepath.Join(dir, "net.d")
-	if err := containerdtest.WriteBridgeNetwork(confDir, filepath.Join(dir, "ipam"), bridgeName(), cniSubnet); err != nil {
+	if err := cri.WriteBridgeNetwork(confDir, filepath.Join(dir, "ipam"), bridgeName(), cniSubnet); err != nil {
 		return runtime.Config{}, err
 	}
 	return runtime.Config{
 		Root: filepath.Join(dir, "root"), StateDir: filepath.Join(dir, "state"),
 		Listen: "unix://" + filepath.Join(dir, "cri.sock"), MonitorBinary: monitor, CNIConfDir: confDir,
-		Mirrors:    map[string][]string{containerdtest.RegistryHost: {"http://" + regHost}},
+		Mirrors:    map[string][]string{cri.RegistryHost: {"http://" + regHost}},
 		Insecure:   []string{regHost},
-		PauseImage: containerdtest.Image(images.Pause), DisableNRI: true,
+		PauseImage: cri.Image(images.Pause), DisableNRI: true,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, nil
 }
 
 // cniSubnet is the bridge network's address range, apart from
-// containerdtest's (10.231.0.0/24), so both runtimes can run at once.
+// the containerd test kit's (internal/testkit/cri) (10.231.0.0/24), so both runtimes can run at once.
 const cniSubnet = "10.232.0.0/24"
 
 // bridgeName is per process, so runtimes of concurrent test binaries do
@@ -116,7 +116,7 @@ func bridgeName() string { return fmt.Sprintf("berthrt%d", os.Getpid()%100000) }
 // cleanup removes every sandbox, stops the runtime, and fails t if the
 // runtime left a mount behind or Run ended with an error.
 func (r *Runtime) cleanup(t testing.TB) {
-	containerdtest.RemoveAllSandboxes(t, r.Client)
+	cri.RemoveAllSandboxes(t, r.Client)
 	if r.Client != nil {
 		r.Client.Close()
 	}
@@ -127,9 +127,9 @@ func (r *Runtime) cleanup(t testing.TB) {
 		}
 	}
 	_ = exec.Command("ip", "link", "del", bridgeName()).Run()
-	if left := containerdtest.MountsUnder(r.Dir); len(left) > 0 {
+	if left := cri.MountsUnder(r.Dir); len(left) > 0 {
 		t.Errorf("berth runtime left mounts: %v", left)
-		containerdtest.UnmountUnder(r.Dir)
+		cri.UnmountUnder(r.Dir)
 	}
 	if err := os.RemoveAll(r.Dir); err != nil {
 		t.Logf("remove %s: %v", r.Dir, err)

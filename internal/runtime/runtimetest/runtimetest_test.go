@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -18,7 +18,7 @@ var monitor string
 func TestMain(m *testing.M) { Main(m, &monitor) }
 
 // TestStartRunsAContainerAndCleansUp: the runtime answers CRI as berth,
-// pulls a test image under containerdtest's name, runs a container in a
+// pulls a test image under the containerd test kit's (internal/testkit/cri) name, runs a container in a
 // host-network sandbox; at cleanup the sandbox goes, nothing stays mounted
 // and the runtime's directory is removed.
 func TestStartRunsAContainerAndCleansUp(t *testing.T) {
@@ -34,7 +34,7 @@ func TestStartRunsAContainerAndCleansUp(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("runtime directory %s after cleanup: %v", dir, err)
 	}
-	if left := containerdtest.MountsUnder(dir); len(left) > 0 {
+	if left := cri.MountsUnder(dir); len(left) > 0 {
 		t.Errorf("mounts left after cleanup: %v", left)
 	}
 }
@@ -54,7 +54,7 @@ func runSleeper(t *testing.T, r *Runtime) {
 	if err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)
 	}
-	image := containerdtest.Image(images.Busybox)
+	image := cri.Image(images.Busybox)
 	if _, err := r.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
 		t.Fatalf("pull %s: %v", image, err)
 	}

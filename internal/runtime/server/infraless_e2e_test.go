@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/runtime/runtimetest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -57,7 +57,7 @@ func (p pod) start(t *testing.T, name string, mounts ...*runtimeapi.Mount) strin
 	t.Helper()
 	ctx := t.Context()
 	c, err := p.r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: p.id, SandboxConfig: p.cfg,
-		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: containerdtest.Image(images.Busybox)},
+		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: cri.Image(images.Busybox)},
 			Command: []string{"sleep", "3600"}, LogPath: name + ".log", Mounts: mounts}})
 	if err != nil {
 		t.Fatalf("CreateContainer %s: %v", name, err)
@@ -127,7 +127,7 @@ func hostNS(t *testing.T, ns string) string {
 // a shared PID namespace still runs its containers under the pause process.
 func TestInfralessPodUnderRunc(t *testing.T) {
 	r := runtimetest.Start(t, monitor)
-	image := containerdtest.Image(images.Busybox)
+	image := cri.Image(images.Busybox)
 	if _, err := r.Client.Images.PullImage(t.Context(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
 		t.Fatalf("pull %s: %v", image, err)
 	}
@@ -172,7 +172,7 @@ func TestInfralessPodUnderRunc(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if left := containerdtest.MountsUnder(r.Dir); len(left) > 0 {
+	if left := cri.MountsUnder(r.Dir); len(left) > 0 {
 		t.Errorf("mounts left after removing both pods: %v", left)
 	}
 }

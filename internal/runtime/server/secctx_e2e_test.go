@@ -13,8 +13,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/pkg/securitycontext"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/runtime/runtimetest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -26,7 +26,7 @@ import (
 // mounted read-only, while a container sent Unconfined has no filter.
 func TestKubeletSecurityContextUnderRunc(t *testing.T) {
 	r := runtimetest.Start(t, monitor)
-	image := containerdtest.Image(images.Busybox)
+	image := cri.Image(images.Busybox)
 	if _, err := r.Client.Images.PullImage(t.Context(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
 		t.Fatalf("pull %s: %v", image, err)
 	}
@@ -93,7 +93,7 @@ func startWithSecurity(t *testing.T, p pod, name string, sc *runtimeapi.LinuxCon
 	t.Helper()
 	ctx := t.Context()
 	c, err := p.r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: p.id, SandboxConfig: p.cfg,
-		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: containerdtest.Image(images.Busybox)},
+		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: cri.Image(images.Busybox)},
 			Command: []string{"sleep", "3600"}, LogPath: name + ".log", Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: sc}}})
 	if err != nil {
 		t.Fatalf("CreateContainer %s: %v", name, err)

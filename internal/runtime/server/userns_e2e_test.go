@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/runtime/runtimetest"
+	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/usernstest"
 )
@@ -37,7 +37,7 @@ func TestUserNamespacedPodUnderRunc(t *testing.T) {
 	if !st.GetRuntimeHandlers()[0].GetFeatures().GetUserNamespaces() {
 		t.Fatal("Status does not offer user namespaces on this host")
 	}
-	image := containerdtest.Image(images.Busybox)
+	image := cri.Image(images.Busybox)
 	if _, err := r.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
 		t.Fatalf("pull %s: %v", image, err)
 	}
@@ -166,7 +166,7 @@ func TestUserNamespacedPodUnderRunc(t *testing.T) {
 	if _, err := r.Client.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.id}); err != nil {
 		t.Fatal(err)
 	}
-	if left := containerdtest.MountsUnder(r.Dir); len(left) > 0 {
+	if left := cri.MountsUnder(r.Dir); len(left) > 0 {
 		t.Errorf("mounts left after removing the pod: %v", left)
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, "state", "userns", p.id)); !os.IsNotExist(err) {

@@ -1,4 +1,4 @@
-package server
+package nodeserver
 
 import (
 	"net/http"

@@ -2,7 +2,7 @@
 // 10250): health, the node's pods, Prometheus metrics, container logs, and
 // exec, attach and port-forward through the CRI runtime's streaming server. Only the API server's client
 // certificate (and other system:masters) may call it.
-package server
+package nodeserver
 
 import (
 	"context"

@@ -1,10 +1,10 @@
-// Package containerdtest starts a private containerd 1.6 (Debian's
+// Package cri starts a private containerd 1.6 (Debian's
 // /usr/bin/containerd) with its CRI plugin for the agent's tests: its own
 // root, state and socket, runc, the host's CNI plugins with a loopback-only
 // bridge network, and images served from the in-process test registry
 // through containerd's registry host configuration (hosts.toml). The agent is thereby tested against a real,
 // upstream CRI runtime, as the design requires.
-package containerdtest
+package cri
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth/berth/internal/agent/cri"
+	agentcri "github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
@@ -50,7 +50,7 @@ var Requirements = slices.Concat(RuntimeRequirements, []hostcheck.Requirement{ho
 // Conn is a test runtime's CRI endpoint and the client connected to it.
 type Conn struct {
 	Endpoint string // unix:///...
-	Client   *cri.Client
+	Client   *agentcri.Client
 	Version  *runtimeapi.VersionResponse
 }
 
@@ -117,7 +117,7 @@ func Connect(t testing.TB, what, endpoint string, exited chan error) Conn {
 	defer cancel()
 	for {
 		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-		client, v, err := cri.Dial(dctx, endpoint)
+		client, v, err := agentcri.Dial(dctx, endpoint)
 		dcancel()
 		if err == nil {
 			return Conn{Endpoint: endpoint, Client: client, Version: v}
@@ -212,7 +212,7 @@ func ServeImages(t testing.TB) string {
 // a pod is deleted, but tests end with pods running); a test runtime's
 // cleanup calls it before stopping the runtime. A nil client (the runtime
 // never answered) is nothing to do.
-func RemoveAllSandboxes(t testing.TB, client *cri.Client) {
+func RemoveAllSandboxes(t testing.TB, client *agentcri.Client) {
 	if client == nil {
 		return
 	}

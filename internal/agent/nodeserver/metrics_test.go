@@ -1,4 +1,4 @@
-package server
+package nodeserver
 
 import (
 	"net/http"
@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/berth/berth/internal/agent/containerdtest"
 	"github.com/berth/berth/internal/agent/cri"
+	testcri "github.com/berth/berth/internal/testkit/cri"
 )
 
 // TestMetricsEndpoint serves a registry holding the Go collector and the
@@ -20,7 +20,7 @@ import (
 // CRI moves the ListContainers counter on the next scrape; refused callers
 // get no metrics.
 func TestMetricsEndpoint(t *testing.T) {
-	ctd := containerdtest.Start(t)
+	ctd := testcri.Start(t)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
 	criMetrics, err := cri.NewMetrics(reg)

@@ -1,4 +1,4 @@
-package containerdtest
+package cri
 
 import (
 	"testing"
