@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"debug/buildinfo"
 	"os"
 	"os/exec"
@@ -10,13 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/berth/berth/internal/agent/cri"
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/hostcheck"
-	"github.com/berth/berth/internal/testkit/proc"
 )
 
 // TestRuntimeIsItsOwnExecutable: `berth runtime` execs berth-runtime, which
@@ -64,20 +59,18 @@ func TestRuntimeIsItsOwnExecutable(t *testing.T) {
 		hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.Overlayfs)
 		dir := t.TempDir()
 		endpoint := "unix://" + filepath.Join(dir, "cri.sock")
-		p := startRuntime(t, bin, filepath.Join(dir, "runtime.log"), endpoint,
+		p := cluster.StartRuntime(t, bin, filepath.Join(dir, "runtime.log"), "", endpoint,
 			"--log-level", "debug", "runtime", "--root", filepath.Join(dir, "root"), "--state-dir", filepath.Join(dir, "state"),
 			"--listen", endpoint, "--cni-conf-dir", filepath.Join(dir, "cni"), "--disable-nri")
-		defer p.Stop(syscall.SIGKILL)
-		exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(p.Cmd.Process.Pid), "exe"))
+		exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(p.Pid()), "exe"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if exe != lean {
 			t.Errorf("the process berth runtime started runs %s, want %s", exe, lean)
 		}
-		p.Stop(syscall.SIGTERM)
-		if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
-			t.Errorf("exit status %d after SIGTERM", code)
+		if err := p.Stop(syscall.SIGTERM); err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
 		}
 		log, _ := os.ReadFile(filepath.Join(dir, "runtime.log"))
 		if !strings.Contains(string(log), "level=DEBUG") {
@@ -93,24 +86,4 @@ func dependsOn(info *buildinfo.BuildInfo, module string) bool {
 		}
 	}
 	return false
-}
-
-// startRuntime runs `bin args...` (a `berth runtime`) and waits until it
-// answers CRI at endpoint. The caller stops it.
-func startRuntime(t *testing.T, bin, logPath, endpoint string, args ...string) *proc.Process {
-	t.Helper()
-	p := proc.Start(t, bin, logPath, args...)
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		c, _, err := cri.Dial(ctx, endpoint)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil, nil
-	})
-	if err != nil {
-		p.Stop(syscall.SIGKILL)
-		log, _ := os.ReadFile(logPath)
-		t.Fatalf("runtime at %s never answered:\n%s", endpoint, log)
-	}
-	return p
 }

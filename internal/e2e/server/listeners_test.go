@@ -1,27 +1,23 @@
-package main
+package server
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/procnet"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // The server process listens on its API port and nothing else: the
 // embedded etcd has no client, peer or metrics listener.
 func TestServerListensOnlyOnItsAPIPort(t *testing.T) {
-	dataDir := t.TempDir() + "/data"
-	port := ports.Free(t)
-	srv := startServer(t, buildBerth(t), dataDir, port)
-	srv.client(t)
-	got, err := procnet.Listening(srv.cmd.Process.Pid)
+	srv := cluster.Start(t, berthBin, cluster.Options{})
+	port := srv.Port
+	got, err := procnet.Listening(srv.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +38,9 @@ func TestServerListensOnlyOnItsAPIPort(t *testing.T) {
 		return resp.StatusCode
 	}
 	// The RBAC binding that allows it is served once the server's RBAC watch has synced.
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return status("/healthz") == http.StatusOK, nil
+	wait.Until(t, time.Minute, "anonymous /healthz to answer 200", func() bool {
+		return status("/healthz") == http.StatusOK
 	})
-	if err != nil {
-		t.Fatalf("anonymous /healthz: %d", status("/healthz"))
-	}
 	for path, want := range map[string]int{"/livez": 200, "/readyz": 200, "/version": 200, "/api/v1/namespaces": 401, "/metrics": 401, "/berth/v1/snapshot": 401} {
 		if got := status(path); got != want {
 			t.Errorf("anonymous GET %s: %d, want %d", path, got, want)

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -13,19 +13,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/cluster"
 )
 
 // `berth snapshot save` backs up a running server's embedded store over the
 // API (admin only); `berth snapshot restore` brings a stopped server back to
 // exactly that state.
 func TestSnapshotSaveAndRestore(t *testing.T) {
-	bin := buildBerth(t)
+	bin := berthBin
 	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	port := ports.Free(t)
-	srv := startServer(t, bin, dataDir, port)
-	cs := srv.client(t)
+	srv := cluster.Start(t, bin, cluster.Options{})
+	dataDir, cs := srv.DataDir, srv.Admin
 	ctx := context.Background()
 
 	create := func(name string) {
@@ -52,17 +50,14 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 		t.Fatalf("restore under a running server: err=%v\n%s", err, out)
 	}
 
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-srv.exited
+	_ = srv.Stop(syscall.SIGTERM)
 	out = runBerth(t, bin, "snapshot", "restore", "--data-dir", dataDir, backup)
 	if !strings.Contains(out, "previous data kept in") {
 		t.Fatalf("snapshot restore: %s", out)
 	}
 
-	srv2 := startServer(t, bin, dataDir, port)
-	cs2 := srv2.client(t)
+	srv.Restart(t)
+	cs2 := srv.Admin
 	if _, err := cs2.CoreV1().ConfigMaps("default").Get(ctx, "before-backup", metav1.GetOptions{}); err != nil {
 		t.Fatalf("object from before the backup: %v", err)
 	}

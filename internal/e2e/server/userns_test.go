@@ -1,9 +1,7 @@
-package main
+package server
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,29 +9,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/images"
 )
-
-// openTempParents lets others pass through the test's temporary
-// directories above dir, as /var/lib lets them above /var/lib/berth: the
-// root of a user-namespaced pod is a host user of its own and must reach
-// the runtime's files below.
-func openTempParents(t *testing.T, dir string) {
-	t.Helper()
-	tmp := os.TempDir()
-	for p := filepath.Dir(dir); strings.HasPrefix(p, tmp+string(filepath.Separator)); p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // checkOwnUsersPod runs a pod with hostUsers: false through the whole
 // cluster: the agent gives it the node's first range of host IDs, the
 // runtime a user namespace mapping root onto it, and its volumes (an
 // emptyDir and a configMap, which the agent makes as the host's root) are
 // the pod's root's inside and the host's root's on the host.
-func checkOwnUsersPod(t *testing.T, cs kubernetes.Interface, dataDir string) {
+func checkOwnUsersPod(t *testing.T, cs kubernetes.Interface, srv *cluster.Server) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
@@ -57,11 +42,11 @@ func checkOwnUsersPod(t *testing.T, cs kubernetes.Interface, dataDir string) {
 		t.Fatal(err)
 	}
 	waitForPod(t, cs, "own-users", func(p *corev1.Pod) bool { return podReady(p) })
-	fields := strings.Fields(kubectl(t, dataDir, "", "logs", "own-users"))
+	fields := strings.Fields(srv.Kubectl(t, "", "logs", "own-users"))
 	want := []string{"0", "65536", "65536", "0", "0:0", "0"}
 	if strings.Join(fields, " ") != strings.Join(want, " ") {
 		t.Errorf("own-users logged %q, want %q: root mapped on host ID 65536, volumes the pod root's", fields, want)
 	}
-	kubectl(t, dataDir, "", "delete", "pod", "own-users", "--grace-period=1")
-	kubectl(t, dataDir, "", "delete", "configmap", "own-users")
+	srv.Kubectl(t, "", "delete", "pod", "own-users", "--grace-period=1")
+	srv.Kubectl(t, "", "delete", "configmap", "own-users")
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -10,9 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/berth/berth/internal/testkit/cluster"
 )
 
 // tokenMountPath is where the hello pod mounts its projected token.
@@ -48,41 +47,29 @@ func staticTokenFile(t *testing.T) string {
 // checkStaticToken: a token from --token-auth-file authenticates as its
 // user (refused by name for what jane was never granted), an unknown one
 // not at all (401).
-func checkStaticToken(t *testing.T, dataDir string) {
+func checkStaticToken(t *testing.T, srv *cluster.Server) {
 	t.Helper()
-	_, err := bearerClient(t, dataDir, staticToken).CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
+	_, err := srv.BearerClient(t, staticToken).CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"jane"`) {
 		t.Errorf("listing kube-system secrets with jane's static token: %v; want 403 naming jane", err)
 	}
-	_, err = bearerClient(t, dataDir, "not-a-token").CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
+	_, err = srv.BearerClient(t, "not-a-token").CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
 	if !apierrors.IsUnauthorized(err) {
 		t.Errorf("listing with an unknown token: %v; want 401", err)
 	}
-}
-
-// bearerClient is a client of the cluster that presents only token.
-func bearerClient(t *testing.T, dataDir, token string) kubernetes.Interface {
-	t.Helper()
-	admin, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.AnonymousClientConfig(admin)
-	cfg.BearerToken = token
-	return kubernetes.NewForConfigOrDie(cfg)
 }
 
 // checkServiceAccountToken reads the token the agent projected into pod
 // and shows that the API server takes it as the pod's service account:
 // authenticated (not 401), and refused (403) by name for what that
 // account was never granted.
-func checkServiceAccountToken(t *testing.T, dataDir, pod string) {
+func checkServiceAccountToken(t *testing.T, srv *cluster.Server, pod string) {
 	t.Helper()
-	token := strings.TrimSpace(kubectl(t, dataDir, "", "exec", pod, "--", "cat", tokenMountPath+"/token"))
+	token := strings.TrimSpace(srv.Kubectl(t, "", "exec", pod, "--", "cat", tokenMountPath+"/token"))
 	if strings.Count(token, ".") != 2 {
 		t.Fatalf("projected token is not a JWT: %q", token)
 	}
-	_, err := bearerClient(t, dataDir, token).CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
+	_, err := srv.BearerClient(t, token).CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
 	const who = "system:serviceaccount:default:default"
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), who) {
 		t.Fatalf("listing kube-system secrets with the pod's token: %v; want 403 naming %s", err, who)

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -7,9 +7,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +14,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // acceptanceManifest is the node agent's acceptance workload, applied with
@@ -102,30 +100,36 @@ spec:
 
 // checkAcceptanceWorkload runs the acceptance workload through berth
 // kubectl with default flags and checks what each pod must show.
-func checkAcceptanceWorkload(t *testing.T, cs kubernetes.Interface, dataDir string) {
+func checkAcceptanceWorkload(t *testing.T, cs kubernetes.Interface, srv *cluster.Server) {
 	t.Helper()
 	// ErrImagePull comes and goes between pulls: watch for it from the start.
 	noimageReasons := watchWaitingReasons(t, cs, "noimage")
-	kubectl(t, dataDir, acceptanceManifest, "apply", "-f", "-")
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	srv.Kubectl(t, acceptanceManifest, "apply", "-f", "-")
+	err := wait.Poll(t.Context(), 2*time.Minute, "pod app to be Ready", func(ctx context.Context) error {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
-		return err == nil && podReady(p), nil
+		if err != nil {
+			return err
+		}
+		if !podReady(p) {
+			return fmt.Errorf("status %+v", p.Status)
+		}
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("pod app never Ready: %v\n%s\n%s\n%s\n%s", err, kubectl(t, dataDir, "", "describe", "pod", "app"),
-			kubectlDiag(dataDir, "exec", "app", "-c", "web", "--", "ls", "-la", "/shared"),
-			kubectlDiag(dataDir, "exec", "app", "-c", "web", "--", "ps"),
-			kubectlDiag(dataDir, "exec", "app", "-c", "web", "--", "wget", "-S", "-O-", "http://127.0.0.1:8080/index.html"))
+		t.Fatalf("%v\n%s\n%s\n%s\n%s", err, srv.Kubectl(t, "", "describe", "pod", "app"),
+			kubectlDiag(t, srv, "exec", "app", "-c", "web", "--", "ls", "-la", "/shared"),
+			kubectlDiag(t, srv, "exec", "app", "-c", "web", "--", "ps"),
+			kubectlDiag(t, srv, "exec", "app", "-c", "web", "--", "wget", "-S", "-O-", "http://127.0.0.1:8080/index.html"))
 	}
-	kubectl(t, dataDir, "", "wait", "--for=condition=Ready", "pod/app", "--timeout=30s")
+	srv.Kubectl(t, "", "wait", "--for=condition=Ready", "pod/app", "--timeout=30s")
 	const want = "hello-from-configmap initialized s3cret\n"
-	if out := kubectl(t, dataDir, "", "logs", "app", "-c", "writer"); out != want {
+	if out := srv.Kubectl(t, "", "logs", "app", "-c", "writer"); out != want {
 		t.Errorf("kubectl logs app -c writer = %q, want %q", out, want)
 	}
-	if out := kubectl(t, dataDir, "", "exec", "app", "-c", "web", "--", "cat", "/shared/index.html"); out != want {
+	if out := srv.Kubectl(t, "", "exec", "app", "-c", "web", "--", "cat", "/shared/index.html"); out != want {
 		t.Errorf("kubectl exec app -c web: the shared emptyDir holds %q, want %q", out, want)
 	}
-	checkPortForward(t, dataDir, "app", "/index.html", want)
+	checkPortForward(t, srv, "app", "/index.html", want)
 
 	// The back-off doubles (10 s, then 20 s) as the restarts go on.
 	delays := map[string]bool{}
@@ -148,8 +152,8 @@ func checkAcceptanceWorkload(t *testing.T, cs kubernetes.Interface, dataDir stri
 		return seen["ErrImagePull"] && seen["ImagePullBackOff"]
 	})
 
-	checkGracefulDelete(t, cs, dataDir, "app")
-	kubectl(t, dataDir, "", "delete", "pod", "crasher", "unhealthy", "noimage", "--grace-period=1")
+	checkGracefulDelete(t, cs, srv, "app")
+	srv.Kubectl(t, "", "delete", "pod", "crasher", "unhealthy", "noimage", "--grace-period=1")
 }
 
 // watchWaitingReasons records every waiting reason pod's containers show
@@ -185,12 +189,10 @@ func watchWaitingReasons(t *testing.T, cs kubernetes.Interface, pod string) func
 	}
 }
 
-// kubectlDiag runs berth kubectl for a failure report: output and error, never fatal.
-func kubectlDiag(dataDir string, args ...string) string {
-	cmd := exec.Command(berthBin, append([]string{"kubectl"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "admin.kubeconfig"))
-	out, err := cmd.CombinedOutput()
-	return fmt.Sprintf("$ kubectl %s (%v)\n%s", strings.Join(args, " "), err, out)
+// kubectlDiag runs berth kubectl for a failure report: output and outcome, never fatal.
+func kubectlDiag(t *testing.T, srv *cluster.Server, args ...string) string {
+	out, ok := srv.KubectlOutput(t, "", args...)
+	return fmt.Sprintf("$ kubectl %s (ok=%v)\n%s", strings.Join(args, " "), ok, out)
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -223,10 +225,10 @@ func checkBackOffEvent(t *testing.T, cs kubernetes.Interface, pod string) {
 }
 
 // checkPortForward fetches path from port 8080 of pod through kubectl port-forward.
-func checkPortForward(t *testing.T, dataDir, pod, path, want string) {
+func checkPortForward(t *testing.T, srv *cluster.Server, pod, path, want string) {
 	t.Helper()
 	local := ports.Free(t)
-	pf := startKubectl(t, dataDir, "port-forward", pod, fmt.Sprintf("%d:8080", local), "--address", "127.0.0.1")
+	pf := startKubectl(t, srv, "port-forward", pod, fmt.Sprintf("%d:8080", local), "--address", "127.0.0.1")
 	pf.waitFor(t, "Forwarding from 127.0.0.1:")
 	resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + net.JoinHostPort("127.0.0.1", fmt.Sprint(local)) + path)
 	if err != nil {
@@ -242,14 +244,14 @@ func checkPortForward(t *testing.T, dataDir, pod, path, want string) {
 // it is gone) while watching it: the last status the agent reports before
 // the pod disappears must show every container stopped by SIGTERM within
 // the grace period (they trap it and exit 0), not killed (137).
-func checkGracefulDelete(t *testing.T, cs kubernetes.Interface, dataDir, pod string) {
+func checkGracefulDelete(t *testing.T, cs kubernetes.Interface, srv *cluster.Server, pod string) {
 	t.Helper()
 	w, err := cs.CoreV1().Pods("default").Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + pod})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	kubectl(t, dataDir, "", "delete", "pod", pod)
+	srv.Kubectl(t, "", "delete", "pod", pod)
 	var last *corev1.Pod
 	for ev := range w.ResultChan() {
 		if p, ok := ev.Object.(*corev1.Pod); ok {

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bufio"
@@ -7,9 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
 )
@@ -26,41 +24,41 @@ import (
 // checkPodStreams exercises kubectl's streaming commands against pod,
 // whose one container printed "hello-from-berth" and then became
 // `sleep 3600` (busybox).
-func checkPodStreams(t *testing.T, dataDir, pod string) {
+func checkPodStreams(t *testing.T, srv *cluster.Server, pod string) {
 	t.Helper()
-	if out := kubectl(t, dataDir, "", "logs", pod); out != "hello-from-berth\n" {
+	if out := srv.Kubectl(t, "", "logs", pod); out != "hello-from-berth\n" {
 		t.Errorf("kubectl logs %s = %q, want %q", pod, out, "hello-from-berth\n")
 	}
-	if out := kubectl(t, dataDir, "", "logs", pod, "--timestamps", "--tail", "1"); !regexp.MustCompile(`^20\d\d-\d\d-\d\dT\S+ hello-from-berth\n$`).MatchString(out) {
+	if out := srv.Kubectl(t, "", "logs", pod, "--timestamps", "--tail", "1"); !regexp.MustCompile(`^20\d\d-\d\d-\d\dT\S+ hello-from-berth\n$`).MatchString(out) {
 		t.Errorf("kubectl logs --timestamps --tail 1 = %q, want TIMESTAMP hello-from-berth", out)
 	}
-	if out := kubectl(t, dataDir, "", "exec", pod, "--", "echo", "ok"); out != "ok\n" {
+	if out := srv.Kubectl(t, "", "exec", pod, "--", "echo", "ok"); out != "ok\n" {
 		t.Errorf("kubectl exec %s -- echo ok = %q, want %q", pod, out, "ok\n")
 	}
 	// It runs inside the container: its PID 1 is the pod's sleep.
-	if out := kubectl(t, dataDir, "", "exec", pod, "-c", "main", "--", "cat", "/proc/1/cmdline"); out != "sleep\x003600\x00" {
+	if out := srv.Kubectl(t, "", "exec", pod, "-c", "main", "--", "cat", "/proc/1/cmdline"); out != "sleep\x003600\x00" {
 		t.Errorf("kubectl exec: the container's pid 1 is %q, want the pod's sleep", out)
 	}
-	if out := kubectl(t, dataDir, "piped through stdin\n", "exec", "-i", pod, "--", "cat"); out != "piped through stdin\n" {
+	if out := srv.Kubectl(t, "piped through stdin\n", "exec", "-i", pod, "--", "cat"); out != "piped through stdin\n" {
 		t.Errorf("kubectl exec -i %s -- cat = %q", pod, out)
 	}
 
 	// logs -f sees what the container writes after it started following.
-	follow := startKubectl(t, dataDir, "logs", "-f", pod)
+	follow := startKubectl(t, srv, "logs", "-f", pod)
 	follow.waitFor(t, "hello-from-berth")
-	kubectl(t, dataDir, "", "exec", pod, "--", "sh", "-c", "echo written-later > /proc/1/fd/1")
+	srv.Kubectl(t, "", "exec", pod, "--", "sh", "-c", "echo written-later > /proc/1/fd/1")
 	follow.waitFor(t, "written-later")
 
 	// attach shows the container's output stream as it happens.
-	attach := startKubectl(t, dataDir, "attach", pod)
+	attach := startKubectl(t, srv, "attach", pod)
 	attach.waitFor(t, "If you don't see a command prompt")
-	kubectl(t, dataDir, "", "exec", pod, "--", "sh", "-c", "echo seen-by-attach > /proc/1/fd/1")
+	srv.Kubectl(t, "", "exec", pod, "--", "sh", "-c", "echo seen-by-attach > /proc/1/fd/1")
 	attach.waitFor(t, "seen-by-attach")
 
 	// port-forward reaches a busybox httpd listening in the pod.
-	kubectl(t, dataDir, "", "exec", pod, "--", "sh", "-c", "mkdir -p /www && echo served-from-pod > /www/index.html && httpd -p 8080 -h /www")
+	srv.Kubectl(t, "", "exec", pod, "--", "sh", "-c", "mkdir -p /www && echo served-from-pod > /www/index.html && httpd -p 8080 -h /www")
 	local := ports.Free(t)
-	pf := startKubectl(t, dataDir, "port-forward", pod, fmt.Sprintf("%d:8080", local), "--address", "127.0.0.1")
+	pf := startKubectl(t, srv, "port-forward", pod, fmt.Sprintf("%d:8080", local), "--address", "127.0.0.1")
 	pf.waitFor(t, "Forwarding from 127.0.0.1:")
 	resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + net.JoinHostPort("127.0.0.1", fmt.Sprint(local)) + "/index.html")
 	if err != nil {
@@ -74,14 +72,14 @@ func checkPodStreams(t *testing.T, dataDir, pod string) {
 
 	// kubectl speaks WebSocket by default; the SPDY fallback works too.
 	t.Setenv("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
-	if out := kubectl(t, dataDir, "over spdy\n", "exec", "-i", pod, "--", "cat"); out != "over spdy\n" {
+	if out := srv.Kubectl(t, "over spdy\n", "exec", "-i", pod, "--", "cat"); out != "over spdy\n" {
 		t.Errorf("kubectl exec -i over SPDY = %q", out)
 	}
 }
 
 // checkPreviousLogs: after a restart, `kubectl logs` shows the running
 // container and `--previous` the one that exited.
-func checkPreviousLogs(t *testing.T, cs kubernetes.Interface, dataDir string) {
+func checkPreviousLogs(t *testing.T, cs kubernetes.Interface, srv *cluster.Server) {
 	t.Helper()
 	grace := int64(1)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "restarts"}, Spec: corev1.PodSpec{
@@ -97,33 +95,15 @@ func checkPreviousLogs(t *testing.T, cs kubernetes.Interface, dataDir string) {
 	waitForPod(t, cs, "restarts", func(p *corev1.Pod) bool {
 		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].State.Running != nil
 	})
-	if out := kubectl(t, dataDir, "", "logs", "restarts"); out != "second-run\n" {
+	if out := srv.Kubectl(t, "", "logs", "restarts"); out != "second-run\n" {
 		t.Errorf("kubectl logs restarts = %q, want the running container's %q", out, "second-run\n")
 	}
-	if out := kubectl(t, dataDir, "", "logs", "restarts", "--previous"); out != "first-run\n" {
+	if out := srv.Kubectl(t, "", "logs", "restarts", "--previous"); out != "first-run\n" {
 		t.Errorf("kubectl logs restarts --previous = %q, want the exited container's %q", out, "first-run\n")
 	}
 	if err := cs.CoreV1().Pods("default").Delete(context.Background(), "restarts", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// kubectl runs `berth kubectl` with the cluster's admin kubeconfig, stdin
-// as its input, and returns its standard output; a failure fails the test.
-func kubectl(t *testing.T, dataDir, stdin string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, berthBin, append([]string{"kubectl"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "admin.kubeconfig"))
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("berth kubectl %s: %v\n%s\n%s", strings.Join(args, " "), err, stderr.String(), readLog(dataDir))
-	}
-	return string(out)
 }
 
 // runningKubectl is a long-running `berth kubectl` (logs -f, attach,
@@ -134,10 +114,9 @@ type runningKubectl struct {
 	done  chan struct{}
 }
 
-func startKubectl(t *testing.T, dataDir string, args ...string) *runningKubectl {
+func startKubectl(t *testing.T, srv *cluster.Server, args ...string) *runningKubectl {
 	t.Helper()
-	cmd := exec.Command(berthBin, append([]string{"kubectl"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dataDir, "admin.kubeconfig"))
+	cmd := srv.KubectlCommand(context.Background(), t, args...)
 	r, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {

@@ -1,4 +1,4 @@
-package main
+package ha
 
 import (
 	"bytes"
@@ -17,19 +17,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/agent/failover"
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/etcdtest"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
-	"github.com/berth/berth/internal/testkit/ports"
-	"github.com/berth/berth/internal/testkit/proc"
 	"github.com/berth/berth/internal/testkit/registry"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // Two berth server replicas on a three-member etcd cluster (separate
@@ -42,34 +40,29 @@ import (
 // the agent and of the runtime restarts no container.
 func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
-	bin := buildBerth(t)
 	dir := t.TempDir()
 	etcdCluster := etcdtest.StartCluster(t, 3, filepath.Join(dir, "etcd"))
-	etcdFlags := []string{"--disable-agent",
-		"--etcd-servers", strings.Join(etcdCluster.Endpoints, ","),
-		"--etcd-cafile", etcdCluster.CAFile, "--etcd-certfile", etcdCluster.CertFile, "--etcd-keyfile", etcdCluster.KeyFile}
 
 	dataA, dataB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	srvA := startServerArgs(t, bin, dataA, ports.Free(t), etcdFlags...)
-	srvA.client(t)
+	srvA := cluster.Start(t, berthBin, cluster.Options{DataDir: dataA, Etcd: etcdCluster})
 	// Replicas share the cluster's CAs: the second starts from a copy of
 	// the first's pki directory (docs/operations.md).
 	copyDir(t, filepath.Join(dataA, "pki"), filepath.Join(dataB, "pki"))
-	srvB := startServerArgs(t, bin, dataB, ports.Free(t), etcdFlags...)
-	srvB.client(t)
+	srvB := cluster.Start(t, berthBin, cluster.Options{DataDir: dataB, Etcd: etcdCluster})
 
-	client := failoverClient(t, dataA, srvA.port, srvB.port)
+	client := failoverClient(t, srvA, srvA.URL, srvB.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	servers := fmt.Sprintf("https://127.0.0.1:%d,https://127.0.0.1:%d", srvA.port, srvB.port)
-	node := startJoinedNode(t, bin, filepath.Join(dir, "node"), servers, dataA, "ha-node", "")
+	servers := srvA.URL + "," + srvB.URL
+	token := srvA.JoinToken(t).String()
+	node := startJoinedNode(t, filepath.Join(dir, "node"), servers, token, "ha-node", "")
 	// A second node on its own bridge and addresses (an operator-written
 	// CNI config), so that "every agent converges" covers more than one.
-	node2 := startJoinedNode(t, bin, filepath.Join(dir, "node2"), servers, dataA, "ha-node-2", "berthha2")
+	node2 := startJoinedNode(t, filepath.Join(dir, "node2"), servers, token, "ha-node-2", "berthha2")
 	waitPodRunning(t, client, runPod(t, client, "before-failover", "ha-node"))
 	waitPodRunning(t, client, runPod(t, client, "before-failover-2", "ha-node-2"))
-	assertHoldsNoEtcdAccess(t, node.agent.Cmd, filepath.Join(dir, "node", "agent"), etcdCluster)
-	assertHoldsNoEtcdAccess(t, node2.agent.Cmd, filepath.Join(dir, "node2", "agent"), etcdCluster)
+	assertHoldsNoEtcdAccess(t, node.Agent.Pid(), node.AgentDir, etcdCluster)
+	assertHoldsNoEtcdAccess(t, node2.Agent.Pid(), node2.AgentDir, etcdCluster)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +73,7 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	etcdCluster.Kill(t, 0)
 	t.Log("killed etcd member 0")
 	load.waitFor(t, 60)
-	if err := srvA.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-srvA.exited
+	_ = srvA.Stop(syscall.SIGKILL)
 	t.Log("killed server replica a")
 	load.waitFor(t, 90)
 	cancel()
@@ -93,12 +83,9 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	for name, pod := range map[string]string{"ha-node": "after-failover", "ha-node-2": "after-failover-2"} {
 		renewed := leaseRenewTime(t, client, name)
 		waitPodRunning(t, client, runPod(t, client, pod, name))
-		err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			return leaseRenewTime(t, client, name).After(renewed), nil
+		wait.Until(t, time.Minute, "agent "+name+"'s Lease to be renewed through the surviving replica", func() bool {
+			return leaseRenewTime(t, client, name).After(renewed)
 		})
-		if err != nil {
-			t.Fatalf("agent %s's Lease was not renewed through the surviving replica", name)
-		}
 	}
 	// The survivor's scheduler took over: an unbound pod gets a node.
 	waitPodRunning(t, client, runPod(t, client, "scheduled-after-failover", ""))
@@ -108,17 +95,17 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	// carries on (its Lease renewed again).
 	pods := []string{"before-failover", "after-failover", "before-failover-2", "after-failover-2", "scheduled-after-failover"}
 	before := containerIDs(t, client, pods...)
-	node.agent.Stop(syscall.SIGKILL)
-	node.startAgent(t)
+	_ = node.Agent.Stop(syscall.SIGKILL)
+	node.StartAgent(t)
 	waitLeaseRenewed(t, client, "ha-node")
-	node.runtime.Stop(syscall.SIGKILL)
-	node.startRuntime(t)
+	_ = node.Runtime.Stop(syscall.SIGKILL)
+	node.StartRuntime(t)
 	waitLeaseRenewed(t, client, "ha-node")
 	if after := containerIDs(t, client, pods...); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("containers changed across agent and runtime restarts: %v, then %v", before, after)
 	}
 
-	survivor := srvB.client(t)
+	survivor := srvB.Admin
 	list, err := survivor.CoreV1().Pods("load").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,12 +128,12 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 
 	// The watch resumed through the failover (bookmark or 410 and re-list)
 	// and holds exactly what the survivor holds.
-	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return len(watched.ListKeys()) == len(list.Items), nil
+	wait.UntilNil(t, 2*time.Minute, "the watch to hold what the survivor holds", func() error {
+		if n := len(watched.ListKeys()); n != len(list.Items) {
+			return fmt.Errorf("watch holds %d pods, the survivor %d", n, len(list.Items))
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("watch holds %d pods, the survivor %d", len(watched.ListKeys()), len(list.Items))
-	}
 	for _, cm := range list.Items {
 		if _, ok, _ := watched.GetByKey("load/" + cm.Name); !ok {
 			t.Errorf("watch is missing %s", cm.Name)
@@ -154,53 +141,21 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	}
 }
 
-// joinedNode is a `berth runtime` and a `berth agent` that joined with the
-// cluster's default token and was given every replica's URL; either can be
-// restarted. When the test ends, the agent is stopped, its pods are removed
-// through CRI, then the runtime is stopped.
-type joinedNode struct {
-	bin, dir               string
-	endpoint               string
-	runtimeArgs, agentArgs []string
-	runtime, agent         *proc.Process
-	starts                 int
-}
-
-func startJoinedNode(t *testing.T, bin, dir, servers, serverDataDir, name, bridge string) *joinedNode {
+// startJoinedNode starts a `berth runtime` and a `berth agent` that joins
+// with token and is given every replica's URL, its images from a loopback
+// registry; bridge, unless empty, gives it a CNI network of its own.
+func startJoinedNode(t *testing.T, dir, servers, token, name, bridge string) *cluster.Node {
 	t.Helper()
 	host := registry.StartWithPodImages(t)
-	token, err := os.ReadFile(filepath.Join(serverDataDir, "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &joinedNode{bin: bin, dir: dir, endpoint: "unix://" + filepath.Join(dir, "runtime.sock")}
-	n.runtimeArgs = []string{"runtime", "--root", filepath.Join(dir, "runtime"),
-		"--state-dir", filepath.Join(dir, "runtime-state"), "--listen", n.endpoint, "--disable-nri",
-		"--insecure-registry", host, "--registry-mirror", "registry.k8s.io=http://" + host, "--registry-mirror", "docker.io=http://" + host}
-	// Several nodes share this host: each node server on a port of its
-	// own; the nodes share 127.0.0.1, so no host-gw route is made between them.
-	n.agentArgs = []string{"agent", "--server", servers, "--token", strings.TrimSpace(string(token)),
-		"--node-name", name, "--data-dir", filepath.Join(dir, "agent"), "--runtime-endpoint", n.endpoint, "--node-ip", "127.0.0.1",
-		"--address", "127.0.0.1", "--port", "0"}
+	opts := cluster.NodeOptions{Name: name, Dir: dir, Servers: servers, Token: token, NodeIP: "127.0.0.1",
+		RuntimeArgs: cluster.MirrorFlags(host),
+		// Several nodes share this host: each node server on a port of its
+		// own; the nodes share 127.0.0.1, so no host-gw route is made between them.
+		AgentArgs: []string{"--address", "127.0.0.1", "--port", "0"}}
 	if bridge != "" {
-		n.runtimeArgs = append(n.runtimeArgs, "--cni-conf-dir", writeBridgeConf(t, dir, bridge))
+		opts.RuntimeArgs = append(opts.RuntimeArgs, "--cni-conf-dir", writeBridgeConf(t, dir, bridge))
 	}
-	t.Cleanup(func() { n.stop(t) })
-	n.startRuntime(t)
-	n.startAgent(t)
-	return n
-}
-
-func (n *joinedNode) startRuntime(t *testing.T) {
-	t.Helper()
-	n.starts++
-	n.runtime = startRuntime(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("runtime-%d.log", n.starts)), n.endpoint, n.runtimeArgs...)
-}
-
-func (n *joinedNode) startAgent(t *testing.T) {
-	t.Helper()
-	n.starts++
-	n.agent = proc.Start(t, n.bin, filepath.Join(n.dir, fmt.Sprintf("agent-%d.log", n.starts)), n.agentArgs...)
+	return cluster.StartNode(t, berthBin, opts)
 }
 
 // writeBridgeConf writes a CNI network of its own for one node (bridge name
@@ -221,23 +176,13 @@ func writeBridgeConf(t *testing.T, dir, bridge string) string {
 	return confDir
 }
 
-// stop stops the agent first (alive, it would start the sandboxes of its
-// pods again), removes every pod the runtime runs, then stops the runtime.
-func (n *joinedNode) stop(t *testing.T) {
-	n.agent.Stop(syscall.SIGTERM)
-	if err := removeRuntimePods(context.Background(), n.endpoint); err != nil {
-		t.Error(err)
-	}
-	n.runtime.Stop(syscall.SIGTERM)
-}
-
 // assertHoldsNoEtcdAccess checks that the agent's command line and
 // environment name no etcd endpoint, and that nothing in its data directory
 // holds etcd's CA or client credentials.
-func assertHoldsNoEtcdAccess(t *testing.T, agent *exec.Cmd, dataDir string, c *etcdtest.Cluster) {
+func assertHoldsNoEtcdAccess(t *testing.T, agentPid int, dataDir string, c *etcdtest.Cluster) {
 	t.Helper()
 	for _, f := range []string{"cmdline", "environ"} {
-		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(agent.Process.Pid), f))
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(agentPid), f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,18 +241,16 @@ func runPod(t *testing.T, client kubernetes.Interface, name, node string) string
 
 func waitPodRunning(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
-	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	wait.UntilCtx(t, 3*time.Minute, "pod "+name+" to be Running", func(ctx context.Context) error {
 		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
-		last = p
-		return p.Status.Phase == corev1.PodRunning, nil
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("last: %+v", p)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("pod %s never Running; last: %+v", name, last)
-	}
 }
 
 // containerIDs returns each named pod's container ID and restart count,
@@ -331,12 +274,9 @@ func containerIDs(t *testing.T, client kubernetes.Interface, names ...string) []
 func waitLeaseRenewed(t *testing.T, client kubernetes.Interface, node string) {
 	t.Helper()
 	since := time.Now() // same clock as the agent's; renewTime keeps microseconds
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return leaseRenewTime(t, client, node).After(since), nil
+	wait.Until(t, 2*time.Minute, "node "+node+"'s Lease to be renewed", func() bool {
+		return leaseRenewTime(t, client, node).After(since)
 	})
-	if err != nil {
-		t.Fatalf("node %s's Lease was not renewed", node)
-	}
 }
 
 func leaseRenewTime(t *testing.T, client kubernetes.Interface, node string) time.Time {
@@ -348,17 +288,10 @@ func leaseRenewTime(t *testing.T, client kubernetes.Interface, node string) time
 	return lease.Spec.RenewTime.Time
 }
 
-// failoverClient is an admin client across both replicas.
-func failoverClient(t *testing.T, dataDir string, ports ...int) *kubernetes.Clientset {
+// failoverClient is an admin client of srv's across the servers' URLs.
+func failoverClient(t *testing.T, srv *cluster.Server, servers ...string) *kubernetes.Clientset {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var servers []string
-	for _, p := range ports {
-		servers = append(servers, "https://127.0.0.1:"+strconv.Itoa(p))
-	}
+	cfg := srv.RESTConfig(t)
 	if err := failover.Configure(cfg, servers); err != nil {
 		t.Fatal(err)
 	}
@@ -418,14 +351,11 @@ func startCreating(ctx context.Context, client kubernetes.Interface) *creator {
 // waitFor waits until n writes in all have been acknowledged.
 func (c *creator) waitFor(t *testing.T, n int) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+	wait.Until(t, 3*time.Minute, fmt.Sprintf("%d writes to be acknowledged", n), func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return len(c.acked) >= n, nil
+		return len(c.acked) >= n
 	})
-	if err != nil {
-		t.Fatalf("writes stalled before %d were acknowledged", n)
-	}
 }
 
 func (c *creator) stop() []string {

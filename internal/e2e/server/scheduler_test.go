@@ -1,8 +1,8 @@
-package main
+package server
 
 import (
 	"context"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // The server's scheduler binds pods through the API under its own identity
 // and reports pods that fit nowhere, upstream-style.
 func TestServerSchedulesPods(t *testing.T) {
-	srv := startServer(t, berthBin, filepath.Join(t.TempDir(), "data"), ports.Free(t))
-	cs := srv.client(t)
+	cs := cluster.Start(t, berthBin, cluster.Options{}).Admin
 	ctx := context.Background()
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}}
@@ -71,16 +70,14 @@ func TestServerSchedulesPods(t *testing.T) {
 
 func waitForPod(t *testing.T, cs kubernetes.Interface, name string, cond func(*corev1.Pod) bool) {
 	t.Helper()
-	last := &corev1.Pod{}
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	wait.UntilCtx(t, 2*time.Minute, "pod "+name+" to reach the expected state", func(ctx context.Context) error {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
-		last = p
-		return cond(p), nil
+		if !cond(p) {
+			return fmt.Errorf("spec.nodeName=%q status=%+v", p.Spec.NodeName, p.Status)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("pod %s never reached the expected state; last seen: spec.nodeName=%q status=%+v", name, last.Spec.NodeName, last.Status)
-	}
 }
