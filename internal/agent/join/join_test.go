@@ -9,10 +9,8 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +30,8 @@ import (
 	"github.com/berth/berth/internal/auth/bootstraptoken"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/server"
+	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // testServer is a real berth server (embedded etcd, controllers, no local
@@ -44,53 +44,16 @@ type testServer struct {
 
 func startServer(t *testing.T, lifetime time.Duration) *testServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dataDir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{
+	srv := cluster.InProcess(t, "", func(ctx context.Context, dataDir string, port int) error {
+		return server.Run(ctx, server.Config{
 			DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true,
 			NodeCertificateLifetime: lifetime, Logger: testLogger(t),
 		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
 	})
-	s := &testServer{url: "https://127.0.0.1:" + strconv.Itoa(port), dataDir: dataDir}
-	tokenPath := filepath.Join(dataDir, "token")
-	waitFor(t, "the default join token in DATA_DIR/token", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("server stopped: %v", err)
-		default:
-		}
-		data, err := os.ReadFile(tokenPath)
-		if err != nil {
-			return false
-		}
-		s.token, err = bootstraptoken.ParseJoinToken(strings.TrimSpace(string(data)))
-		if err != nil {
-			t.Fatalf("DATA_DIR/token: %v", err)
-		}
-		return true
-	})
-	if st, _ := os.Stat(tokenPath); st.Mode().Perm() != 0o600 {
+	s := &testServer{url: srv.URL, dataDir: srv.DataDir, admin: srv.Admin, token: srv.JoinToken(t)}
+	if st, _ := os.Stat(filepath.Join(s.dataDir, "token")); st.Mode().Perm() != 0o600 {
 		t.Errorf("DATA_DIR/token mode %v, want 0600", st.Mode().Perm())
 	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.admin = kubernetes.NewForConfigOrDie(restCfg)
 	return s
 }
 
@@ -108,15 +71,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // waitFor polls cond until it holds or the test's patience ends.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	wait.Until(t, 3*time.Minute, what, cond)
 }
 
 func (s *testServer) joinConfig(t *testing.T, node string, token *bootstraptoken.JoinToken) join.Config {

@@ -2,14 +2,16 @@ package nodeipam
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // start runs a controller for cfg over client until the test ends.
@@ -42,14 +44,17 @@ func node(name, podCIDR string) *v1.Node {
 func waitPodCIDR(t *testing.T, client kubernetes.Interface, name string) string {
 	t.Helper()
 	var got *v1.Node
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	wait.UntilCtx(t, 30*time.Second, "node "+name+" to get a podCIDR", func(ctx context.Context) error {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
 		got = n
-		return err == nil && n.Spec.PodCIDR != "", nil
+		if n.Spec.PodCIDR == "" {
+			return fmt.Errorf("last %+v", n)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("node %s never got a podCIDR: %v (last %+v)", name, err, got)
-	}
 	if len(got.Spec.PodCIDRs) != 1 || got.Spec.PodCIDRs[0] != got.Spec.PodCIDR {
 		t.Fatalf("node %s: podCIDRs %v do not start with podCIDR %s", name, got.Spec.PodCIDRs, got.Spec.PodCIDR)
 	}
@@ -90,21 +95,18 @@ func TestFullRangeGivesEventAndDeletedNodeFreesItsCIDR(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Create(ctx, node("c", ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	wait.UntilCtx(t, 30*time.Second, "a CIDRNotAvailable event for node c", func(ctx context.Context) error {
 		evs, err := client.EventsV1().Events("").List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, e := range evs.Items {
 			if e.Reason == "CIDRNotAvailable" && e.Regarding.Name == "c" && e.Type == v1.EventTypeWarning {
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
+		return fmt.Errorf("%d events, none of them", len(evs.Items))
 	})
-	if err != nil {
-		t.Fatalf("no CIDRNotAvailable event for node c: %v", err)
-	}
 	if n, _ := client.CoreV1().Nodes().Get(ctx, "c", metav1.GetOptions{}); n.Spec.PodCIDR != "" {
 		t.Fatalf("node c got %s from a full range", n.Spec.PodCIDR)
 	}

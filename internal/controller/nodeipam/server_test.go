@@ -2,6 +2,7 @@ package nodeipam_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -11,12 +12,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/server"
-	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestServerAssignsPodCIDRsAcrossRestart runs the controller inside a real
@@ -27,17 +27,19 @@ func TestServerAssignsPodCIDRsAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	seen := map[string]string{}
 
-	cs, stop := startServer(t, dir)
+	srv := startServer(t, dir)
+	cs := srv.Admin
 	for _, name := range []string{"n1", "n2"} {
 		createNode(t, cs, name)
 	}
 	for _, name := range []string{"n1", "n2"} {
 		seen[waitPodCIDR(t, cs, name)] = name
 	}
-	stop()
+	if err := srv.Stop(0); err != nil {
+		t.Errorf("server: %v", err)
+	}
 
-	cs, stop = startServer(t, dir)
-	defer stop()
+	cs = startServer(t, dir).Admin
 	createNode(t, cs, "n3")
 	got := waitPodCIDR(t, cs, "n3")
 	if other, dup := seen[got]; dup {
@@ -55,48 +57,15 @@ func TestServerAssignsPodCIDRsAcrossRestart(t *testing.T) {
 	}
 }
 
-func startServer(t *testing.T, dir string) (kubernetes.Interface, func()) {
+// startServer runs the server in the test's process on dir, with node
+// IPAM on 10.44.0.0/16 and neither agent nor scheduler.
+func startServer(t *testing.T, dir string) *cluster.Server {
 	t.Helper()
-	port := ports.Free(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{DataDir: dir, SocketDir: filepath.Join(dir, "run"), BindAddress: "127.0.0.1", Port: port,
+	return cluster.InProcess(t, dir, func(ctx context.Context, dir string, port int) error {
+		return server.Run(ctx, server.Config{DataDir: dir, SocketDir: filepath.Join(dir, "run"), BindAddress: "127.0.0.1", Port: port,
 			DisableAgent: true, DisableScheduler: true, ClusterCIDR: "10.44.0.0/16", NodeCIDRMaskSize: 24,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	}()
-	stop := func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	}
-	var cs kubernetes.Interface
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			t.Fatalf("server exited: %v", err)
-		default:
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
-		if err != nil {
-			return false, nil
-		}
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return false, nil
-		}
-		if _, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
-			return false, nil
-		}
-		cs = c
-		return true, nil
 	})
-	if err != nil {
-		stop()
-		t.Fatalf("server never served: %v", err)
-	}
-	return cs, stop
 }
 
 func createNode(t *testing.T, cs kubernetes.Interface, name string) {
@@ -109,16 +78,16 @@ func createNode(t *testing.T, cs kubernetes.Interface, name string) {
 func waitPodCIDR(t *testing.T, cs kubernetes.Interface, name string) string {
 	t.Helper()
 	var cidr string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	wait.UntilCtx(t, time.Minute, "node "+name+" to get a podCIDR", func(ctx context.Context) error {
 		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
 		cidr = n.Spec.PodCIDR
-		return cidr != "" && len(n.Spec.PodCIDRs) == 1 && n.Spec.PodCIDRs[0] == cidr, nil
+		if cidr != "" && len(n.Spec.PodCIDRs) == 1 && n.Spec.PodCIDRs[0] == cidr {
+			return nil
+		}
+		return fmt.Errorf("podCIDR %q, podCIDRs %q", cidr, n.Spec.PodCIDRs)
 	})
-	if err != nil {
-		t.Fatalf("node %s never got a podCIDR: %v", name, err)
-	}
 	return cidr
 }
