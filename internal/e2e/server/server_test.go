@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,7 +54,7 @@ func TestServerDurabilityAcrossKill9(t *testing.T) {
 			t.Errorf("%s: data %v, want i=%s", name, got.Data, want)
 		}
 	}
-	kubeconfigAfter, _ := os.ReadFile(filepath.Join(srv.DataDir, "admin.kubeconfig"))
+	kubeconfigAfter, _ := os.ReadFile(srv.Kubeconfig)
 	if string(kubeconfigAfter) != string(kubeconfigBefore) {
 		t.Error("admin.kubeconfig was rewritten on restart; clients holding it would break")
 	}

@@ -36,7 +36,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	create("before-backup")
 
 	backup := filepath.Join(dir, "backup.db")
-	out := runBerth(t, bin, "snapshot", "save", "--kubeconfig", filepath.Join(dataDir, "admin.kubeconfig"), backup)
+	out := runBerth(t, bin, "snapshot", "save", "--kubeconfig", srv.Kubeconfig, backup)
 	if !strings.Contains(out, "saved "+backup) {
 		t.Fatalf("snapshot save: %s", out)
 	}
