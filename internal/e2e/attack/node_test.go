@@ -7,8 +7,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +22,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/berth/berth/internal/agent/join"
-	"github.com/berth/berth/internal/auth/bootstraptoken"
 )
 
 // joinedNode is a node the attacker controls: it joined with the server's
@@ -49,14 +46,7 @@ func (c *cluster) joinNode(name, ip string) *joinedNode {
 	c.t.Helper()
 	n := &joinedNode{c: c, name: name, marker: "berth-attack-redirect-secret-" + randomHex(c.t)}
 	dir := c.t.TempDir()
-	data, err := os.ReadFile(filepath.Join(c.dataDir, "token"))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	token, err := bootstraptoken.ParseJoinToken(strings.TrimSpace(string(data)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	token := c.JoinToken(c.t)
 	joinCtx, cancel := context.WithTimeout(c.t.Context(), 2*time.Minute)
 	defer cancel()
 	kubeconfig, err := join.Ensure(joinCtx, join.Config{Server: c.url, Token: &token, NodeName: name, Dir: dir, Logger: testLogger(c.t)})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,8 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // hostPathOfDataDir: the attacker mounts the server's data directory (its
@@ -178,28 +178,28 @@ func waitPodContainer(t *testing.T, c *cluster, name, container string, timeout 
 	cond func(corev1.ContainerStatus) (bool, error), what string) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(t.Context(), timeout, what, func(ctx context.Context) error {
 		p, err := c.admin.CoreV1().Pods(attackNS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
 		last = p
 		for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
-			if s.Name == container {
-				return cond(s)
+			if s.Name != container {
+				continue
+			}
+			ok, err := cond(s)
+			if err != nil {
+				t.Fatalf("pod %s/%s, waiting %v for %s: %v; last seen %s", attackNS, name, timeout, what, err, describeContainers(p))
+			}
+			if ok {
+				return nil
 			}
 		}
-		return false, nil
+		return fmt.Errorf("last seen %s", describeContainers(p))
 	})
 	if err != nil {
-		status := "no pod seen"
-		if last != nil {
-			status = describeContainers(last)
-		}
-		if wait.Interrupted(err) {
-			err = errors.New("timed out")
-		}
-		t.Fatalf("pod %s/%s, waiting %v for %s: %v; last seen %s", attackNS, name, timeout, what, err, status)
+		t.Fatalf("pod %s/%s: %v", attackNS, name, err)
 	}
 	return last
 }

@@ -36,11 +36,11 @@ func TestHundredPodsOnOneNodeRunAndGo(t *testing.T) {
 	c := startCluster(t)
 	ctx := t.Context()
 
-	out := c.kubectl(t, podList(t, podCount), "apply", "-f", "-")
+	out := c.Kubectl(t, podList(t, podCount), "apply", "-f", "-")
 	if created := strings.Count(out, " created"); created != podCount {
 		t.Fatalf("kubectl apply created %d pods, want %d:\n%s", created, podCount, out)
 	}
-	c.kubectl(t, "", "wait", "--for=condition=Ready", "pod", "-l", selector, "--timeout="+waitLimit)
+	c.Kubectl(t, "", "wait", "--for=condition=Ready", "pod", "-l", selector, "--timeout="+waitLimit)
 	list, err := c.client.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestHundredPodsOnOneNodeRunAndGo(t *testing.T) {
 	// kubectl delete waits until the objects are gone, which the agent
 	// brings about only after stopping the containers and removing the
 	// sandboxes.
-	c.kubectl(t, "", "delete", "pod", "-l", selector, "--timeout="+waitLimit)
+	c.Kubectl(t, "", "delete", "pod", "-l", selector, "--timeout="+waitLimit)
 	list, err = c.client.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func checkPlacementAndAddresses(t *testing.T, pods []corev1.Pod, podCIDR string)
 
 // checkRuntimeEmpty: the agent stopped every container and removed every
 // sandbox before it deleted the pod objects.
-func checkRuntimeEmpty(t *testing.T, c *cluster) {
+func checkRuntimeEmpty(t *testing.T, c *testCluster) {
 	t.Helper()
 	rt := c.runtimeClient(t).Runtime
 	sandboxes, err := rt.ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{})

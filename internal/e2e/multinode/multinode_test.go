@@ -11,20 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/agent/podnet"
+	testcluster "github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/registry"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 var nodeNames = []string{"node-a", "node-b", "node-c"}
@@ -33,8 +30,9 @@ var nodeNames = []string{"node-a", "node-b", "node-c"}
 type cluster struct {
 	t         *testing.T
 	lan       *lan
+	server    *testcluster.Server
 	client    kubernetes.Interface
-	procs     []*process
+	nodes     map[string]*testcluster.Node
 	serverDir string
 	agentDir  map[string]string // node → the agent's data directory
 }
@@ -107,11 +105,6 @@ func startCluster(t *testing.T) *cluster {
 		}
 		sweep(t, work, nss)
 	})
-	logDir := filepath.Join(work, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
 	catalogue, err := images.Catalogue(context.Background(), images.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -124,27 +117,19 @@ func startCluster(t *testing.T) *cluster {
 	})
 	mirror := forward(t, l.bridgeNS, lanGateway+":0", host)
 
-	serverDir := filepath.Join(work, "server")
-	c := &cluster{t: t, lan: l, serverDir: serverDir, agentDir: map[string]string{}}
-	apiURL := "https://" + lanGateway + ":6443"
-	c.procs = append(c.procs, start(t, "server", l.bridgeNS, logDir, "server", "--data-dir", serverDir,
-		"--bind-address", lanGateway, "--port", "6443", "--tls-san", lanGateway, "--disable-agent"))
-	token := c.waitFile(filepath.Join(serverDir, "token"))
-	c.client = c.adminClient(filepath.Join(serverDir, "admin.kubeconfig"))
+	c := &cluster{t: t, lan: l, nodes: map[string]*testcluster.Node{}, agentDir: map[string]string{}}
+	c.server = testcluster.Start(t, berthBin, testcluster.Options{DataDir: filepath.Join(work, "server"),
+		BindAddress: lanGateway, Port: 6443, NetNS: l.bridgeNS, Dial: dialer(l.bridgeNS), Args: []string{"--tls-san", lanGateway}})
+	c.serverDir, c.client = c.server.DataDir, c.server.Admin
+	token := c.server.JoinToken(t).String()
 
 	for _, node := range nodeNames {
 		dir := filepath.Join(work, node)
-		socket := filepath.Join(dir, "cri.sock")
-		c.procs = append(c.procs, start(t, node+"-runtime", l.nodeNS[node], logDir, "runtime",
-			"--root", filepath.Join(dir, "root"), "--state-dir", filepath.Join(dir, "state"),
-			"--listen", "unix://"+socket, "--cni-conf-dir", filepath.Join(dir, "net.d"), "--disable-nri", "--wait-for-pod-cidr",
-			"--insecure-registry", mirror,
-			"--registry-mirror", "registry.k8s.io=http://"+mirror, "--registry-mirror", "docker.io=http://"+mirror))
-		c.waitRuntime(socket)
-		c.agentDir[node] = filepath.Join(dir, "agent")
-		c.procs = append(c.procs, start(t, node+"-agent", l.nodeNS[node], logDir, "agent",
-			"--server", apiURL, "--token", token, "--node-name", node, "--node-ip", l.nodeIP[node],
-			"--data-dir", c.agentDir[node], "--runtime-endpoint", "unix://"+socket, "--port", "0"))
+		c.nodes[node] = testcluster.StartNode(t, berthBin, testcluster.NodeOptions{Name: node, Dir: dir,
+			Servers: c.server.URL, Token: token, NodeIP: l.nodeIP[node], NetNS: l.nodeNS[node],
+			RuntimeArgs: append([]string{"--cni-conf-dir", filepath.Join(dir, "net.d"), "--wait-for-pod-cidr"}, testcluster.MirrorFlags(mirror)...),
+			AgentArgs:   []string{"--port", "0"}})
+		c.agentDir[node] = c.nodes[node].AgentDir
 	}
 	// Registered last, so it runs first: pods go while the nodes still
 	// run, and the runtimes tear their sandboxes down themselves.
@@ -152,54 +137,33 @@ func startCluster(t *testing.T) *cluster {
 	return c
 }
 
-func (c *cluster) adminClient(kubeconfig string) kubernetes.Interface {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		c.t.Fatal(err)
+// procs are the processes the test started.
+func (c *cluster) procs() []*testcluster.Process {
+	out := []*testcluster.Process{c.server.Process}
+	for _, node := range nodeNames {
+		if n := c.nodes[node]; n != nil {
+			out = append(out, n.Runtime, n.Agent)
+		}
 	}
-	cfg.Dial = dialer(c.lan.bridgeNS)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return cs
+	return out
 }
 
 func (c *cluster) poll(what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
 	c.t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, p := range c.procs {
-			if !p.running() {
-				return false, fmt.Errorf("%s exited", p.name)
+	err := wait.Poll(c.t.Context(), timeout, what, func(ctx context.Context) error {
+		for _, p := range c.procs() {
+			if !p.Running() {
+				c.t.Fatalf("%s exited\n%s", p.Name, c.tails())
 			}
 		}
-		return cond(ctx)
+		if ok, err := cond(ctx); err != nil || !ok {
+			return fmt.Errorf("not yet (%v)", err)
+		}
+		return nil
 	})
 	if err != nil {
-		c.t.Fatalf("%s: %v\n%s", what, err, c.tails())
+		c.t.Fatalf("%v\n%s", err, c.tails())
 	}
-}
-
-func (c *cluster) waitFile(path string) string {
-	var data []byte
-	c.poll("wait for "+path, 2*time.Minute, func(context.Context) (bool, error) {
-		data, _ = os.ReadFile(path)
-		return len(strings.TrimSpace(string(data))) > 0, nil
-	})
-	return strings.TrimSpace(string(data))
-}
-
-// waitRuntime waits until the runtime answers CRI Version on its socket.
-func (c *cluster) waitRuntime(socket string) {
-	c.poll("runtime at "+socket, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return false, nil
-		}
-		defer conn.Close()
-		_, err = runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{})
-		return err == nil, nil
-	})
 }
 
 // waitNodesReady waits for every node to be Ready with a podCIDR, checks
@@ -209,7 +173,7 @@ func (c *cluster) waitNodesReady(ctx context.Context) map[string]netip.Prefix {
 	c.poll("three nodes Ready with podCIDRs", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		for _, name := range nodeNames {
 			n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(n) || n.Spec.PodCIDR == "" {
+			if err != nil || !testcluster.NodeReady(n) || n.Spec.PodCIDR == "" {
 				return false, nil
 			}
 			cidrs[name] = netip.MustParsePrefix(n.Spec.PodCIDR)
@@ -267,25 +231,22 @@ func (c *cluster) runPod(ctx context.Context, name, node string, restart corev1.
 }
 
 func (c *cluster) waitPod(ctx context.Context, name string, cond func(*corev1.Pod) bool) {
-	var last *corev1.Pod
 	c.t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, 3*time.Minute, "pod "+name+" to reach the expected state", func(ctx context.Context) error {
 		p, err := c.client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
-		last = p
 		if p.Status.Phase == corev1.PodFailed {
-			return false, fmt.Errorf("pod failed")
+			c.t.Fatalf("pod %s failed; status %+v\n%s", name, p.Status, c.tails())
 		}
-		return cond(p), nil
+		if !cond(p) {
+			return fmt.Errorf("status %+v", p.Status)
+		}
+		return nil
 	})
 	if err != nil {
-		status := "none"
-		if last != nil {
-			status = fmt.Sprintf("%+v", last.Status)
-		}
-		c.t.Fatalf("pod %s: %v; last status %s\n%s", name, err, status, c.tails())
+		c.t.Fatalf("%v\n%s", err, c.tails())
 	}
 }
 
@@ -299,13 +260,13 @@ func (c *cluster) deleteAllPods() {
 	for _, p := range pods.Items {
 		c.client.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{})
 	}
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.Poll(ctx, 2*time.Minute, "the test's pods to be gone", func(ctx context.Context) error {
 		for _, p := range pods.Items {
 			if _, err := c.client.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return false, nil
+				return fmt.Errorf("pod %s: %v", p.Name, err)
 			}
 		}
-		return true, nil
+		return nil
 	})
 	if err != nil {
 		c.t.Logf("clean-up: pods not gone (the sweep kills what is left): %v", err)
@@ -314,19 +275,10 @@ func (c *cluster) deleteAllPods() {
 
 func (c *cluster) tails() string {
 	var out []string
-	for _, p := range c.procs {
-		out = append(out, p.tail())
+	for _, p := range c.procs() {
+		out = append(out, p.Tail())
 	}
 	return strings.Join(out, "\n")
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func allReady(p *corev1.Pod) bool {

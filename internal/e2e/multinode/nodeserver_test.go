@@ -9,11 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -23,18 +21,10 @@ import (
 )
 
 // kubectl runs `berth kubectl` with the admin kubeconfig inside the bridge's
-// namespace, where the API server listens, and returns its combined output.
+// namespace, where the API server listens, and returns its output.
 func (c *cluster) kubectl(args ...string) string {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	full := append([]string{"--net=" + nsPath(c.lan.bridgeNS), "--", berthBin, "kubectl",
-		"--kubeconfig", filepath.Join(c.serverDir, "admin.kubeconfig")}, args...)
-	out, err := exec.CommandContext(ctx, "nsenter", full...).CombinedOutput()
-	if err != nil {
-		c.t.Fatalf("berth kubectl %s: %v\n%s\n%s", strings.Join(args, " "), err, out, c.tails())
-	}
-	return string(out)
+	return c.server.Kubectl(c.t, "", args...)
 }
 
 // servingCertificate waits for node's serving certificate (the agent's

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/berth/berth/internal/runtime/network"
+	testcluster "github.com/berth/berth/internal/testkit/cluster"
 )
 
 // lan is the test's network: a bridge in a namespace of its own (so the
@@ -29,8 +30,6 @@ const (
 	lanGateway = "192.0.2.1" // the bridge's address: API server and registry
 	lanPrefix  = "/24"
 )
-
-func nsPath(name string) string { return "/run/netns/" + name }
 
 // newLAN builds the namespaces and links; t.Cleanup deletes them all.
 func newLAN(t *testing.T, nodes ...string) *lan {
@@ -90,7 +89,7 @@ func ipCmd(t *testing.T, args ...string) string {
 func dialer(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, netw, addr string) (net.Conn, error) {
 		var conn net.Conn
-		err := network.WithNetNS(nsPath(ns), func() (err error) {
+		err := network.WithNetNS(testcluster.NetNSPath(ns), func() (err error) {
 			var d net.Dialer
 			conn, err = d.DialContext(ctx, netw, addr)
 			return err
@@ -105,7 +104,7 @@ func dialer(ns string) func(ctx context.Context, network, addr string) (net.Conn
 func forward(t *testing.T, ns, addr, target string) string {
 	t.Helper()
 	var ln net.Listener
-	if err := network.WithNetNS(nsPath(ns), func() (err error) {
+	if err := network.WithNetNS(testcluster.NetNSPath(ns), func() (err error) {
 		ln, err = net.Listen("tcp", addr)
 		return err
 	}); err != nil {
