@@ -30,7 +30,7 @@ type fakeOCI struct {
 	containers map[string]*fakeTask
 	nextPid    int
 	failCreate error
-	// acted lists, per container, the calls that act on it (Create, Kill,
+	// acted lists, per container, the calls that act on it (RunDetached, Kill,
 	// Delete, UpdateResources), whether they succeeded or not.
 	acted map[string][]string
 }
@@ -63,7 +63,7 @@ func (f *fakeOCI) actedOn(id string) []string {
 
 // specOf is what the fake runs: as runc, the bundle's config.json; a
 // pause process has no bundle, only its command.
-func (f *fakeOCI) specOf(o oci.CreateOptions) (*specs.Spec, error) {
+func (f *fakeOCI) specOf(o oci.RunOptions) (*specs.Spec, error) {
 	if o.Pause != nil {
 		if err := o.Pause.Validate(); err != nil {
 			return nil, err
@@ -81,10 +81,10 @@ func (f *fakeOCI) specOf(o oci.CreateOptions) (*specs.Spec, error) {
 	return oci.ReadSpec(o.BundleDir)
 }
 
-func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) (int, error) {
+func (f *fakeOCI) RunDetached(ctx context.Context, o oci.RunOptions) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.acted[o.ID] = append(f.acted[o.ID], "Create")
+	f.acted[o.ID] = append(f.acted[o.ID], "RunDetached")
 	if f.failCreate != nil {
 		return 0, f.failCreate
 	}

@@ -192,7 +192,7 @@ func (s *Server) startPause(ctx context.Context, sb *sandbox, img Image, undo *u
 	if err != nil {
 		return 0, err
 	}
-	pid, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, Pause: proc})
+	pid, err := s.cfg.OCI.RunDetached(ctx, oci.RunOptions{ID: sb.ID, SandboxID: sb.ID, Pause: proc})
 	if err != nil {
 		return 0, status.Errorf(codes.Internal, "start pause process: %v", err)
 	}
