@@ -117,7 +117,7 @@ func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, im
 		return err
 	}
 	c.IDMapped = spec.IDMappedMounts(specConfig, s.idmapDir(c.ID))
-	generated, err := s.cfg.Specs.Container(ctx, SpecInput{
+	generated, err := s.cfg.Specs.Container(ctx, spec.Input{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
 		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, UserNSPath: sb.UserNS, SandboxDir: sb.Dir, IDMapDir: s.idmapDir(c.ID),
 		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.pauseContainer(),

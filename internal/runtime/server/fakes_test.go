@@ -21,6 +21,7 @@ import (
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
 	"github.com/berth/berth/internal/runtime/pause"
+	"github.com/berth/berth/internal/runtime/spec"
 )
 
 // fakeOCI is an in-memory oci.Runtime whose containers exit when killed or
@@ -294,13 +295,13 @@ func (f *fakeImages) inUse() int {
 type fakeSpecs struct {
 	mu     sync.Mutex
 	last   *ContainerConfig
-	lastIn SpecInput
+	lastIn spec.Input
 }
 
-func (*fakeSpecs) Pause(ctx context.Context, in SpecInput) (*pause.Process, error) {
+func (*fakeSpecs) Pause(ctx context.Context, in spec.PauseInput) (*pause.Process, error) {
 	return &pause.Process{
 		Args: []string{"/pause"}, Root: in.RootfsPath, UID: 65535, GID: 65535,
-		Namespaces: in.PinnedNamespaces(), CgroupsPath: "/berth/" + in.ID,
+		Namespaces: in.Namespaces, CgroupsPath: "/berth/" + in.ID,
 	}, nil
 }
 
@@ -312,7 +313,7 @@ func (*fakeSpecs) ValidateSandbox(cfg *PodSandboxConfig) error {
 	return nil
 }
 
-func (f *fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, error) {
+func (f *fakeSpecs) Container(ctx context.Context, in spec.Input) (*specs.Spec, error) {
 	f.mu.Lock()
 	f.last, f.lastIn = in.Container, in
 	f.mu.Unlock()

@@ -185,9 +185,8 @@ func (s *Server) startPause(ctx context.Context, sb *sandbox, img Image, undo *u
 		return 0, fmt.Errorf("pause rootfs: %w", err)
 	}
 	undo.add("remove pause rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, sb.ID) })
-	proc, err := s.cfg.Specs.Pause(ctx, SpecInput{
-		ID: sb.ID, SandboxID: sb.ID, Sandbox: sb.Config, Image: img.Config, RootfsPath: rootfs,
-		NetNSPath: sb.NetNS, UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS,
+	proc, err := s.cfg.Specs.Pause(ctx, spec.PauseInput{
+		ID: sb.ID, Config: sb.Config, Image: img.Config, RootfsPath: rootfs, Namespaces: sb.pinnedNamespaces(),
 	})
 	if err != nil {
 		return 0, err
