@@ -35,7 +35,7 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	}
 	// Held for the whole create, so a concurrent Stop or RemovePodSandbox
 	// cannot leave a container behind in a sandbox it has just cleared.
-	unlock := s.locks.lock(sb.ID)
+	unlock := s.locks.Lock(sb.ID)
 	defer unlock()
 	if sb, err = s.sandboxes.get(sb.ID); err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.locks.lock(c.ID)
+	unlock := s.locks.Lock(c.ID)
 	defer unlock()
 	if c, err = s.containers.get(c.ID); err != nil {
 		return nil, err

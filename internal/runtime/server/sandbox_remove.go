@@ -29,7 +29,7 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 		}
 		return nil, err
 	}
-	unlock := s.locks.lock(sb.ID)
+	unlock := s.locks.Lock(sb.ID)
 	defer unlock()
 	if _, err := s.sandboxes.get(sb.ID); removedMeanwhile(err) {
 		return &runtimeapi.RemovePodSandboxResponse{}, nil

@@ -34,7 +34,7 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 func removedMeanwhile(err error) bool { return status.Code(err) == codes.NotFound }
 
 func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
-	unlock := s.locks.lock(sb.ID)
+	unlock := s.locks.Lock(sb.ID)
 	defer unlock()
 	// Not ready from the first step on: a half-done stop is not a usable
 	// sandbox, and the pause watcher then knows this exit was asked for.
