@@ -120,7 +120,7 @@ func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, im
 	generated, err := s.cfg.Specs.Container(ctx, spec.Input{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
 		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, UserNSPath: sb.UserNS, SandboxDir: sb.Dir, IDMapDir: s.idmapDir(c.ID),
-		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.pauseContainer(),
+		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.Pause == pauseContainer,
 	})
 	if err != nil {
 		return err

@@ -56,7 +56,7 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 		// a teardown whose namespace is already gone.
 		return nil
 	}
-	if !sb.NoPause {
+	if sb.hasPause() {
 		if _, err := s.stopTask(ctx, sb.ID, 0); err != nil {
 			return status.Errorf(codes.Internal, "stop pause process: %v", err)
 		}
