@@ -3,69 +3,25 @@ package apiserver
 import (
 	"context"
 	"errors"
-	"runtime"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
-// waitForUsers yields until node has n holders and waiters, so a test knows
-// its waiter is queued before it acts; the test's deadline bounds it.
+// waitForUsers waits until node has n holders and waiters, so a test knows
+// its waiter is queued before it acts. (internal/keyedlock's tests show the
+// turns' exclusion, order and cleanup; these show what nodeTurns adds.)
 func waitForUsers(t *testing.T, turns *nodeTurns, node string, n int) {
 	t.Helper()
-	ctx := testContext(t)
-	for {
-		turns.mu.Lock()
-		users := 0
-		if turn, ok := turns.nodes[node]; ok {
-			users = turn.users
-		}
-		turns.mu.Unlock()
-		if users == n {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("node %s has %d users, want %d", node, users, n)
-		}
-		runtime.Gosched()
-	}
+	wait.Until(t, 30*time.Second, fmt.Sprintf("node %s to have %d holders and waiters", node, n), func() bool {
+		return turns.locks.Users(node) == n
+	})
 }
 
-func TestNodeTurnsServeOneAtATimePerNodeAndNodesInParallel(t *testing.T) {
-	turns := newNodeTurns()
-	ctx := testContext(t)
-	doneA, err := turns.wait(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan func(), 1)
-	go func() {
-		done, err := turns.wait(ctx, "a")
-		if err != nil {
-			t.Errorf("second wait on a: %v", err)
-		}
-		got <- done
-	}()
-	waitForUsers(t, turns, "a", 2)
-
-	// a is held: b is not held up by it.
-	doneB, err := turns.wait(ctx, "b")
-	if err != nil {
-		t.Fatalf("node b waited on node a's turn: %v", err)
-	}
-	doneB()
-	select {
-	case <-got:
-		t.Fatal("a second caller had node a's turn while the first held it")
-	default:
-	}
-
-	doneA()
-	(<-got)()
-	if n := turns.tracked(); n != 0 {
-		t.Errorf("%d node entries left with no holder or waiter", n)
-	}
-}
-
-func TestNodeTurnWaitStopsWhenItsContextEnds(t *testing.T) {
+func TestNodeTurnWaitStopsWhenItsContextEndsAndSaysWhichNode(t *testing.T) {
 	turns := newNodeTurns()
 	done, err := turns.wait(testContext(t), "a")
 	if err != nil {
@@ -80,12 +36,12 @@ func TestNodeTurnWaitStopsWhenItsContextEnds(t *testing.T) {
 	waitForUsers(t, turns, "a", 2)
 	cancel()
 	// The holder still holds a: the waiter can only return by giving up.
-	if err := <-waited; !errors.Is(err, context.Canceled) {
-		t.Fatalf("wait cancelled while a was held: %v, want context.Canceled", err)
+	err = <-waited
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "node a's accounting turn") {
+		t.Fatalf("wait cancelled while a was held: %v, want context.Canceled naming node a's turn", err)
 	}
-	waitForUsers(t, turns, "a", 1)
 	done()
-	if n := turns.tracked(); n != 0 {
+	if n := turns.locks.Len(); n != 0 {
 		t.Errorf("%d node entries left with no holder or waiter", n)
 	}
 }

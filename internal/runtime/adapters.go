@@ -66,20 +66,14 @@ func (a imageAdapter) RecoverRootfs(ctx context.Context) (server.RootfsRecovery,
 // specAdapter presents the spec package as the server's Specs.
 type specAdapter struct{ host spec.Host }
 
-func (a specAdapter) Pause(ctx context.Context, in server.SpecInput) (*pause.Process, error) {
-	return spec.GeneratePause(ctx, spec.PauseInput{
-		ID: in.ID, Config: in.Sandbox, Image: in.Image, RootfsPath: in.RootfsPath,
-		Namespaces: in.PinnedNamespaces(), Host: a.host,
-	})
+func (a specAdapter) Pause(ctx context.Context, in spec.PauseInput) (*pause.Process, error) {
+	in.Host = a.host
+	return spec.GeneratePause(ctx, in)
 }
 
-func (a specAdapter) Container(ctx context.Context, in server.SpecInput) (*specs.Spec, error) {
-	return spec.Generate(ctx, spec.Input{
-		ID: in.ID, SandboxID: in.SandboxID, Sandbox: in.Sandbox, Container: in.Container, Image: in.Image,
-		RootfsPath: in.RootfsPath, SandboxPid: in.SandboxPid, NetNSPath: in.NetNSPath, UserNSPath: in.UserNSPath, IDMapDir: in.IDMapDir,
-		UTSNSPath: in.UTSNSPath, IPCNSPath: in.IPCNSPath, SysctlsSet: in.SysctlsSet,
-		SandboxDir: in.SandboxDir, Host: a.host,
-	})
+func (a specAdapter) Container(ctx context.Context, in spec.Input) (*specs.Spec, error) {
+	in.Host = a.host
+	return spec.Generate(ctx, in)
 }
 
 func (specAdapter) ValidateSandbox(cfg *server.PodSandboxConfig) error {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/berth/berth/internal/cgroupfs"
 )
 
 // cgroupPaths are the directories of one process's cgroups: per v1
@@ -14,13 +16,6 @@ import (
 type cgroupPaths struct {
 	v1      map[string]string // controller -> directory
 	unified string
-}
-
-// mountPoint is a cgroup filesystem mount: which hierarchy it shows and
-// from which root inside that hierarchy.
-type mountPoint struct {
-	dir, root   string
-	controllers []string // nil for cgroup2
 }
 
 // locate resolves the process's cgroup directories through its
@@ -44,14 +39,14 @@ func (r *Reader) locate(pid int) (cgroupPaths, error) {
 			continue
 		}
 		if parts[1] == "" {
-			if m, ok := findMount(mounts, nil); ok {
-				out.unified = m.join(parts[2])
+			if m, ok := findMount(mounts, ""); ok {
+				out.unified = join(m, parts[2])
 			}
 			continue
 		}
 		for _, c := range strings.Split(parts[1], ",") {
-			if m, ok := findMount(mounts, []string{c}); ok {
-				out.v1[c] = m.join(parts[2])
+			if m, ok := findMount(mounts, c); ok {
+				out.v1[c] = join(m, parts[2])
 			}
 		}
 	}
@@ -69,78 +64,36 @@ func (r *Reader) locate(pid int) (cgroupPaths, error) {
 	return out, nil
 }
 
-// join maps a path inside the hierarchy to a directory under the mount.
-func (m mountPoint) join(cgpath string) string {
+// join maps a path inside m's hierarchy to a directory under the mount.
+func join(m cgroupfs.Mount, cgpath string) string {
 	rel := cgpath
-	if m.root != "/" {
-		rel = strings.TrimPrefix(cgpath, m.root)
+	if m.Root != "/" {
+		rel = strings.TrimPrefix(cgpath, m.Root)
 	}
-	return filepath.Join(m.dir, rel)
+	return filepath.Join(m.Dir, rel)
 }
 
-// findMount returns the mount of the v1 hierarchy holding want, or the
-// cgroup2 mount when want is nil.
-func findMount(mounts []mountPoint, want []string) (mountPoint, bool) {
+// findMount returns the mount of the v1 hierarchy holding controller, or
+// the cgroup2 mount when controller is "".
+func findMount(mounts []cgroupfs.Mount, controller string) (cgroupfs.Mount, bool) {
 	for _, m := range mounts {
-		if want == nil && m.controllers == nil {
+		if (controller == "" && m.V2) || (controller != "" && !m.V2 && m.Has(controller)) {
 			return m, true
 		}
-		if want != nil {
-			for _, c := range m.controllers {
-				if c == want[0] {
-					return m, true
-				}
-			}
-		}
 	}
-	return mountPoint{}, false
+	return cgroupfs.Mount{}, false
 }
 
 // cgroupMounts lists the cgroup filesystems in this process's mountinfo.
-func (r *Reader) cgroupMounts() ([]mountPoint, error) {
+func (r *Reader) cgroupMounts() ([]cgroupfs.Mount, error) {
 	f, err := os.Open(filepath.Join(r.Proc, "self", "mountinfo"))
 	if err != nil {
 		return nil, fmt.Errorf("cgroupstats: %w", err)
 	}
 	defer f.Close()
-	var out []mountPoint
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		m, ok := parseMountInfo(sc.Text())
-		if ok {
-			out = append(out, m)
-		}
+	mounts, err := cgroupfs.AllMounts(f)
+	if err != nil {
+		return nil, fmt.Errorf("cgroupstats: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("cgroupstats: read mountinfo: %w", err)
-	}
-	return out, nil
-}
-
-// parseMountInfo reads one mountinfo line:
-// ID parent major:minor root mountpoint options [optional...] - fstype source superoptions
-func parseMountInfo(line string) (mountPoint, bool) {
-	pre, post, ok := strings.Cut(line, " - ")
-	if !ok {
-		return mountPoint{}, false
-	}
-	f, g := strings.Fields(pre), strings.Fields(post)
-	if len(f) < 5 || len(g) < 3 {
-		return mountPoint{}, false
-	}
-	m := mountPoint{root: f[3], dir: f[4]}
-	switch g[0] {
-	case "cgroup2":
-		return m, true
-	case "cgroup":
-		for _, opt := range strings.Split(g[2], ",") {
-			switch opt {
-			case "rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec":
-			default:
-				m.controllers = append(m.controllers, opt)
-			}
-		}
-		return m, len(m.controllers) > 0
-	}
-	return mountPoint{}, false
+	return mounts, nil
 }

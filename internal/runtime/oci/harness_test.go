@@ -162,11 +162,11 @@ type containerOpts struct {
 
 // run makes a bundle whose spec comes from the real spec generator (a
 // pod sandbox spec: own namespaces, no capabilities) and runs it.
-func (e *testEnv) run(id string, o containerOpts) CreateOptions {
+func (e *testEnv) run(id string, o containerOpts) RunOptions {
 	e.t.Helper()
 	opts := e.createOptionsOnly(id, o)
-	if _, err := e.rt.Create(ctx(e.t), opts); err != nil {
-		e.t.Fatalf("Create %s: %v", id, err)
+	if _, err := e.rt.RunDetached(ctx(e.t), opts); err != nil {
+		e.t.Fatalf("RunDetached %s: %v", id, err)
 	}
 	e.t.Cleanup(func() {
 		// Best effort: a test that already deleted it gets NotFound.
@@ -252,11 +252,11 @@ func itoa(i int) string { return fmt.Sprint(i) }
 // ioPipe is an in-memory pipe for feeding a container's stdin step by step.
 func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
 
-// createOptionsOnly makes the bundle and CreateOptions of a test
+// createOptionsOnly makes the bundle and RunOptions of a test
 // container; its spec comes from the real generator over the shared
 // read-only rootfs, with namespaces of its own, as a pod's would be: a
 // network one (o.netns, else a new one), UTS (hostname testpod), IPC and PID.
-func (e *testEnv) createOptionsOnly(id string, o containerOpts) CreateOptions {
+func (e *testEnv) createOptionsOnly(id string, o containerOpts) RunOptions {
 	e.t.Helper()
 	bundle := filepath.Join(e.base, "bundles", id)
 	for _, dir := range []string{bundle, filepath.Join(e.base, "logs")} {
@@ -279,7 +279,7 @@ func (e *testEnv) createOptionsOnly(id string, o containerOpts) CreateOptions {
 	s.Linux.Namespaces = append(s.Linux.Namespaces,
 		specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: o.netns},
 		specs.LinuxNamespace{Type: specs.UTSNamespace}, specs.LinuxNamespace{Type: specs.IPCNamespace})
-	return CreateOptions{
+	return RunOptions{
 		ID: id, BundleDir: bundle, Spec: s, LogPath: filepath.Join(e.base, "logs", id+".log"),
 		Terminal: o.terminal, Stdin: o.stdin, StdinOnce: o.stdinOnce,
 	}

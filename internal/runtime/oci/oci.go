@@ -24,8 +24,8 @@ const (
 	StatusUnknown Status = "unknown"
 )
 
-// CreateOptions describes a container to create and start.
-type CreateOptions struct {
+// RunOptions describes a container to create and start.
+type RunOptions struct {
 	ID        string
 	SandboxID string
 	BundleDir string // holds config.json; rootfs is at Spec.Root.Path
@@ -90,10 +90,10 @@ type Stats struct {
 
 // Runtime is the whole of what the CRI layer may ask of the OCI runtime and monitor.
 type Runtime interface {
-	// Create starts a monitor for the container, which creates and starts
-	// it in one OCI runtime invocation (`<oci-runtime> run --detach`). It
-	// returns the container process's pid.
-	Create(ctx context.Context, opts CreateOptions) (pid int, err error)
+	// RunDetached starts a monitor for the container, which creates and
+	// starts it in one OCI runtime invocation (`<oci-runtime> run --detach`).
+	// It returns the container process's pid.
+	RunDetached(ctx context.Context, opts RunOptions) (pid int, err error)
 	// Kill signals the container's init process (all=true: every process).
 	Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error
 	// Wait blocks until the container has exited or ctx ends.

@@ -43,7 +43,7 @@ func (e *testEnv) startPause(id string) (map[nspin.Type]string, int) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pid, err := e.rt.Create(ctx(e.t), CreateOptions{ID: id, SandboxID: id, Pause: proc})
+	pid, err := e.rt.RunDetached(ctx(e.t), RunOptions{ID: id, SandboxID: id, Pause: proc})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestPodContainerJoinsPauseProcess(t *testing.T) {
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rt.Create(ctx(t), CreateOptions{ID: "app", SandboxID: "sandbox", BundleDir: bundle, Spec: s}); err != nil {
+	if _, err := e.rt.RunDetached(ctx(t), RunOptions{ID: "app", SandboxID: "sandbox", BundleDir: bundle, Spec: s}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.rt.Delete(context.Background(), "app") })
@@ -259,7 +259,7 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 		if err := os.MkdirAll(bundle, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.rt.Create(ctx(t), CreateOptions{ID: tc.id, BundleDir: bundle, Spec: s}); err != nil {
+		if _, err := e.rt.RunDetached(ctx(t), RunOptions{ID: tc.id, BundleDir: bundle, Spec: s}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })

@@ -69,7 +69,7 @@ func BenchmarkCreateStartDelete(b *testing.B) {
 		opts := e.createOptionsOnly(id, containerOpts{args: []string{"sleep", "1000"}})
 		b.StartTimer()
 		t0 := time.Now()
-		if _, err := e.rt.Create(ctx(b), opts); err != nil {
+		if _, err := e.rt.RunDetached(ctx(b), opts); err != nil {
 			b.Fatal(err)
 		}
 		create += time.Since(t0)

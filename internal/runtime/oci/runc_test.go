@@ -93,18 +93,18 @@ func TestCreateRunsAtOnce(t *testing.T) {
 		args []string
 	}{{"sleeper", []string{"sleep", "100"}}, {"quick", []string{"sh", "-c", "exit 7"}}} {
 		opts := e.createOptionsOnly(tc.id, containerOpts{args: tc.args})
-		pid, err := e.rt.Create(ctx(t), opts)
+		pid, err := e.rt.RunDetached(ctx(t), opts)
 		if err != nil || pid <= 0 {
-			t.Fatalf("Create %s: pid %d, %v", tc.id, pid, err)
+			t.Fatalf("RunDetached %s: pid %d, %v", tc.id, pid, err)
 		}
 		pids[tc.id] = pid
 		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })
 		if st := e.state(tc.id); st.Status == StatusCreated || st.StartedAt.IsZero() || (st.Status == StatusRunning && st.Pid <= 0) {
-			t.Errorf("%s after Create: %+v, want running (or stopped) with a start time", tc.id, st)
+			t.Errorf("%s after RunDetached: %+v, want running (or stopped) with a start time", tc.id, st)
 		}
 	}
 	if st := e.state("sleeper"); st.Status != StatusRunning || st.Pid != pids["sleeper"] {
-		t.Errorf("sleeper: %+v, want running as pid %d, the one Create returned", st, pids["sleeper"])
+		t.Errorf("sleeper: %+v, want running as pid %d, the one RunDetached returned", st, pids["sleeper"])
 	}
 	if st := e.wait("quick"); st.Status != StatusStopped || st.ExitCode != 7 || st.FinishedAt.Before(st.StartedAt) {
 		t.Errorf("quick after exit: %+v, want stopped with code 7", st)
@@ -135,15 +135,15 @@ func TestLongLinesAreSplitIntoPartialRecords(t *testing.T) {
 func TestCreateRejectsDuplicateAndBadInput(t *testing.T) {
 	e := newTestEnv(t)
 	opts := e.run("dup", containerOpts{args: []string{"sleep", "100"}})
-	if _, err := e.rt.Create(ctx(t), opts); status.Code(err) != codes.AlreadyExists {
-		t.Errorf("duplicate Create: %v", err)
+	if _, err := e.rt.RunDetached(ctx(t), opts); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("duplicate RunDetached: %v", err)
 	}
 	if st := e.state("dup"); st.Status != StatusRunning {
-		t.Errorf("duplicate Create disturbed the first: %+v", st)
+		t.Errorf("duplicate RunDetached disturbed the first: %+v", st)
 	}
 	for _, id := range []string{"", "../x", "a/b", ".."} {
-		if _, err := e.rt.Create(ctx(t), CreateOptions{ID: id, BundleDir: "/tmp"}); status.Code(err) != codes.InvalidArgument {
-			t.Errorf("Create(%q): %v", id, err)
+		if _, err := e.rt.RunDetached(ctx(t), RunOptions{ID: id, BundleDir: "/tmp"}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("RunDetached(%q): %v", id, err)
 		}
 	}
 	if _, err := e.rt.State(ctx(t), "nope"); status.Code(err) != codes.NotFound {
@@ -159,9 +159,9 @@ func TestFailedCreateLeavesNothingBehind(t *testing.T) {
 	}
 	// A network namespace path that does not exist makes runc create fail.
 	opts := e.createOptionsOnly("bad", containerOpts{args: []string{"true"}, netns: "/nonexistent/netns"})
-	_, err := e.rt.Create(ctx(t), opts)
+	_, err := e.rt.RunDetached(ctx(t), opts)
 	if err == nil {
-		t.Fatal("Create with a missing netns succeeded")
+		t.Fatal("RunDetached with a missing netns succeeded")
 	}
 	t.Logf("create error: %v", err)
 	if _, err := os.Stat(filepath.Join(e.stateDir, "bad")); !errors.Is(err, os.ErrNotExist) {

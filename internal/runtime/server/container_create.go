@@ -35,7 +35,7 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	}
 	// Held for the whole create, so a concurrent Stop or RemovePodSandbox
 	// cannot leave a container behind in a sandbox it has just cleared.
-	unlock := s.locks.lock(sb.ID)
+	unlock := s.locks.Lock(sb.ID)
 	defer unlock()
 	if sb, err = s.sandboxes.get(sb.ID); err != nil {
 		return nil, err
@@ -117,10 +117,10 @@ func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, im
 		return err
 	}
 	c.IDMapped = spec.IDMappedMounts(specConfig, s.idmapDir(c.ID))
-	generated, err := s.cfg.Specs.Container(ctx, SpecInput{
+	generated, err := s.cfg.Specs.Container(ctx, spec.Input{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
 		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, UserNSPath: sb.UserNS, SandboxDir: sb.Dir, IDMapDir: s.idmapDir(c.ID),
-		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.pauseContainer(),
+		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.Pause == pauseContainer,
 	})
 	if err != nil {
 		return err

@@ -158,7 +158,7 @@ func TestUpdateOfCreatedContainerAppliesAtStart(t *testing.T) {
 	if _, err := h.client.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: res}); err != nil {
 		t.Fatal(err)
 	}
-	if acted := h.oci.actedOn(id); !slices.Equal(acted, []string{"Create", "UpdateResources"}) {
+	if acted := h.oci.actedOn(id); !slices.Equal(acted, []string{"RunDetached", "UpdateResources"}) {
 		t.Fatalf("OCI calls %v", acted)
 	}
 }
@@ -245,7 +245,7 @@ func TestRestartCleansInterruptedStarts(t *testing.T) {
 
 	h.stop()
 	// The start's monitor ran; its answer never reached a record.
-	if _, err := h.oci.Create(ctx, oci.CreateOptions{ID: started, BundleDir: h.srv.bundleDir(started)}); err != nil {
+	if _, err := h.oci.RunDetached(ctx, oci.RunOptions{ID: started, BundleDir: h.srv.bundleDir(started)}); err != nil {
 		t.Fatal(err)
 	}
 	// The start died before its monitor was recorded.

@@ -30,7 +30,7 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 }
 
 func (s *Server) removeContainer(ctx context.Context, id string) error {
-	unlock := s.locks.lock(id)
+	unlock := s.locks.Lock(id)
 	defer unlock()
 	c, err := s.containers.get(id)
 	if status.Code(err) == codes.NotFound {

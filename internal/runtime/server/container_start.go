@@ -22,7 +22,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.locks.lock(c.ID)
+	unlock := s.locks.Lock(c.ID)
 	defer unlock()
 	if c, err = s.containers.get(c.ID); err != nil {
 		return nil, err
@@ -53,8 +53,8 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	// Taken before the process can begin (and end), so it never follows
 	// the finish time the monitor records.
 	startedAt := time.Now()
-	// On failure Create leaves no monitor and no OCI runtime state behind.
-	if _, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{
+	// On failure RunDetached leaves no monitor and no OCI runtime state behind.
+	if _, err := s.cfg.OCI.RunDetached(ctx, oci.RunOptions{
 		ID: c.ID, SandboxID: c.SandboxID, BundleDir: c.BundleDir, LogPath: c.LogPath,
 		Terminal: c.Config.GetTty(), Stdin: c.Config.GetStdin(), StdinOnce: c.Config.GetStdinOnce(),
 	}); err != nil {

@@ -32,7 +32,7 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 }
 
 func (s *Server) stopContainer(ctx context.Context, id string, timeout time.Duration) error {
-	unlock := s.locks.lock(id)
+	unlock := s.locks.Lock(id)
 	defer unlock()
 	c, err := s.containers.get(id)
 	if err != nil {

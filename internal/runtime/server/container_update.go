@@ -25,7 +25,7 @@ func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.U
 	if err != nil {
 		return nil, err
 	}
-	unlock := s.locks.lock(c.ID)
+	unlock := s.locks.Lock(c.ID)
 	defer unlock()
 	if c, err = s.containers.get(c.ID); err != nil {
 		return nil, err

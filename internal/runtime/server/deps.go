@@ -9,8 +9,8 @@ import (
 	"github.com/berth/berth/internal/runtime/cgroupstats"
 	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/network"
-	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/pause"
+	"github.com/berth/berth/internal/runtime/spec"
 )
 
 // The server consumes the image store, the spec generator and the network
@@ -48,48 +48,16 @@ type RootfsRecovery struct {
 	Failed map[string]error // rootfs IDs that could not be remounted, and why
 }
 
-// SpecInput is everything the spec generator needs for one container.
-type SpecInput struct {
-	ID         string // the container's ID (the sandbox's for the pause process)
-	SandboxID  string
-	Sandbox    *PodSandboxConfig
-	Container  *ContainerConfig // nil for the sandbox's pause process
-	Image      *v1.ConfigFile
-	RootfsPath string
-	SandboxPid int    // the pause process, whose PID namespace containers join; 0 without one
-	NetNSPath  string // "" with host networking
-	UserNSPath string // the sandbox's pinned user namespace; "" for the host's
-	IDMapDir   string // where idmapped clones of its volumes are attached (spec.Input.IDMapDir)
-	// UTSNSPath and IPCNSPath are the sandbox's pinned namespaces ("" for
-	// the host's, or for a sandbox whose pause container holds them).
-	UTSNSPath string
-	IPCNSPath string
-	// SysctlsSet: the sandbox's pause container set the pod's sysctls.
-	SysctlsSet bool
-	// SandboxDir holds the pod's hostname, hosts, resolv.conf and shm/
-	// (absent with host IPC), which every container bind-mounts.
-	SandboxDir string
-}
-
-// PinnedNamespaces are the sandbox's pinned namespaces by type, for its
-// pause process to be born in; a type absent is the host's.
-func (in SpecInput) PinnedNamespaces() map[nspin.Type]string {
-	out := map[nspin.Type]string{}
-	for t, p := range map[nspin.Type]string{nspin.Net: in.NetNSPath, nspin.UTS: in.UTSNSPath, nspin.IPC: in.IPCNSPath} {
-		if p != "" {
-			out[t] = p
-		}
-	}
-	return out
-}
-
 // Specs turns CRI configs into OCI specs and pause processes; errors for
 // bad configs are gRPC InvalidArgument statuses.
 type Specs interface {
+	// The server leaves each input's Host zero: what the host offers is
+	// the implementation's to fill in.
+
 	// Pause describes the sandbox's pause process, which joins the
-	// sandbox's pinned namespaces (in's NetNSPath, UTSNSPath, IPCNSPath).
-	Pause(ctx context.Context, in SpecInput) (*pause.Process, error)
-	Container(ctx context.Context, in SpecInput) (*specs.Spec, error)
+	// sandbox's pinned namespaces (in.Namespaces).
+	Pause(ctx context.Context, in spec.PauseInput) (*pause.Process, error)
+	Container(ctx context.Context, in spec.Input) (*specs.Spec, error)
 	// ValidateSandbox checks a pod's hostname and sysctls before anything
 	// of it is created.
 	ValidateSandbox(cfg *PodSandboxConfig) error

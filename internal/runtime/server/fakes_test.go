@@ -21,6 +21,7 @@ import (
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
 	"github.com/berth/berth/internal/runtime/pause"
+	"github.com/berth/berth/internal/runtime/spec"
 )
 
 // fakeOCI is an in-memory oci.Runtime whose containers exit when killed or
@@ -30,7 +31,7 @@ type fakeOCI struct {
 	containers map[string]*fakeTask
 	nextPid    int
 	failCreate error
-	// acted lists, per container, the calls that act on it (Create, Kill,
+	// acted lists, per container, the calls that act on it (RunDetached, Kill,
 	// Delete, UpdateResources), whether they succeeded or not.
 	acted map[string][]string
 }
@@ -63,7 +64,7 @@ func (f *fakeOCI) actedOn(id string) []string {
 
 // specOf is what the fake runs: as runc, the bundle's config.json; a
 // pause process has no bundle, only its command.
-func (f *fakeOCI) specOf(o oci.CreateOptions) (*specs.Spec, error) {
+func (f *fakeOCI) specOf(o oci.RunOptions) (*specs.Spec, error) {
 	if o.Pause != nil {
 		if err := o.Pause.Validate(); err != nil {
 			return nil, err
@@ -81,10 +82,10 @@ func (f *fakeOCI) specOf(o oci.CreateOptions) (*specs.Spec, error) {
 	return oci.ReadSpec(o.BundleDir)
 }
 
-func (f *fakeOCI) Create(ctx context.Context, o oci.CreateOptions) (int, error) {
+func (f *fakeOCI) RunDetached(ctx context.Context, o oci.RunOptions) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.acted[o.ID] = append(f.acted[o.ID], "Create")
+	f.acted[o.ID] = append(f.acted[o.ID], "RunDetached")
 	if f.failCreate != nil {
 		return 0, f.failCreate
 	}
@@ -294,13 +295,13 @@ func (f *fakeImages) inUse() int {
 type fakeSpecs struct {
 	mu     sync.Mutex
 	last   *ContainerConfig
-	lastIn SpecInput
+	lastIn spec.Input
 }
 
-func (*fakeSpecs) Pause(ctx context.Context, in SpecInput) (*pause.Process, error) {
+func (*fakeSpecs) Pause(ctx context.Context, in spec.PauseInput) (*pause.Process, error) {
 	return &pause.Process{
 		Args: []string{"/pause"}, Root: in.RootfsPath, UID: 65535, GID: 65535,
-		Namespaces: in.PinnedNamespaces(), CgroupsPath: "/berth/" + in.ID,
+		Namespaces: in.Namespaces, CgroupsPath: "/berth/" + in.ID,
 	}, nil
 }
 
@@ -312,7 +313,7 @@ func (*fakeSpecs) ValidateSandbox(cfg *PodSandboxConfig) error {
 	return nil
 }
 
-func (f *fakeSpecs) Container(ctx context.Context, in SpecInput) (*specs.Spec, error) {
+func (f *fakeSpecs) Container(ctx context.Context, in spec.Input) (*specs.Spec, error) {
 	f.mu.Lock()
 	f.last, f.lastIn = in.Container, in
 	f.mu.Unlock()

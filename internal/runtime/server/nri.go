@@ -149,7 +149,7 @@ func (h nriHost) UpdateContainers(ctx context.Context, updates []*nriapi.Contain
 }
 
 func (h nriHost) updateContainer(ctx context.Context, id string, res *specs.LinuxResources) error {
-	unlock := h.s.locks.lock(id)
+	unlock := h.s.locks.Lock(id)
 	defer unlock()
 	c, err := h.s.containers.get(id)
 	if err != nil {

@@ -22,16 +22,9 @@ type sandbox struct {
 	Dir            string                     `json:"dir"`           // resolv.conf, hostname, hosts, shm
 	Pid            int                        `json:"pid,omitempty"` // the pause process; 0 without one
 	ImageID        string                     `json:"imageID"`       // the pause image; "" without one
-	// NoPause marks a sandbox run without a pause process (its containers
-	// share no PID namespace). Records written before it existed all had one.
-	NoPause bool `json:"noPause,omitempty"`
-	// PauseProcess marks a pause process the monitor started in the pinned
-	// namespaces (see package pause). Records written before it existed
-	// ran the pause image as a container with runc, which held the
-	// sandbox's UTS and IPC namespaces and set its sysctls.
-	PauseProcess bool   `json:"pauseProcess,omitempty"`
-	UTSNS        string `json:"utsns,omitempty"` // "" with host networking (or a pause container's)
-	IPCNS        string `json:"ipcns,omitempty"` // "" with host IPC (or a pause container's)
+	Pause          pauseMode                  `json:"pause"`
+	UTSNS          string                     `json:"utsns,omitempty"` // "" with host networking (or a pause container's)
+	IPCNS          string                     `json:"ipcns,omitempty"` // "" with host IPC (or a pause container's)
 	// UserNS is the pod's pinned user namespace, which owns its other
 	// namespaces; "" for a pod in the host's (see spec.UserNamespace).
 	UserNS string `json:"userns,omitempty"`
@@ -40,9 +33,9 @@ type sandbox struct {
 	Stopped bool `json:"stopped,omitempty"`
 }
 
-// pauseContainer reports a sandbox of an older berth version whose pause
-// ran as a runc container.
-func (s *sandbox) pauseContainer() bool { return !s.NoPause && !s.PauseProcess }
+// hasPause reports whether the sandbox has a pause process, which holds
+// its PID namespace.
+func (s *sandbox) hasPause() bool { return s.Pause != pauseNone }
 
 // container is everything the runtime remembers about one container.
 type container struct {
@@ -97,12 +90,16 @@ func (s *sandbox) UnmarshalJSON(data []byte) error {
 	type plain sandbox
 	var v struct {
 		plain
+		legacyPause
 		Config json.RawMessage `json:"config"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
 	*s = sandbox(v.plain)
+	if err := s.resolvePause(v.legacyPause); err != nil {
+		return err
+	}
 	s.Config = &PodSandboxConfig{}
 	return protojson.Unmarshal(v.Config, s.Config)
 }

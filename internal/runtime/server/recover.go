@@ -83,13 +83,13 @@ func (s *Server) recoverSandbox(ctx context.Context, sb *sandbox, live map[strin
 		if !running {
 			s.releaseHalfCreatedSandbox(ctx, sb)
 		}
-	case !sb.NoPause && !running:
+	case sb.hasPause() && !running:
 		s.log.Warn("recovery: sandbox's pause process is gone; marked not ready", "id", sb.ID)
 		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	case lost != "":
 		s.log.Warn("recovery: sandbox's pinned namespace is gone; marked not ready", "id", sb.ID, "namespace", lost)
 		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	case !sb.NoPause:
+	case sb.hasPause():
 		defer s.watchSandboxExit(sb.ID)
 	}
 	if err := s.sandboxes.persist(sb.ID, sb); err != nil {

@@ -35,7 +35,7 @@ func TestRestartRecoversState(t *testing.T) {
 	h.oci.exit(exitsWhileDown, 7)
 	_ = h.oci.Delete(ctx, monitorGone) // its monitor was killed
 	// A create that crashed before its record was written.
-	if _, err := h.oci.Create(ctx, oci.CreateOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated"), Spec: &specs.Spec{}}); err != nil {
+	if _, err := h.oci.RunDetached(ctx, oci.RunOptions{ID: "halfcreated", BundleDir: filepath.Join(h.stateDir, "bundles", "halfcreated"), Spec: &specs.Spec{}}); err != nil {
 		t.Fatal(err)
 	}
 	// A rootfs prepared by a create that crashed before recording its owner.

@@ -28,6 +28,18 @@ func needsPause(cfg *PodSandboxConfig) bool {
 		spec.UserNamespace(cfg) != nil
 }
 
+// pinnedNamespaces are the sandbox's pinned namespaces by type, for its
+// pause process to be born in; a type absent is the host's.
+func (s *sandbox) pinnedNamespaces() map[nspin.Type]string {
+	out := map[nspin.Type]string{}
+	for t, p := range map[nspin.Type]string{nspin.Net: s.NetNS, nspin.UTS: s.UTSNS, nspin.IPC: s.IPCNS} {
+		if p != "" {
+			out[t] = p
+		}
+	}
+	return out
+}
+
 // rootfsOwner is who a container's root filesystem belongs to: nil (the
 // host's root) unless its pod has a user namespace, whose root's host IDs
 // own it then.

@@ -29,7 +29,7 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 		}
 		return nil, err
 	}
-	unlock := s.locks.lock(sb.ID)
+	unlock := s.locks.Lock(sb.ID)
 	defer unlock()
 	if _, err := s.sandboxes.get(sb.ID); removedMeanwhile(err) {
 		return &runtimeapi.RemovePodSandboxResponse{}, nil
@@ -56,7 +56,7 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 // rootfs and bundle, and the sandbox's files; each step tolerates what is
 // already gone.
 func (s *Server) removeSandboxResources(ctx context.Context, sb sandbox) error {
-	if !sb.NoPause {
+	if sb.hasPause() {
 		if err := s.removePause(ctx, sb.ID); err != nil {
 			return err
 		}

@@ -31,7 +31,10 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err := s.cfg.Specs.ValidateSandbox(cfg); err != nil {
 		return nil, err
 	}
-	noPause := !needsPause(cfg)
+	mode := pauseNone
+	if needsPause(cfg) {
+		mode = pauseProcess
+	}
 	id := newID()
 	name := sandboxName(cfg.GetMetadata())
 	if err := s.sandboxes.reserveName(name, id); err != nil {
@@ -46,7 +49,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	undo.add("release name", func(context.Context) error { s.sandboxes.releaseName(name); return nil })
 
 	var pause Image
-	if !noPause {
+	if mode != pauseNone {
 		var err error
 		if pause, err = s.cfg.Images.Ensure(ctx, s.cfg.PauseImage); err != nil {
 			return nil, fmt.Errorf("pause image %s: %w", s.cfg.PauseImage, err)
@@ -55,7 +58,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	sb := &sandbox{
 		ID: id, Config: cfg, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY,
 		CreatedAt: time.Now().UnixNano(), RuntimeHandler: req.GetRuntimeHandler(),
-		Dir: s.sandboxDir(id), ImageID: pause.ID, NoPause: noPause, PauseProcess: !noPause,
+		Dir: s.sandboxDir(id), ImageID: pause.ID, Pause: mode,
 	}
 	// Persisted before anything exists on the host, so that a crash part-way
 	// leaves a NOTREADY record that recovery can clean up.
@@ -98,10 +101,10 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err := s.sandboxes.put(id, sb); err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
-	if !noPause {
+	if sb.hasPause() {
 		s.watchSandboxExit(id)
 	}
-	s.log.Info("sandbox running", "id", id, "name", name, "ip", sb.IP, "pause", !noPause)
+	s.log.Info("sandbox running", "id", id, "name", name, "ip", sb.IP, "pause", sb.hasPause())
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, nil
 }
 
@@ -111,7 +114,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 // error comes first; the network's is in the result, with what it did
 // (to be undone) known from sb.NetNS either way.
 func (s *Server) createNamespacesAndNetwork(ctx context.Context, sb *sandbox, pause Image, undo *undoStack) (int, attachResult, error) {
-	if sb.NoPause {
+	if !sb.hasPause() {
 		if err := s.pinNamespaces(sb, undo); err != nil {
 			return 0, attachResult{}, err
 		}
@@ -185,14 +188,13 @@ func (s *Server) startPause(ctx context.Context, sb *sandbox, img Image, undo *u
 		return 0, fmt.Errorf("pause rootfs: %w", err)
 	}
 	undo.add("remove pause rootfs", func(ctx context.Context) error { return s.cfg.Images.RemoveRootfs(ctx, sb.ID) })
-	proc, err := s.cfg.Specs.Pause(ctx, SpecInput{
-		ID: sb.ID, SandboxID: sb.ID, Sandbox: sb.Config, Image: img.Config, RootfsPath: rootfs,
-		NetNSPath: sb.NetNS, UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS,
+	proc, err := s.cfg.Specs.Pause(ctx, spec.PauseInput{
+		ID: sb.ID, Config: sb.Config, Image: img.Config, RootfsPath: rootfs, Namespaces: sb.pinnedNamespaces(),
 	})
 	if err != nil {
 		return 0, err
 	}
-	pid, err := s.cfg.OCI.Create(ctx, oci.CreateOptions{ID: sb.ID, SandboxID: sb.ID, Pause: proc})
+	pid, err := s.cfg.OCI.RunDetached(ctx, oci.RunOptions{ID: sb.ID, SandboxID: sb.ID, Pause: proc})
 	if err != nil {
 		return 0, status.Errorf(codes.Internal, "start pause process: %v", err)
 	}

@@ -20,7 +20,7 @@ func (s *Server) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandbo
 	if req.GetVerbose() {
 		info, err := json.Marshal(map[string]any{
 			"pid": sb.Pid, "netns": sb.NetNS, "dir": sb.Dir, "image": sb.ImageID,
-			"pause": !sb.NoPause, "utsns": sb.UTSNS, "ipcns": sb.IPCNS,
+			"pause": sb.hasPause(), "utsns": sb.UTSNS, "ipcns": sb.IPCNS,
 			"runtimeHandler": sb.RuntimeHandler,
 		})
 		if err == nil {

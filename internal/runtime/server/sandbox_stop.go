@@ -34,7 +34,7 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSand
 func removedMeanwhile(err error) bool { return status.Code(err) == codes.NotFound }
 
 func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
-	unlock := s.locks.lock(sb.ID)
+	unlock := s.locks.Lock(sb.ID)
 	defer unlock()
 	// Not ready from the first step on: a half-done stop is not a usable
 	// sandbox, and the pause watcher then knows this exit was asked for.
@@ -56,7 +56,7 @@ func (s *Server) stopSandbox(ctx context.Context, sb sandbox) error {
 		// a teardown whose namespace is already gone.
 		return nil
 	}
-	if !sb.NoPause {
+	if sb.hasPause() {
 		if _, err := s.stopTask(ctx, sb.ID, 0); err != nil {
 			return status.Errorf(codes.Internal, "stop pause process: %v", err)
 		}

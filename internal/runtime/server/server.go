@@ -14,6 +14,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/keyedlock"
 	"github.com/berth/berth/internal/runtime/cgroupstats"
 	"github.com/berth/berth/internal/runtime/oci"
 )
@@ -55,7 +56,9 @@ type Server struct {
 	sandboxes  *table[sandbox]
 	containers *table[container]
 	events     *eventHub
-	locks      keyedMutex
+	// locks serialise lifecycle calls on one object (a Stop racing a
+	// Remove of the same container) without serialising different ones.
+	locks keyedlock.Locks
 
 	// exits owns one goroutine per started container that waits for its exit.
 	exitCtx   context.Context

@@ -7,7 +7,6 @@
 package cri
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -250,18 +250,15 @@ func UnmountUnder(dir string) {
 
 // MountsUnder lists the mount points below dir, in mount order.
 func MountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return !strings.HasPrefix(m.Mountpoint, dir+"/"), false
+	})
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			points = append(points, fields[4])
-		}
+	points := make([]string, len(mounts))
+	for i, m := range mounts {
+		points[i] = m.Mountpoint
 	}
 	return points
 }

@@ -23,9 +23,10 @@ import (
 // caller's context has no deadline.
 const createTimeout = time.Minute
 
-// Create starts a monitor for the container, which runs `runc run --detach`.
-// On any failure nothing is left behind: monitor, runc state, state dir.
-func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err error) {
+// RunDetached starts a monitor for the container, which runs
+// `runc run --detach`. On any failure nothing is left behind: monitor, runc
+// state, state dir.
+func (r *Runc) RunDetached(ctx context.Context, opts RunOptions) (pid int, err error) {
 	dir, err := r.containerDir(opts.ID)
 	if err != nil {
 		return 0, err
@@ -46,7 +47,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 	var mon *exec.Cmd
 	defer func() {
 		if err != nil {
-			r.cleanupFailedCreate(opts, dir, mon)
+			r.cleanupFailedRun(opts, dir, mon)
 		}
 		r.spare.fill()
 	}()
@@ -84,7 +85,7 @@ func (r *Runc) Create(ctx context.Context, opts CreateOptions) (pid int, err err
 // specFile is the OCI bundle's runtime spec.
 const specFile = "config.json"
 
-// WriteSpec writes spec as bundle's config.json, which Create runs when
+// WriteSpec writes spec as bundle's config.json, which RunDetached runs when
 // given no spec of its own.
 func WriteSpec(bundle string, spec *specs.Spec) error {
 	data, err := json.Marshal(spec)
@@ -163,9 +164,9 @@ func readSync(ctx context.Context, syncR *os.File) (monitor.SyncMessage, error) 
 	}
 }
 
-// cleanupFailedCreate removes every trace of a container whose creation
+// cleanupFailedRun removes every trace of a container whose creation
 // failed: the monitor, runc's state and the state dir.
-func (r *Runc) cleanupFailedCreate(opts CreateOptions, dir string, mon *exec.Cmd) {
+func (r *Runc) cleanupFailedRun(opts RunOptions, dir string, mon *exec.Cmd) {
 	id := opts.ID
 	if mon != nil && mon.Process != nil {
 		_ = mon.Process.Kill()
