@@ -89,3 +89,30 @@ func UntilCtx(t testing.TB, timeout time.Duration, what string, cond func(contex
 		t.Fatal(err)
 	}
 }
+
+// UntilTrue fails t unless cond returns true within timeout. It takes
+// apimachinery's condition shape: an error from cond is fatal at once, for a
+// check whose failure no later try can mend (a Get that must not fail).
+func UntilTrue(t testing.TB, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	var fatal error
+	err := Poll(t.Context(), timeout, what, func(ctx context.Context) error {
+		done, err := cond(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			fatal = err
+			return nil
+		case err != nil:
+			return err
+		case !done:
+			return errNotYet
+		}
+		return nil
+	})
+	if fatal != nil {
+		t.Fatalf("waiting for %s: %v", what, fatal)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
