@@ -115,7 +115,7 @@ func TestExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 	}
 	// Both keep campaigning for several renewals; the second must stay out.
 	for range 10 {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) //wait:intended lets renewals pass to show the second candidate stays out
 		if second.leading.Load() {
 			t.Fatalf("%s leads while %s holds the lease", second.id, first.id)
 		}
