@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestMetricsAndPodsFollowTheWork runs a pod and deletes it, and checks
@@ -53,10 +53,10 @@ func TestMetricsAndPodsFollowTheWork(t *testing.T) {
 
 func (h *harness) poll(what string, cond func() bool) {
 	h.t.Helper()
-	err := wait.PollUntilContextTimeout(h.t.Context(), 20*time.Millisecond, 90*time.Second, true,
+	err := wait.PollTrue(h.t.Context(), 90*time.Second, what,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
-		h.t.Fatalf("waiting for %s: %v", what, err)
+		h.t.Fatal(err)
 	}
 }
 

@@ -100,3 +100,13 @@ func TestUntilTrueTimesOutNamingWhatItWaitedFor(t *testing.T) {
 		t.Fatalf("a condition that holds failed: %q", r.failure)
 	}
 }
+
+func TestPollTrueEndsAtTheFirstErrorAndKeepsIt(t *testing.T) {
+	forbidden := errors.New("forbidden")
+	err := PollTrue(context.Background(), time.Hour, "a readable object", func(context.Context) (bool, error) {
+		return false, forbidden
+	})
+	if !errors.Is(err, forbidden) || err.Error() != "waiting for a readable object: forbidden" {
+		t.Fatalf("PollTrue = %v, want the condition's error", err)
+	}
+}
