@@ -30,7 +30,7 @@ func TestAgentAgainstContainerd(t *testing.T) {
 	runAgent(t, a)
 
 	var n *corev1.Node
-	wait.UntilTrue(t, 90*time.Second, "registered", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 90*time.Second, "the node to register", func(ctx context.Context) (bool, error) {
 		var err error
 		n, err = client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		return err == nil, nil
@@ -43,7 +43,7 @@ func TestAgentAgainstContainerd(t *testing.T) {
 			t.Errorf("node Ready = %+v", c)
 		}
 	}
-	wait.UntilTrue(t, 90*time.Second, "holding its lease", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 90*time.Second, "the node to hold its lease", func(ctx context.Context) (bool, error) {
 		l, err := client.CoordinationV1().Leases(node.LeaseNamespace).Get(ctx, "node-a", metav1.GetOptions{})
 		return err == nil && *l.Spec.HolderIdentity == "node-a", nil
 	})
@@ -57,7 +57,7 @@ func TestAgentAgainstContainerd(t *testing.T) {
 	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wait.UntilTrue(t, 90*time.Second, "ran the pod", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 90*time.Second, "the pod to run", func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 &&
 			p.Status.ContainerStatuses[0].Ready && p.Status.HostIP == n.Status.Addresses[0].Address, nil

@@ -163,7 +163,7 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 func waitForServer(t *testing.T, kubeconfig string) kubernetes.Interface {
 	t.Helper()
 	var client kubernetes.Interface
-	wait.UntilTrue(t, 2*time.Minute, "serving the API", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 2*time.Minute, "the server to serve the API", func(ctx context.Context) (bool, error) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
 			return false, nil
