@@ -126,15 +126,15 @@ func TestExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 	if first.err != nil {
 		t.Fatalf("%s: Run: %v", first.id, first.err)
 	}
-	wait.Until(t, time.Minute, second.id+" takes over", second.leading.Load)
+	wait.Until(t, time.Minute, second.id+" to take over", second.leading.Load)
 	if got := holder(t, cs); got != second.id {
 		t.Errorf("lease held by %q after take-over, want %s", got, second.id)
 	}
 
 	again := startCandidate(t, base, first.id, all)
 	second.cut.Store(true) // it can no longer renew
-	wait.Until(t, time.Minute, second.id+" steps down when it cannot renew", func() bool { return !second.leading.Load() })
-	wait.Until(t, time.Minute, "the restarted "+again.id+" takes over", again.leading.Load)
+	wait.Until(t, time.Minute, second.id+" to step down when it cannot renew", func() bool { return !second.leading.Load() })
+	wait.Until(t, time.Minute, "the restarted "+again.id+" to take over", again.leading.Load)
 
 	all.mu.Lock()
 	defer all.mu.Unlock()
