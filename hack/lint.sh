@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Static checks, run by `make lint` and first by `make test`: gofmt, go vet,
-# staticcheck, and hack/verify-docs.sh (the tests docs/features.md names exist,
-# the decision records have their sections).
+# staticcheck, hack/tools/pollcheck (no hand-rolled polls in tests: they wait
+# through internal/testkit/wait) and hack/verify-docs.sh (the tests
+# docs/features.md names exist, the decision records have their sections).
 #
 #   hack/lint.sh [PACKAGES...]   # go vet and staticcheck on PACKAGES (default ./...)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,5 +26,7 @@ log "lint: go vet"
 go vet "${packages[@]}"
 log "lint: staticcheck"
 "$TOOLS_DIR/staticcheck" "${packages[@]}"
+log "lint: pollcheck"
+go run ./hack/tools/pollcheck
 log "lint: docs"
 "$REPO_ROOT/hack/verify-docs.sh"

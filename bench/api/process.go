@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/wait"
 	"os"
 	"os/exec"
 	"strconv"
@@ -136,27 +137,21 @@ func statusField(status []byte, field string) (uint64, error) {
 	return 0, fmt.Errorf("no %s in /proc status", field)
 }
 
-// waitFor polls check every 200 ms until it succeeds, ctx ends, or one of
-// procs exits; it returns check's last error on timeout.
+// waitFor polls check until it succeeds, ctx ends, timeout passes, or one
+// of procs exits; it returns check's last error on timeout.
 func waitFor(ctx context.Context, timeout time.Duration, procs []*process, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var last error
+	err := wait.PollTrue(ctx, timeout, "the target to be ready", func(ctx context.Context) (bool, error) {
 		for _, p := range procs {
 			if err := p.failed(); err != nil {
-				return err
+				return false, err
 			}
 		}
-		err := check(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s: %w", timeout, err)
-		case <-tick.C:
-		}
+		last = check(ctx)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w: last: %w", err, last)
 	}
+	return err
 }

@@ -13,11 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/bench/internal/ticker"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 func freePort() (int, error) {
@@ -31,7 +31,7 @@ func freePort() (int, error) {
 
 func waitForServer(ctx context.Context, kubeconfig string, done <-chan error) (*kubernetes.Clientset, error) {
 	var cs *kubernetes.Clientset
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 2*time.Minute, "the server to serve the API", func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-done:
 			return false, fmt.Errorf("server exited: %v", err)

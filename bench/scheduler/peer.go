@@ -13,13 +13,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // Client limits both schedulers get: what berth server gives its own
@@ -94,12 +94,12 @@ func warmUp(ctx context.Context, cs kubernetes.Interface, namespace string) erro
 	if _, err := pods.Create(ctx, benchPod(namespace, "warm-up"), metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 2*time.Minute, "the warm-up pod to be bound", func(ctx context.Context) (bool, error) {
 		pod, err := pods.Get(ctx, "warm-up", metav1.GetOptions{})
 		return err == nil && pod.Spec.NodeName != "", nil
 	})
 	if err != nil {
-		return fmt.Errorf("the warm-up pod was not bound: %w", err)
+		return err
 	}
 	return nil
 }

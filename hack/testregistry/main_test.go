@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestMain lets a test run this binary as the real command (signals and all).
@@ -48,21 +49,21 @@ func TestRejectsBadFlagsAndNonLoopback(t *testing.T) {
 	}
 }
 
-// waitReady polls for the ready file (a bounded number of tries).
+// waitReady waits for the ready file and returns what it says.
 func waitReady(t *testing.T, path string, done <-chan error) string {
 	t.Helper()
-	for range 1200 {
-		if b, err := os.ReadFile(path); err == nil {
-			return strings.TrimSpace(string(b))
-		}
+	var b []byte
+	wait.UntilNil(t, time.Minute, "testregistry to write its ready file", func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("testregistry ended before ready: %v", err)
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatal("testregistry never became ready")
-	return ""
+		var err error
+		b, err = os.ReadFile(path)
+		return err
+	})
+	return strings.TrimSpace(string(b))
 }
 
 func pullDigest(t *testing.T, ref string) string {

@@ -10,13 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
 	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestAgentAgainstContainerd runs the whole agent (registration, lease,
@@ -29,19 +29,11 @@ func TestAgentAgainstContainerd(t *testing.T) {
 	a := New(cfg, client, ctd.Client, ctd.Version, clock.RealClock{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	runAgent(t, a)
 
-	poll := func(what string, cond func(context.Context) bool) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-			return cond(ctx), nil
-		}); err != nil {
-			t.Fatalf("never %s", what)
-		}
-	}
 	var n *corev1.Node
-	poll("registered", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 90*time.Second, "the node to register", func(ctx context.Context) (bool, error) {
 		var err error
 		n, err = client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
-		return err == nil
+		return err == nil, nil
 	})
 	if rv := n.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(rv, "containerd://1.6") {
 		t.Errorf("container runtime version = %q", rv)
@@ -51,9 +43,9 @@ func TestAgentAgainstContainerd(t *testing.T) {
 			t.Errorf("node Ready = %+v", c)
 		}
 	}
-	poll("holding its lease", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 90*time.Second, "the node to hold its lease", func(ctx context.Context) (bool, error) {
 		l, err := client.CoordinationV1().Leases(node.LeaseNamespace).Get(ctx, "node-a", metav1.GetOptions{})
-		return err == nil && *l.Spec.HolderIdentity == "node-a"
+		return err == nil && *l.Spec.HolderIdentity == "node-a", nil
 	})
 
 	pod := &corev1.Pod{
@@ -65,9 +57,9 @@ func TestAgentAgainstContainerd(t *testing.T) {
 	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll("ran the pod", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 90*time.Second, "the pod to run", func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 &&
-			p.Status.ContainerStatuses[0].Ready && p.Status.HostIP == n.Status.Addresses[0].Address
+			p.Status.ContainerStatuses[0].Ready && p.Status.HostIP == n.Status.Addresses[0].Address, nil
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/berth/berth/internal/agent/gc"
 	"github.com/berth/berth/internal/agent/podcgroup/podcgrouptest"
 	"github.com/berth/berth/internal/testkit/cri"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestAgentCollectsDeletedPodsLogDirectory runs the whole agent against
@@ -40,9 +41,9 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 
 	createSleepPod(t, client, "short")
 	logDir := cfg.podLogDir() + "/default_short_uid-short"
-	poll(t, "the pod running", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 2*time.Minute, "the pod running", func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodRunning
+		return err == nil && p.Status.Phase == corev1.PodRunning, nil
 	})
 	if _, err := os.Stat(logDir); err != nil {
 		t.Fatalf("the running pod's log directory: %v", err)
@@ -60,7 +61,7 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 	if err := client.CoreV1().Pods("default").Delete(t.Context(), "short", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the deleted pod's log directory removed", func(context.Context) bool {
+	wait.Until(t, 2*time.Minute, "the deleted pod's log directory removed", func() bool {
 		_, err := os.Stat(logDir)
 		return os.IsNotExist(err)
 	})
@@ -69,7 +70,7 @@ func TestAgentCollectsDeletedPodsLogDirectory(t *testing.T) {
 	}
 	// The worker removes it after the sandbox, so maybe just after the
 	// collector removed the log directory.
-	poll(t, "the deleted pod's cgroup removed", func(context.Context) bool {
+	wait.Until(t, 2*time.Minute, "the deleted pod's cgroup removed", func() bool {
 		return len(podcgrouptest.HostPodDirs(t, "uid-short")) == 0
 	})
 }

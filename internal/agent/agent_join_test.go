@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestAgentJoinsWithToken runs `berth server` and `berth agent --server
@@ -33,7 +35,7 @@ func TestAgentJoinsWithToken(t *testing.T) {
 		"--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--disable-agent")
 	client := waitForServer(t, filepath.Join(serverDir, "admin.kubeconfig"))
 	var token string
-	poll(t, "the default join token written", func(context.Context) bool {
+	wait.Until(t, 2*time.Minute, "the default join token written", func() bool {
 		data, err := os.ReadFile(filepath.Join(serverDir, "token"))
 		token = strings.TrimSpace(string(data))
 		return err == nil
@@ -106,17 +108,17 @@ func TestAgentJoinsWithToken(t *testing.T) {
 
 func waitNodeReady(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
-	poll(t, name+" registered and Ready", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 2*time.Minute, name+" registered and Ready", func(ctx context.Context) (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false
+			return false, nil
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue
+				return c.Status == corev1.ConditionTrue, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 }
 

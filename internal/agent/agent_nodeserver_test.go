@@ -24,6 +24,7 @@ import (
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/pki"
 	testcri "github.com/berth/berth/internal/testkit/cri"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestNodeServerServesPodsAndMetrics runs the whole agent against
@@ -71,14 +72,14 @@ func TestNodeServerServesPodsAndMetrics(t *testing.T) {
 
 	pod := createSleepPod(t, client, "web")
 	var port int32
-	poll(t, "the pod running and the node server's port reported", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 2*time.Minute, "the pod running and the node server's port reported", func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
 		n, nerr := client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil || nerr != nil {
-			return false
+			return false, nil
 		}
 		port = n.Status.DaemonEndpoints.KubeletEndpoint.Port
-		return p.Status.Phase == corev1.PodRunning && port != 0
+		return p.Status.Phase == corev1.PodRunning && port != 0, nil
 	})
 
 	roots := x509.NewCertPool()

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,6 +23,7 @@ import (
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
 	"github.com/berth/berth/internal/testkit/proc"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // process is one berth subcommand running for a test.
@@ -90,17 +90,17 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", "node-e2e",
 		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint}
 	agent := startBerth(t, bin, "agent-1.log", agentArgs...)
-	poll(t, "node registered and Ready", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 2*time.Minute, "node registered and Ready", func(ctx context.Context) (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, "node-e2e", metav1.GetOptions{})
 		if err != nil {
-			return false
+			return false, nil
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 
 	grace := int64(3) // httpd as PID 1 ignores SIGTERM: the grace period runs out
@@ -148,9 +148,9 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	if err := client.CoreV1().Pods("default").Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "pod deleted by the agent after stopping it", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 2*time.Minute, "pod deleted by the agent after stopping it", func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
+		return apierrors.IsNotFound(err), nil
 	})
 	sbs, err := ctd.Client.Runtime.ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
 		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(created.UID)}},
@@ -160,32 +160,23 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	}
 }
 
-func poll(t *testing.T, what string, cond func(context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
-		return cond(ctx), nil
-	}); err != nil {
-		t.Fatalf("never %s", what)
-	}
-}
-
 func waitForServer(t *testing.T, kubeconfig string) kubernetes.Interface {
 	t.Helper()
 	var client kubernetes.Interface
-	poll(t, "serving the API", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 2*time.Minute, "the server to serve the API", func(ctx context.Context) (bool, error) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		c, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		if _, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
-			return false
+			return false, nil
 		}
 		client = c
-		return true
+		return true, nil
 	})
 	return client
 }
@@ -193,18 +184,18 @@ func waitForServer(t *testing.T, kubeconfig string) kubernetes.Interface {
 func waitRunning(t *testing.T, client kubernetes.Interface, name string) *corev1.Pod {
 	t.Helper()
 	var p *corev1.Pod
-	poll(t, name+" Running and Ready", func(ctx context.Context) bool {
+	wait.UntilTrue(t, 2*time.Minute, name+" Running and Ready", func(ctx context.Context) (bool, error) {
 		var err error
 		p, err = client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil || p.Status.Phase != corev1.PodRunning {
-			return false
+			return false, nil
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady {
-				return c.Status == corev1.ConditionTrue
+				return c.Status == corev1.ConditionTrue, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 	return p
 }

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -65,7 +65,7 @@ func TestEventsExpireAfterTheirTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	var left int
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 40*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollTrue(ctx, 40*time.Second, "the events to expire", func(ctx context.Context) (bool, error) {
 		list, err := s.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err

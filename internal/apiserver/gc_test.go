@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/metadata"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/controller/garbagecollector"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // startGarbageCollector runs the real collector against s until the test
@@ -82,14 +82,6 @@ func createFamily(t *testing.T, s *testServer, name string, secretFinalizers ...
 	return family{owner: owner, pod: pod.Name, secret: secret.Name}
 }
 
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx := testContext(t)
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, cond); err != nil {
-		t.Fatalf("waiting until %s: %v", what, err)
-	}
-}
-
 func gone(get func(ctx context.Context) error) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		err := get(ctx)
@@ -140,8 +132,8 @@ func testDeleteCascadeBackground(t *testing.T, s *testServer) {
 	kept := createFamily(t, s, "kept")
 
 	k.Must("", []string{"delete", "configmap", doomed.owner.Name, "--cascade=background"}, `configmap "doomed" deleted`)
-	eventually(t, "the pod is collected", doomed.podGone(s))
-	eventually(t, "the secret is collected", doomed.secretGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the pod to be collected", doomed.podGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the secret to be collected", doomed.secretGone(s))
 
 	// The other family's owner lives: its dependents stay.
 	ctx := testContext(t)
@@ -163,8 +155,8 @@ func TestKubectlDeleteCascadeForegroundWaitsForDependents(t *testing.T) {
 	f := createFamily(t, s, "fg", "example.com/hold")
 
 	k.Must("", []string{"delete", "configmap", f.owner.Name, "--cascade=foreground", "--wait=false"}, `configmap "fg" deleted`)
-	eventually(t, "the pod is collected", f.podGone(s))
-	eventually(t, "the secret is being deleted", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 30*time.Second, "the pod to be collected", f.podGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the secret to be marked for deletion", func(ctx context.Context) (bool, error) {
 		secret, err := s.client.CoreV1().Secrets("default").Get(ctx, f.secret, metav1.GetOptions{})
 		return err == nil && secret.DeletionTimestamp != nil, err
 	})
@@ -180,8 +172,8 @@ func TestKubectlDeleteCascadeForegroundWaitsForDependents(t *testing.T) {
 	if _, err := s.client.CoreV1().Secrets("default").Patch(ctx, f.secret, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("release the secret: %v", err)
 	}
-	eventually(t, "the secret is gone", f.secretGone(s))
-	eventually(t, "the owner is gone", f.ownerGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the secret to be gone", f.secretGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the owner to be gone", f.ownerGone(s))
 }
 
 func TestKubectlDeleteCascadeOrphanKeepsDependents(t *testing.T) {
@@ -193,7 +185,7 @@ func TestKubectlDeleteCascadeOrphanKeepsDependents(t *testing.T) {
 	// kubectl waits for the owner to go, which needs the collector (bounded,
 	// so that a broken collector fails the test instead of hanging it).
 	k.Must("", []string{"delete", "configmap", f.owner.Name, "--cascade=orphan", "--timeout=60s"}, `configmap "orphaner" deleted`)
-	eventually(t, "the owner is gone", f.ownerGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the owner to be gone", f.ownerGone(s))
 	ctx := testContext(t)
 	pod, err := s.client.CoreV1().Pods("default").Get(ctx, f.pod, metav1.GetOptions{})
 	if err != nil {
@@ -223,7 +215,7 @@ func TestDependentOfAbsentOwnerIsCollected(t *testing.T) {
 	if _, err := s.client.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stray secret is collected", gone(func(ctx context.Context) error {
+	wait.UntilTrue(t, 30*time.Second, "the stray secret to be collected", gone(func(ctx context.Context) error {
 		_, err := s.client.CoreV1().Secrets("default").Get(ctx, "stray", metav1.GetOptions{})
 		return err
 	}))
@@ -246,7 +238,7 @@ func TestDeletingNodeCollectsItsLease(t *testing.T) {
 		node.NewLeaseController(s.client, "gc-node", clock.RealClock{}, 100*time.Millisecond).Run(leaseCtx)
 	}()
 	var lease *coordinationv1.Lease
-	eventually(t, "the node's Lease names the Node as owner", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 30*time.Second, "the node's Lease to name the Node as owner", func(ctx context.Context) (bool, error) {
 		l, err := s.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gc-node", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -260,7 +252,7 @@ func TestDeletingNodeCollectsItsLease(t *testing.T) {
 	if err := s.client.CoreV1().Nodes().Delete(ctx, "gc-node", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Lease is collected", gone(func(ctx context.Context) error {
+	wait.UntilTrue(t, 30*time.Second, "the Lease to be collected", gone(func(ctx context.Context) error {
 		l, err := s.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gc-node", metav1.GetOptions{})
 		if err == nil && l.UID != lease.UID {
 			t.Fatalf("a different Lease appeared: %s", l.UID)
@@ -284,7 +276,7 @@ func TestCollectorWorksWithoutAccessToSomeResource(t *testing.T) {
 	if err := s.client.CoreV1().ConfigMaps("default").Delete(testContext(t), f.owner.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod is collected although secrets cannot be watched", f.podGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the pod to be collected although secrets cannot be watched", f.podGone(s))
 }
 
 func TestDependentInAnotherNamespaceThanItsOwnerIsCollectedWithAnEvent(t *testing.T) {
@@ -302,11 +294,11 @@ func TestDependentInAnotherNamespaceThanItsOwnerIsCollectedWithAnEvent(t *testin
 	if _, err := s.client.CoreV1().Secrets("elsewhere").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the secret is collected", gone(func(ctx context.Context) error {
+	wait.UntilTrue(t, 30*time.Second, "the secret to be collected", gone(func(ctx context.Context) error {
 		_, err := s.client.CoreV1().Secrets("elsewhere").Get(ctx, "cross", metav1.GetOptions{})
 		return err
 	}))
-	eventually(t, "an OwnerRefInvalidNamespace event is recorded", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 30*time.Second, "an OwnerRefInvalidNamespace event to be recorded", func(ctx context.Context) (bool, error) {
 		events, err := s.client.EventsV1().Events("elsewhere").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -348,7 +340,7 @@ func TestForegroundDeletionCascadesThroughGenerations(t *testing.T) {
 	if err := s.client.CoreV1().ConfigMaps("default").Delete(ctx, grandparent.Name, metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the held grandchild is being deleted", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 30*time.Second, "the held grandchild to be marked for deletion", func(ctx context.Context) (bool, error) {
 		secret, err := s.client.CoreV1().Secrets("default").Get(ctx, children.secret, metav1.GetOptions{})
 		return err == nil && secret.DeletionTimestamp != nil, err
 	})
@@ -366,6 +358,6 @@ func TestForegroundDeletionCascadesThroughGenerations(t *testing.T) {
 	if _, err := s.client.CoreV1().Secrets("default").Patch(ctx, children.secret, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the parent is gone", children.ownerGone(s))
-	eventually(t, "the grandparent is gone", family{owner: grandparent}.ownerGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the parent to be gone", children.ownerGone(s))
+	wait.UntilTrue(t, 30*time.Second, "the grandparent to be gone", family{owner: grandparent}.ownerGone(s))
 }

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -105,7 +105,7 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 		}
 	}
 	for _, ns := range []string{"default", "kube-system"} {
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollTrue(ctx, 30*time.Second, "namespace "+ns+" to have its default ServiceAccount", func(ctx context.Context) (bool, error) {
 			_, err := s.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 			return err == nil, nil
 		})
@@ -163,7 +163,7 @@ func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new namespace gets its default ServiceAccount from the controller.
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 30*time.Second, "the default ServiceAccount in a new namespace", func(ctx context.Context) (bool, error) {
 		_, err := s.client.CoreV1().ServiceAccounts("closing").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -178,7 +178,7 @@ func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
 	if err := nss.Delete(ctx, "closing", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollTrue(ctx, 30*time.Second, "the pod in the terminating namespace to be marked for deletion and its ServiceAccount to go", func(ctx context.Context) (bool, error) {
 		// Settled: the pod marked, everything else (the ServiceAccount) gone.
 		p, err := s.client.CoreV1().Pods("closing").Get(ctx, "p", metav1.GetOptions{})
 		_, saErr := s.client.CoreV1().ServiceAccounts("closing").Get(ctx, "default", metav1.GetOptions{})

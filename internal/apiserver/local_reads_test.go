@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/berth/berth/internal/informeropts"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
@@ -67,7 +67,7 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 	}
 	assertLister := func(name string, want func(*corev1.Pod) bool) {
 		t.Helper()
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollTrue(ctx, 30*time.Second, "the informer to show pod "+name+" as wanted", func(context.Context) (bool, error) {
 			p, err := pods.Lister().Pods("default").Get(name)
 			return err == nil && want(p), nil
 		})
@@ -102,12 +102,12 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 	if err := s.client.CoreV1().Pods("default").Delete(ctx, "before", *metav1.NewDeleteOptions(0)); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 30*time.Second, "the informer to drop the deleted pod", func(context.Context) (bool, error) {
 		_, err := pods.Lister().Pods("default").Get("before")
 		return err != nil, nil
 	})
 	if err != nil {
-		t.Fatal("informer kept a deleted pod")
+		t.Fatal(err)
 	}
 }
 

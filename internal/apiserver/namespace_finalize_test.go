@@ -5,7 +5,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +62,7 @@ func TestNamespaceFinalizeSubresource(t *testing.T) {
 	if err := namespaces.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	eventually(t, "the namespace controller has taken out its own finalizer", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 30*time.Second, "the namespace controller to take out its own finalizer", func(ctx context.Context) (bool, error) {
 		ns, err = namespaces.Get(ctx, "held", metav1.GetOptions{})
 		return err == nil && slices.Equal(ns.Spec.Finalizers, []corev1.FinalizerName{hold}), err
 	})

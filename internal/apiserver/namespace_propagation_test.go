@@ -4,7 +4,9 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +35,7 @@ func createNamespaceWithContent(t *testing.T, s *testServer, name string, conten
 // which a test that compares store revisions must not count.
 func waitNamespaceSettled(t *testing.T, s *testServer, name string) {
 	t.Helper()
-	eventually(t, "namespace "+name+" has its default ServiceAccount", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 30*time.Second, "namespace "+name+" has its default ServiceAccount", func(ctx context.Context) (bool, error) {
 		_, err := s.client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -84,16 +86,16 @@ func TestNamespaceDeletionRecordsThePropagationPolicy(t *testing.T) {
 				t.Fatalf("delete: %v", err)
 			}
 			// The content goes whatever the policy.
-			eventually(t, "the content is deleted", gone(func(ctx context.Context) error {
+			wait.UntilTrue(t, 30*time.Second, "the content to be deleted", gone(func(ctx context.Context) error {
 				_, err := s.client.CoreV1().ConfigMaps(tc.name).Get(ctx, "content", metav1.GetOptions{})
 				return err
 			}))
 			if tc.finalizer == "" {
-				eventually(t, "the namespace is removed", namespaceGone(s, tc.name))
+				wait.UntilTrue(t, 30*time.Second, "the namespace to be removed", namespaceGone(s, tc.name))
 				return
 			}
 			var held *corev1.Namespace
-			eventually(t, "the namespace is finalized (spec.finalizers emptied)", func(ctx context.Context) (bool, error) {
+			wait.UntilTrue(t, 30*time.Second, "the namespace to be finalized (spec.finalizers emptied)", func(ctx context.Context) (bool, error) {
 				ns, err := s.client.CoreV1().Namespaces().Get(ctx, tc.name, metav1.GetOptions{})
 				held = ns
 				return err == nil && len(ns.Spec.Finalizers) == 0, err
@@ -105,7 +107,7 @@ func TestNamespaceDeletionRecordsThePropagationPolicy(t *testing.T) {
 			if _, err := dropFinalizers(ctx, s, tc.name); err != nil && !apierrors.IsNotFound(err) {
 				t.Fatalf("remove the finalizer: %v", err)
 			}
-			eventually(t, "the namespace is removed with its last finalizer", namespaceGone(s, tc.name))
+			wait.UntilTrue(t, 30*time.Second, "the namespace to be removed with its last finalizer", namespaceGone(s, tc.name))
 		})
 	}
 }
@@ -118,7 +120,7 @@ func TestNamespaceStaysUntilContentIsGoneEvenWithoutFinalizers(t *testing.T) {
 	if err := s.client.CoreV1().Namespaces().Delete(ctx, "held", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the content is being deleted", func(ctx context.Context) (bool, error) {
+	wait.UntilTrue(t, 30*time.Second, "the content to be marked for deletion", func(ctx context.Context) (bool, error) {
 		cm, err := s.client.CoreV1().ConfigMaps("held").Get(ctx, "content", metav1.GetOptions{})
 		return err == nil && cm.DeletionTimestamp != nil, err
 	})
@@ -137,7 +139,7 @@ func TestNamespaceStaysUntilContentIsGoneEvenWithoutFinalizers(t *testing.T) {
 	if _, err := s.client.CoreV1().ConfigMaps("held").Patch(ctx, "content", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("release the content: %v", err)
 	}
-	eventually(t, "the namespace is removed", namespaceGone(s, "held"))
+	wait.UntilTrue(t, 30*time.Second, "the namespace to be removed", namespaceGone(s, "held"))
 }
 
 func TestSecondNamespaceDeleteKeepsTheFirstPolicy(t *testing.T) {
@@ -213,7 +215,7 @@ func TestNamespacePropagationWithTheGarbageCollector(t *testing.T) {
 		ns := createNamespaceWithContent(t, s, "ns-orphan")
 		dep := createDependentOf(t, s, ns)
 		deleteNamespace(t, ns.Name, metav1.DeletePropagationOrphan)
-		eventually(t, "the namespace is removed", namespaceGone(s, ns.Name))
+		wait.UntilTrue(t, 30*time.Second, "the namespace to be removed", namespaceGone(s, ns.Name))
 		got, err := cms.Get(testContext(t), dep, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("orphaned dependent: %v", err)
@@ -227,11 +229,11 @@ func TestNamespacePropagationWithTheGarbageCollector(t *testing.T) {
 		ns := createNamespaceWithContent(t, s, "ns-foreground")
 		dep := createDependentOf(t, s, ns, "example.com/hold") // held, so the namespace is seen waiting
 		deleteNamespace(t, ns.Name, metav1.DeletePropagationForeground)
-		eventually(t, "the dependent is being deleted", func(ctx context.Context) (bool, error) {
+		wait.UntilTrue(t, 30*time.Second, "the dependent to be marked for deletion", func(ctx context.Context) (bool, error) {
 			cm, err := cms.Get(ctx, dep, metav1.GetOptions{})
 			return err == nil && cm.DeletionTimestamp != nil, err
 		})
-		eventually(t, "the namespace's content is gone and it is finalized", func(ctx context.Context) (bool, error) {
+		wait.UntilTrue(t, 30*time.Second, "the namespace's content to be gone and the namespace finalized", func(ctx context.Context) (bool, error) {
 			got, err := s.client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 			return err == nil && len(got.Spec.Finalizers) == 0, err
 		})
@@ -242,15 +244,15 @@ func TestNamespacePropagationWithTheGarbageCollector(t *testing.T) {
 		if _, err := cms.Patch(testContext(t), dep, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatalf("release the dependent: %v", err)
 		}
-		eventually(t, "the dependent is gone", dependentGone(dep))
-		eventually(t, "the namespace is removed", namespaceGone(s, ns.Name))
+		wait.UntilTrue(t, 30*time.Second, "the dependent to be gone", dependentGone(dep))
+		wait.UntilTrue(t, 30*time.Second, "the namespace to be removed", namespaceGone(s, ns.Name))
 	})
 
 	t.Run("background removes the namespace, then the dependent", func(t *testing.T) {
 		ns := createNamespaceWithContent(t, s, "ns-background")
 		dep := createDependentOf(t, s, ns)
 		deleteNamespace(t, ns.Name, metav1.DeletePropagationBackground)
-		eventually(t, "the namespace is removed", namespaceGone(s, ns.Name))
-		eventually(t, "the dependent is collected", dependentGone(dep))
+		wait.UntilTrue(t, 30*time.Second, "the namespace to be removed", namespaceGone(s, ns.Name))
+		wait.UntilTrue(t, 30*time.Second, "the dependent to be collected", dependentGone(dep))
 	})
 }

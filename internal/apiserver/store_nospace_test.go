@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth/berth/internal/store/etcd"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn: over a real embedded
@@ -82,16 +83,10 @@ func TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn(t *testing.T) {
 			t.Fatalf("delete %s while full: %v", name, err)
 		}
 	}
-	for {
+	wait.UntilCtx(t, time.Minute, "writes to be accepted again after the objects were deleted", func(ctx context.Context) error {
 		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{})
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("writes still refused after the objects were deleted: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func itemNames(cms []corev1.ConfigMap) []string {

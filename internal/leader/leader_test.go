@@ -10,11 +10,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/berth/berth/internal/testkit/apitest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // candidate is one in-process component runner: it campaigns with its own
@@ -85,15 +85,6 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	}); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 func holder(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	lease, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(context.Background(), "berth-test", metav1.GetOptions{})
@@ -114,7 +105,7 @@ func TestExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 	a := startCandidate(t, base, "replica-a", all)
 	b := startCandidate(t, base, "replica-b", all)
 
-	waitFor(t, "a leader", func() bool { return a.leading.Load() || b.leading.Load() })
+	wait.Until(t, time.Minute, "a leader", func() bool { return a.leading.Load() || b.leading.Load() })
 	first, second := a, b
 	if b.leading.Load() {
 		first, second = b, a
@@ -124,7 +115,7 @@ func TestExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 	}
 	// Both keep campaigning for several renewals; the second must stay out.
 	for range 10 {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) //wait:intended lets renewals pass to show the second candidate stays out
 		if second.leading.Load() {
 			t.Fatalf("%s leads while %s holds the lease", second.id, first.id)
 		}
@@ -135,15 +126,15 @@ func TestExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 	if first.err != nil {
 		t.Fatalf("%s: Run: %v", first.id, first.err)
 	}
-	waitFor(t, second.id+" takes over", second.leading.Load)
+	wait.Until(t, time.Minute, second.id+" to take over", second.leading.Load)
 	if got := holder(t, cs); got != second.id {
 		t.Errorf("lease held by %q after take-over, want %s", got, second.id)
 	}
 
 	again := startCandidate(t, base, first.id, all)
 	second.cut.Store(true) // it can no longer renew
-	waitFor(t, second.id+" steps down when it cannot renew", func() bool { return !second.leading.Load() })
-	waitFor(t, "the restarted "+again.id+" takes over", again.leading.Load)
+	wait.Until(t, time.Minute, second.id+" to step down when it cannot renew", func() bool { return !second.leading.Load() })
+	wait.Until(t, time.Minute, "the restarted "+again.id+" to take over", again.leading.Load)
 
 	all.mu.Lock()
 	defer all.mu.Unlock()

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // envPlugin is a real NRI plugin that injects an environment variable into
@@ -43,17 +45,19 @@ func TestNRIPluginAdjustsRealContainer(t *testing.T) {
 	// The container's own process records its environment; exec'd
 	// processes get theirs separately.
 	id := e.runContainer(sb, "app", "sh", "-c", "env > /env.tmp && mv /env.tmp /env.out; exec sleep 100000")
-	for {
+	var env []byte
+	wait.UntilCtx(t, time.Minute, "the container to write /env.out", func(ctx context.Context) error {
 		resp, err := e.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"cat", "/env.out"}, Timeout: 30})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if resp.ExitCode == 0 {
-			if !strings.Contains(string(resp.Stdout), "FROM_NRI=injected") {
-				t.Errorf("the plugin's variable is not in the container's environment:\n%s", resp.Stdout)
-			}
-			return
+		if resp.ExitCode != 0 {
+			return fmt.Errorf("cat exited %d: %s", resp.ExitCode, resp.Stderr)
 		}
-		time.Sleep(20 * time.Millisecond)
+		env = resp.Stdout
+		return nil
+	})
+	if !strings.Contains(string(env), "FROM_NRI=injected") {
+		t.Errorf("the plugin's variable is not in the container's environment:\n%s", env)
 	}
 }

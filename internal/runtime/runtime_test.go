@@ -31,6 +31,7 @@ import (
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/registry"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // e2e is a real `berth runtime` (runc, berth-monitor, CNI plugins, overlay
@@ -101,17 +102,15 @@ func (e *e2e) start() {
 		e.t.Fatal(err)
 	}
 	e.conn, e.rt, e.img = conn, runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
-	for {
+	wait.UntilCtx(e.t, time.Minute, "the runtime to answer Version", func(ctx context.Context) error {
 		select {
 		case err := <-e.done:
 			e.t.Fatalf("runtime exited at start: %v", err)
 		default:
 		}
-		if _, err := e.rt.Version(context.Background(), &runtimeapi.VersionRequest{}); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, err := e.rt.Version(ctx, &runtimeapi.VersionRequest{})
+		return err
+	})
 }
 
 // stop shuts the service down as SIGTERM does; containers keep running.
@@ -198,12 +197,14 @@ func (e *e2e) status(id string) *runtimeapi.ContainerStatusResponse {
 // so an exit right after the call could otherwise be missed.)
 func (e *e2e) waitExited(id string) *runtimeapi.ContainerStatus {
 	e.t.Helper()
-	for {
-		if st := e.status(id).Status; st.State == runtimeapi.ContainerState_CONTAINER_EXITED {
-			return st
+	var st *runtimeapi.ContainerStatus
+	wait.UntilNil(e.t, 2*time.Minute, "container "+id+" to exit", func() error {
+		if st = e.status(id).Status; st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			return fmt.Errorf("state %v", st.State)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 func (e *e2e) execSync(id string, cmd ...string) string {
@@ -319,13 +320,17 @@ func TestRuntimeEndToEndWithRestart(t *testing.T) {
 
 func (e *e2e) waitForLog(path, want string) {
 	e.t.Helper()
-	for {
+	// The monitor writes asynchronously.
+	wait.UntilNil(e.t, time.Minute, fmt.Sprintf("%s to contain %q", path, want), func() error {
 		data, err := os.ReadFile(path)
-		if err == nil && strings.Contains(string(data), want) {
-			return
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond) // the monitor writes asynchronously
-	}
+		if !strings.Contains(string(data), want) {
+			return fmt.Errorf("log holds %q", data)
+		}
+		return nil
+	})
 }
 
 // checkPauseMonitorKilled kills the monitor of a pod's pause process under
@@ -343,16 +348,17 @@ func (e *e2e) checkPauseMonitorKilled() {
 	if err := syscall.Kill(mon, syscall.SIGKILL); err != nil {
 		e.t.Fatalf("kill the pause process's monitor: %v", err)
 	}
-	for {
+	// The runtime learns it from the monitor's socket closing.
+	wait.UntilCtx(e.t, time.Minute, "the sandbox to become not ready after its pause's monitor was killed", func(ctx context.Context) error {
 		st, err := e.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
 		if err != nil {
-			e.t.Fatal(err)
+			return err
 		}
-		if st.Status.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
-			break
+		if st.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			return fmt.Errorf("state %v", st.Status.State)
 		}
-		time.Sleep(20 * time.Millisecond) // the runtime learns it from the monitor's socket closing
-	}
+		return nil
+	})
 	// Orphaned, it is init's child now; a zombie is not alive (this
 	// machine's init may be slow to reap).
 	if !pause.Alive() {

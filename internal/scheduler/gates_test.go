@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -37,7 +37,7 @@ func TestGatedPodWaitsForItsGates(t *testing.T) {
 		}
 		return p
 	}
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 30*time.Second, "the SchedulingGated condition", func(context.Context) (bool, error) {
 		c := podCondition(get(), v1.PodScheduled)
 		return c != nil && c.Reason == reasonSchedulingGated, nil
 	})
@@ -58,7 +58,7 @@ func TestGatedPodWaitsForItsGates(t *testing.T) {
 	if _, err := client.CoreV1().Pods("default").Update(ctx, released, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err = wait.PollTrue(ctx, 30*time.Second, "the released pod to be bound", func(context.Context) (bool, error) {
 		return get().Spec.NodeName == "a", nil
 	})
 	if err != nil {

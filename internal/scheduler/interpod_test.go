@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -274,7 +274,7 @@ func TestPodWaitingForAffinityIsBoundOncePartnerIsPlaced(t *testing.T) {
 		}
 		return p
 	}
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 30*time.Second, "the follower to be reported unschedulable", func(context.Context) (bool, error) {
 		c := podCondition(get("follower"), v1.PodScheduled)
 		return c != nil && c.Reason == v1.PodReasonUnschedulable, nil
 	})
@@ -288,7 +288,7 @@ func TestPodWaitingForAffinityIsBoundOncePartnerIsPlaced(t *testing.T) {
 	if _, err := client.CoreV1().Pods("default").Create(ctx, on("c", labelled("db", "default", map[string]string{"app": "db"})), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err = wait.PollTrue(ctx, 30*time.Second, "the follower to be bound after its partner was placed", func(context.Context) (bool, error) {
 		return get("follower").Spec.NodeName != "", nil
 	})
 	if err != nil {

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -58,7 +58,7 @@ func create(t *testing.T, client *fake.Clientset, objs ...runtime.Object) {
 
 func waitBound(t *testing.T, client *fake.Clientset, name string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, convergeLimit, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(context.Background(), convergeLimit, "pod "+name+" to be bound", func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName != "", err
 	})

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -67,7 +67,7 @@ func TestSchedulerBindsAndReportsUnschedulable(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 
 	var pods *v1.PodList
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 30*time.Second, "the pods to be bound and huge marked unschedulable", func(ctx context.Context) (bool, error) {
 		var err error
 		pods, err = client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		if err != nil {

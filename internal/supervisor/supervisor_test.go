@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"github.com/berth/berth/internal/testkit/wait"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,17 +41,13 @@ func TestRestartsAChildThatExits(t *testing.T) {
 	child := Child{Name: "flaky", Path: "/bin/sh", Args: []string{"-c", "echo start >> " + counter + "; exit 3"}, Output: out}
 	done := make(chan struct{})
 	go func() { Run(ctx, child, slog.New(slog.DiscardHandler), nil); close(done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.UntilNil(t, 30*time.Second, "the child to be restarted", func() error {
 		data, _ := os.ReadFile(counter)
-		if strings.Count(string(data), "start") >= 2 {
-			break
+		if strings.Count(string(data), "start") < 2 {
+			return fmt.Errorf("starts so far: %q", data)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child was not restarted; starts so far: %q", data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	<-done
 }
@@ -90,7 +88,7 @@ func TestKillsAChildThatIgnoresSIGTERM(t *testing.T) {
 		Output: &lockedBuffer{}, StopGrace: 200 * time.Millisecond}
 	done := make(chan struct{})
 	go func() { Run(ctx, child, slog.New(slog.DiscardHandler), nil); close(done) }()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // time for the shell to start and ignore TERM before the stop
 	cancel()
 	select {
 	case <-done:

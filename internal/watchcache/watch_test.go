@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	"github.com/berth/berth/internal/watchcache"
 )
 
@@ -159,13 +160,12 @@ func TestWatcherHandsABusyClientItsBacklogAtOnce(t *testing.T) {
 	for i := range n {
 		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
 	}
-	deadline := time.Now().Add(time.Minute) // a bound for a broken cache, not a measurement
-	for len(w.ResultChan()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events wait in the result channel, want all", len(w.ResultChan()), n)
+	wait.UntilNil(t, time.Minute, fmt.Sprintf("all %d events to wait in the result channel", n), func() error {
+		if got := len(w.ResultChan()); got < n {
+			return fmt.Errorf("%d there", got)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if got := nextEvents(t, w, n); len(got) != n {
 		t.Fatalf("events: %v", got)
 	}

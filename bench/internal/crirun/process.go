@@ -6,8 +6,8 @@ package crirun
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/wait"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,24 +81,19 @@ func (p *Process) Stop(grace time.Duration) {
 // WaitFor calls ready until it succeeds, the process exits, or timeout
 // (a bound on a hung start, not a measurement) or ctx ends.
 func (p *Process) WaitFor(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		attempt, cancelAttempt := context.WithTimeout(ctx, 5*time.Second)
-		err := ready(attempt)
-		cancelAttempt()
-		if err == nil {
-			return nil
+	var last error
+	err := wait.PollTrue(ctx, timeout, p.name+" to be ready", func(ctx context.Context) (bool, error) {
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if last = ready(attempt); last == nil {
+			return true, nil
 		}
-		if dead := p.Alive(); dead != nil {
-			return dead
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w", p.name, errors.Join(ctx.Err(), err))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return false, p.Alive()
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w: last: %w", err, last)
 	}
+	return err
 }
 
 // TailOf returns the last n lines of the file at path: errors quote it,

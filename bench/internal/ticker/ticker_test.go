@@ -2,6 +2,7 @@ package ticker
 
 import (
 	"context"
+	"github.com/berth/berth/internal/testkit/wait"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,11 +12,10 @@ import (
 func TestEveryRunsUntilStopped(t *testing.T) {
 	var calls atomic.Int64
 	stop := Every(context.Background(), time.Millisecond, func(context.Context) { calls.Add(1) })
-	for calls.Load() < 3 {
-		time.Sleep(time.Millisecond) // bounded by the test timeout
-	}
+	wait.Until(t, 30*time.Second, "three runs", func() bool { return calls.Load() >= 3 })
 	stop()
 	after := calls.Load()
+	// Time for a run that stop failed to prevent: twenty periods.
 	time.Sleep(20 * time.Millisecond)
 	if calls.Load() != after {
 		t.Fatalf("fn ran after stop: %d, then %d", after, calls.Load())

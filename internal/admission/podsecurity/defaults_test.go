@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // stealCAKey is what baseline exists to stop: a pod mounting the server's
@@ -96,7 +98,7 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 	ns.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
 	adminWarnings.take()
-	waitFor(t, "the pod security informer to see infra's pod", func() bool {
+	wait.Until(t, 2*time.Minute, "the pod security informer to see infra's pod", func() bool {
 		if _, err := admin.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Fatal(err)
 		}

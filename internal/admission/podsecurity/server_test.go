@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,6 +21,7 @@ import (
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/server"
 	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // berth is a real `berth server` (in-process, no local agent: pods are
@@ -53,7 +53,7 @@ func startBerth(t *testing.T, admissionConfig string) *berth {
 		})
 	})
 	b := &berth{t: t, dataDir: dataDir, url: "https://127.0.0.1:" + strconv.Itoa(port)}
-	waitFor(t, "the admin kubeconfig, and the edit role among the default roles", func() bool {
+	wait.Until(t, 2*time.Minute, "the admin kubeconfig, and the edit role among the default roles", func() bool {
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
 		if err != nil {
 			return false
@@ -135,16 +135,6 @@ func createNamespace(t *testing.T, c kubernetes.Interface, name string, labels m
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if _, err := c.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

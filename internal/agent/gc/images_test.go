@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestCollectImagesOnBothRuntimes fills a real runtime with images in
@@ -161,21 +162,13 @@ func testImageGCFailureEventOnlyWhenRepeated(t *testing.T, n *node) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %s", what)
-			}
-		}
-	}
-	waitFor("the loop's tickers", func() bool { return clk.HasWaiters() })
+	wait.Until(t, time.Minute, "the loop's tickers", func() bool { return clk.HasWaiters() })
 	clk.Step(DefaultPolicy.ImagePeriod)
-	waitFor("the first image pass", func() bool { return usage.readCount() == 1 })
+	wait.Until(t, time.Minute, "the first image pass", func() bool { return usage.readCount() == 1 })
 	// Each pass fails differently, so an event tells which pass made it.
 	usage.set(FsStats{}, errors.New("statfs: second failure"))
 	clk.Step(DefaultPolicy.ImagePeriod)
-	waitFor("the second image pass", func() bool { return usage.readCount() == 2 })
+	wait.Until(t, time.Minute, "the second image pass", func() bool { return usage.readCount() == 2 })
 	select {
 	case ev := <-recorder.Events:
 		if ev != "Warning ImageGCFailed image filesystem usage: statfs: second failure" {

@@ -10,12 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/agent/cri"
 	"github.com/berth/berth/internal/runtime/runtimetest"
 	testcri "github.com/berth/berth/internal/testkit/cri"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // berthMonitor is the berth-monitor binary runtimetest.Main built for
@@ -139,12 +139,12 @@ func (n *node) container(sb sandbox, c containerSpec) string {
 		n.t.Fatalf("StartContainer %s/%d: %v", c.name, c.attempt, err)
 	}
 	if c.exits {
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollTrue(ctx, time.Minute, fmt.Sprintf("container %s/%d to exit", c.name, c.attempt), func(ctx context.Context) (bool, error) {
 			st, err := n.rt().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: resp.ContainerId})
 			return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_EXITED, nil
 		})
 		if err != nil {
-			n.t.Fatalf("container %s/%d never exited", c.name, c.attempt)
+			n.t.Fatal(err)
 		}
 	}
 	return resp.ContainerId

@@ -3,16 +3,17 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
@@ -131,19 +132,19 @@ func TestStatusReportedOnChangeAndEveryFiveMinutes(t *testing.T) {
 
 	waitUpdates := func(want int) {
 		t.Helper()
-		err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollTrue(t.Context(), 30*time.Second, fmt.Sprintf("%d status updates", want), func(context.Context) (bool, error) {
 			return countStatusUpdates(client) >= want, nil
 		})
 		if err != nil {
-			t.Fatalf("status updates = %d, want %d", countStatusUpdates(client), want)
+			t.Fatalf("%v (%d so far)", err, countStatusUpdates(client))
 		}
 	}
 	waitTicker := func() {
 		t.Helper()
-		if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		if err := wait.PollTrue(t.Context(), 30*time.Second, "the registrar to wait on its ticker", func(context.Context) (bool, error) {
 			return clk.HasWaiters(), nil
 		}); err != nil {
-			t.Fatal("registrar never waited on its ticker")
+			t.Fatal(err)
 		}
 	}
 	waitUpdates(1) // registration
@@ -222,7 +223,7 @@ func TestLeaseCreatedOwnedByNodeAndRenewed(t *testing.T) {
 	go NewLeaseController(client, "node-a", clk, 5*time.Millisecond).Run(ctx)
 	renewedAt := func(want time.Time) {
 		t.Helper()
-		err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollTrue(t.Context(), 30*time.Second, fmt.Sprintf("the lease to be renewed at %v", want), func(ctx context.Context) (bool, error) {
 			l, err := client.CoordinationV1().Leases(LeaseNamespace).Get(ctx, "node-a", metav1.GetOptions{})
 			if err != nil {
 				return false, nil
@@ -230,7 +231,7 @@ func TestLeaseCreatedOwnedByNodeAndRenewed(t *testing.T) {
 			return l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Equal(want), nil
 		})
 		if err != nil {
-			t.Fatalf("lease never renewed at %v", want)
+			t.Fatal(err)
 		}
 	}
 	renewedAt(clk.Now())

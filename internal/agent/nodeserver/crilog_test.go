@@ -3,6 +3,8 @@ package nodeserver
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"github.com/berth/berth/internal/testkit/wait"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +81,7 @@ func TestReadLogFollow(t *testing.T) {
 	go func() {
 		done <- ReadLog(context.Background(), p, out, LogOptions{Follow: true, PollInterval: time.Millisecond, Running: running.Load})
 	}()
-	waitFor(t, out, "third\n")
+	waitForLog(t, out, "third\n")
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -109,18 +111,22 @@ func TestReadLogFollowEndsWithContext(t *testing.T) {
 	go func() {
 		done <- ReadLog(ctx, p, out, LogOptions{Follow: true, PollInterval: time.Millisecond, Running: func() bool { return true }})
 	}()
-	waitFor(t, out, "third\n")
+	waitForLog(t, out, "third\n")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func waitFor(t *testing.T, out *syncBuffer, suffix string) {
+// waitForLog waits until the followed log written to out ends with suffix.
+func waitForLog(t *testing.T, out *syncBuffer, suffix string) {
 	t.Helper()
-	for !strings.HasSuffix(out.String(), suffix) {
-		time.Sleep(time.Millisecond)
-	}
+	wait.UntilNil(t, 30*time.Second, fmt.Sprintf("the followed log to end with %q", suffix), func() error {
+		if got := out.String(); !strings.HasSuffix(got, suffix) {
+			return fmt.Errorf("log so far %q", got)
+		}
+		return nil
+	})
 }
 
 // A stopped container's log that ends mid-record ends the follow anyway.

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -100,13 +100,13 @@ func testNode(name, podCIDR string, ips ...string) *v1.Node {
 	return n
 }
 
-func eventually(t *testing.T, what string, cond func() bool, state func() string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: never happened; state %s", what, state())
+// holds turns cond into a wait condition whose failure shows state.
+func holds(cond func() bool, state func() string) func() error {
+	return func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("state " + state())
 	}
 }
 
@@ -138,23 +138,23 @@ func TestPodCIDRReachesRuntimeAndRoutesFollowNodes(t *testing.T) {
 			return len(have) == len(want) && !slices.ContainsFunc(want, func(r Route) bool { return !slices.Contains(have, r) })
 		}
 	}
-	eventually(t, "route to b only, stale route gone", only(toB), routes.String)
-	eventually(t, "pod CIDR retried after a failed call", func() bool {
+	wait.UntilNil(t, 30*time.Second, "route to b only, stale route gone", holds(only(toB), routes.String))
+	wait.UntilNil(t, 30*time.Second, "pod CIDR retried after a failed call", holds(func() bool {
 		c := rt.seen()
 		return len(c) == 2 && c[0] == "10.88.0.0/24" && c[1] == "10.88.0.0/24"
-	}, func() string { return fmt.Sprint(rt.seen()) })
+	}, func() string { return fmt.Sprint(rt.seen()) }))
 
 	c := testNode("c", "10.88.2.0/24", "10.250.0.13")
 	if _, err := client.CoreV1().Nodes().Update(ctx, c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	toC := Route{Dst: netip.MustParsePrefix("10.88.2.0/24"), Via: netip.MustParseAddr("10.250.0.13")}
-	eventually(t, "route to c once it has a podCIDR", only(toB, toC), routes.String)
+	wait.UntilNil(t, 30*time.Second, "route to c once it has a podCIDR", holds(only(toB, toC), routes.String))
 
 	if err := client.CoreV1().Nodes().Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "route to deleted b removed", only(toC), routes.String)
+	wait.UntilNil(t, 30*time.Second, "route to deleted b removed", holds(only(toC), routes.String))
 	if c := rt.seen(); len(c) != 2 {
 		t.Fatalf("pod CIDR sent again without a change: %v", c)
 	}

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -41,11 +41,11 @@ func TestLifecycleHooks(t *testing.T) {
 	if _, err := h.client.CoreV1().Pods("default").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollTrue(t.Context(), 60*time.Second, "the pod to be deleted", func(ctx context.Context) (bool, error) {
 		_, err := h.client.CoreV1().Pods("default").Get(ctx, "hooks", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
-		t.Fatal("pod never deleted")
+		t.Fatal(err)
 	}
 	if got, err := readFile(hostDir + "/prestop"); err != nil || got != "stopping\n" {
 		t.Fatalf("preStop wrote %q, %v", got, err)
@@ -87,10 +87,10 @@ func TestOrphanedSandboxIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.startAgent()
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollTrue(ctx, 60*time.Second, "the orphaned sandbox to leave the runtime", func(ctx context.Context) (bool, error) {
 		sbs, err := h.ctd.Client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 		return err == nil && len(sbs.Items) == 0, nil
 	}); err != nil {
-		t.Fatal("orphaned sandbox still in the runtime")
+		t.Fatal(err)
 	}
 }

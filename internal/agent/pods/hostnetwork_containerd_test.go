@@ -11,10 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 func freeLoopbackPort(t *testing.T) int {
@@ -43,7 +43,7 @@ func TestHostNetworkPodServesOnTheNode(t *testing.T) {
 		t.Errorf("podIP = %q, want the node's %q", p.Status.PodIP, h.cfg.NodeIP)
 	}
 	var body string
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(t.Context(), 30*time.Second, "the host-network httpd to answer 200", func(ctx context.Context) (bool, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -1,15 +1,14 @@
 package pods
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestMetricsAndPodsFollowTheWork runs a pod and deletes it, and checks
@@ -22,7 +21,7 @@ func TestMetricsAndPodsFollowTheWork(t *testing.T) {
 	}
 	h.cfg.Metrics = metrics
 	h.startAgent()
-	h.poll("the informer to sync", func() bool { _, synced := h.manager.Pods(); return synced })
+	wait.Until(h.t, 90*time.Second, "the informer to sync", func() bool { _, synced := h.manager.Pods(); return synced })
 	if pods, _ := h.manager.Pods(); len(pods) != 0 {
 		t.Fatalf("Pods() = %d pods before any was created", len(pods))
 	}
@@ -47,17 +46,8 @@ func TestMetricsAndPodsFollowTheWork(t *testing.T) {
 	if err := h.client.CoreV1().Pods("default").Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.poll("the pod's worker to stop", func() bool { return gaugeValue(t, metrics.workers) == 0 })
-	h.poll("Pods() to forget the pod", func() bool { pods, _ := h.manager.Pods(); return len(pods) == 0 })
-}
-
-func (h *harness) poll(what string, cond func() bool) {
-	h.t.Helper()
-	err := wait.PollUntilContextTimeout(h.t.Context(), 20*time.Millisecond, 90*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		h.t.Fatalf("waiting for %s: %v", what, err)
-	}
+	wait.Until(h.t, 90*time.Second, "the pod's worker to stop", func() bool { return gaugeValue(t, metrics.workers) == 0 })
+	wait.Until(h.t, 90*time.Second, "Pods() to forget the pod", func() bool { pods, _ := h.manager.Pods(); return len(pods) == 0 })
 }
 
 func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {

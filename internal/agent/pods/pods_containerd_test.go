@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,6 +23,7 @@ import (
 	"github.com/berth/berth/internal/agent/podcgroup/podcgrouptest"
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 const testNode = "node-a"
@@ -127,7 +127,7 @@ func (h *harness) create(pod *corev1.Pod) *corev1.Pod {
 func (h *harness) waitPod(pod *corev1.Pod, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	h.t.Helper()
 	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(h.t.Context(), 50*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(h.t.Context(), 90*time.Second, "pod "+pod.Name+" "+what, func(ctx context.Context) (bool, error) {
 		p, err := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
@@ -136,7 +136,10 @@ func (h *harness) waitPod(pod *corev1.Pod, what string, cond func(*corev1.Pod) b
 		return cond(p), nil
 	})
 	if err != nil {
-		h.t.Fatalf("pod %s never %s; last status: %+v", pod.Name, what, last.Status)
+		if last == nil {
+			h.t.Fatal(err)
+		}
+		h.t.Fatalf("%v; last status: %+v", err, last.Status)
 	}
 	return last
 }
@@ -420,14 +423,14 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 	if _, err := h.client.CoreV1().Pods("default").Get(t.Context(), "graceful", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("pod still in the API: %v", err)
 	}
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollTrue(t.Context(), 30*time.Second, "the pod's sandbox to leave the runtime", func(ctx context.Context) (bool, error) {
 		sbs, err := h.ctd.Client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
 			Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(pod.UID)}},
 		})
 		return err == nil && len(sbs.Items) == 0, nil
 	})
 	if err != nil {
-		t.Fatal("the pod's sandbox is still in the runtime")
+		t.Fatal(err)
 	}
 	// The runtime never removes the pod's cgroup: the worker does, in
 	// every hierarchy, before it deletes the pod.
@@ -458,11 +461,11 @@ func TestAgentRestartRestartsNothing(t *testing.T) {
 	patchesBefore := statusPatches(h.client)
 	h.startAgent()
 	syncsBefore := h.syncCount(pod.UID)
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollTrue(t.Context(), 60*time.Second, "the restarted agent to sync the pod three times", func(context.Context) (bool, error) {
 		return h.syncCount(pod.UID) >= syncsBefore+3, nil
 	})
 	if err != nil {
-		t.Fatal("the restarted agent never synced the pod three times")
+		t.Fatal(err)
 	}
 	after, err := h.client.CoreV1().Pods("default").Get(t.Context(), "steady", metav1.GetOptions{})
 	if err != nil {
@@ -523,14 +526,14 @@ func TestCompletedPodSucceeds(t *testing.T) {
 	if podCondition(p, corev1.PodReady) != corev1.ConditionFalse {
 		t.Fatal("a completed pod is Ready")
 	}
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(t.Context(), 30*time.Second, "the completed pod's sandbox to be stopped", func(ctx context.Context) (bool, error) {
 		sbs, err := h.ctd.Client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
 			Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(pod.UID)}},
 		})
 		return err == nil && len(sbs.Items) == 1 && sbs.Items[0].State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY, nil
 	})
 	if err != nil {
-		t.Fatal("the completed pod's sandbox was not stopped")
+		t.Fatal(err)
 	}
 }
 
@@ -558,10 +561,10 @@ func TestRuntimeRestartRestartsNothing(t *testing.T) {
 	patchesBefore := statusPatches(h.client)
 	h.ctd.Restart(t)
 	syncsBefore := h.syncCount(pod.UID)
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	if err := wait.PollTrue(t.Context(), 60*time.Second, "the agent to sync the pod three times after the runtime restart", func(context.Context) (bool, error) {
 		return h.syncCount(pod.UID) >= syncsBefore+3, nil
 	}); err != nil {
-		t.Fatal("the agent never synced the pod three times after the runtime restart")
+		t.Fatal(err)
 	}
 	for _, c := range h.containers(pod.UID) {
 		if c.Metadata.Attempt != 0 || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {

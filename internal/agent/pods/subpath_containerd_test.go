@@ -11,10 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/berth/berth/internal/testkit/cri"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestPlantedSymlinkSubPathNeverShowsTheHost: the subPath escape of
@@ -113,11 +113,11 @@ func TestPlantedSymlinkSubPathNeverShowsTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	podDir := filepath.Join(h.cfg.DataDir, "pods", string(pod.UID))
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+	if err := wait.PollTrue(t.Context(), 60*time.Second, "the pod directory to be removed", func(context.Context) (bool, error) {
 		_, err := os.Stat(podDir)
 		return os.IsNotExist(err), nil
 	}); err != nil {
-		t.Fatalf("pod directory never removed; mounts under it: %v", cri.MountsUnder(podDir))
+		t.Fatalf("%v; mounts under it: %v", err, cri.MountsUnder(podDir))
 	}
 	if left := cri.MountsUnder(podDir); len(left) > 0 {
 		t.Errorf("mounts left after the pod's removal: %v", left)

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func TestVolumesReachContainers(t *testing.T) {
@@ -69,7 +69,7 @@ func TestVolumesReachContainers(t *testing.T) {
 	id := h.containerID(p, "reader")
 	read := func(path string) string { return h.exec(id, "cat", path) }
 	var shared string
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	if err := wait.PollTrue(ctx, 30*time.Second, "the second container to read the emptyDir file", func(context.Context) (bool, error) {
 		r, err := h.ctd.Client.Runtime.ExecSync(ctx, execReq(id, "cat", "/shared/file"))
 		shared = string(r.GetStdout())
 		return err == nil && r.ExitCode == 0, nil
@@ -105,10 +105,10 @@ func TestVolumesReachContainers(t *testing.T) {
 	if _, err := h.client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	if err := wait.PollTrue(ctx, 30*time.Second, "the updated configmap to reach the file", func(context.Context) (bool, error) {
 		return read("/etc/app/app.conf") == "v2", nil
 	}); err != nil {
-		t.Fatalf("updated configmap never reached the file: %q", read("/etc/app/app.conf"))
+		t.Fatalf("%v; the file holds %q", err, read("/etc/app/app.conf"))
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/audit"
 	"github.com/berth/berth/internal/testkit/etcdtest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // usersByToken authenticates "Bearer admin" and "Bearer viewer".
@@ -199,7 +200,7 @@ func TestAuditLogRotates(t *testing.T) {
 
 	// Old files are removed in the background after a rotation.
 	var files []string
-	waitUntil(t, "one rotated file besides the current one", func() bool {
+	wait.Until(t, time.Minute, "one rotated file besides the current one", func() bool {
 		files, err = filepath.Glob(filepath.Join(dir, "audit*.log"))
 		if err != nil {
 			t.Fatal(err)
@@ -238,17 +239,5 @@ func TestRotationRefusesNegativeLimits(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("a refused Open created the file: %v", err)
-	}
-}
-
-// waitUntil polls cond until it holds or the test's patience ends.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

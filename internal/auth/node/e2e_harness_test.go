@@ -40,6 +40,7 @@ import (
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/testkit/etcdtest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // cluster is a berth API server over a real embedded etcd, served over TLS
@@ -132,7 +133,7 @@ func newCluster(t *testing.T) *cluster {
 	if err := rbac.EnsureDefaults(ctx, c.client(t, pki.AdminIdentity), log); err != nil {
 		t.Fatalf("default RBAC roles: %v", err)
 	}
-	waitFor(t, "the RBAC informers", roles.HasSynced)
+	wait.Until(t, time.Minute, "the RBAC informers", roles.HasSynced)
 	return c
 }
 
@@ -282,20 +283,6 @@ func (c *cluster) revision(t *testing.T) int64 {
 		t.Fatal(err)
 	}
 	return rev
-}
-
-// waitFor polls cond until it holds or the test's patience ends.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 func allocatable() corev1.ResourceList {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/berth/berth/internal/auth/bootstraptoken"
 	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestJoinRefusals: credentials that must not work are refused, change
@@ -44,14 +45,14 @@ func TestJoinRefusals(t *testing.T) {
 	expired := c.newToken(t, admin, -time.Hour)
 	deleted := c.newToken(t, admin, time.Hour)
 	deletedID, _, _ := strings.Cut(deleted.Token, ".")
-	waitFor(t, "the server to know the tokens", func() bool {
+	wait.Until(t, time.Minute, "the server to know the tokens", func() bool {
 		_, err := c.bearer(deleted.Token).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		return !apierrors.IsUnauthorized(err)
 	})
 	if err := bootstraptoken.Delete(ctx, admin, deletedID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the server to forget the deleted token", func() bool {
+	wait.Until(t, time.Minute, "the server to forget the deleted token", func() bool {
 		_, err := c.bearer(deleted.Token).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		return apierrors.IsUnauthorized(err)
 	})
@@ -93,7 +94,7 @@ func TestJoinRefusals(t *testing.T) {
 			if n := len(c.auditEvents(t, 401)); n != wantAudited {
 				t.Errorf("audit log has %d 401 events, want %d", n, wantAudited)
 			}
-			waitFor(t, "the server to log "+tc.logged, func() bool { return strings.Contains(c.logs.String(), tc.logged) })
+			wait.Until(t, time.Minute, "the server to log "+tc.logged, func() bool { return strings.Contains(c.logs.String(), tc.logged) })
 		})
 	}
 }

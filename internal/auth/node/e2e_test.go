@@ -24,6 +24,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // accessCase is one request by one identity and what must come of it.
@@ -373,7 +374,7 @@ func seed(ctx context.Context, t *testing.T, c *cluster, admin, nodeA, nodeB kub
 			t.Fatalf("%s requests a certificate: %v", n.name, err)
 		}
 	}
-	waitFor(t, "the graph to see the seeded pods and CSRs", func() bool {
+	wait.Until(t, time.Minute, "the graph to see the seeded pods and CSRs", func() bool {
 		return c.graph.Synced() && c.graph.PodBoundTo("default", "pod-a", "node-a") && c.graph.PodBoundTo("default", "pod-b", "node-b") &&
 			c.graph.CSRRequestedBy("csr-a", "system:node:node-a") && c.graph.CSRRequestedBy("csr-b", "system:node:node-b")
 	})
@@ -391,7 +392,7 @@ func bindView(ctx context.Context, t *testing.T, admin kubernetes.Interface, use
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, user+"'s view binding to take effect", func() bool {
+	wait.Until(t, time.Minute, user+"'s view binding to take effect", func() bool {
 		review, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods"}}}, metav1.CreateOptions{})
 		return err == nil && review.Status.Allowed

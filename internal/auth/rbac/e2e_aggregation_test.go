@@ -4,8 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth/berth/internal/pki"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // `kubectl auth can-i --list` lists what the user holds (SelfSubjectRulesReview):
@@ -19,7 +21,7 @@ func TestViewAggregationAndCanIList(t *testing.T) {
 	viewer := b.kubeconfigFor(viewerID)
 	b.mustAs(admin, "create", "clusterrolebinding", "viewer-view", "--clusterrole=view", "--user=viewer")
 
-	waitFor(t, "the viewer to list pods", func() bool {
+	wait.Until(t, 2*time.Minute, "the viewer to list pods", func() bool {
 		out, _ := b.as(viewer, "auth", "can-i", "list", "pods")
 		return lastLine(out) == "yes"
 	})
@@ -34,7 +36,7 @@ func TestViewAggregationAndCanIList(t *testing.T) {
 
 	b.mustAs(admin, "create", "clusterrole", "lease-reader", "--verb=get,list,watch", "--resource=leases.coordination.k8s.io")
 	b.mustAs(admin, "label", "clusterrole", "lease-reader", "rbac.authorization.k8s.io/aggregate-to-view=true")
-	waitFor(t, "view, and so the viewer, to read leases", func() bool {
+	wait.Until(t, 2*time.Minute, "view, and so the viewer, to read leases", func() bool {
 		_, ok := b.as(viewer, "get", "leases", "-n", "kube-node-lease")
 		return ok
 	})

@@ -17,7 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +27,7 @@ import (
 	"github.com/berth/berth/internal/server"
 	"github.com/berth/berth/internal/testkit/kubectltest"
 	"github.com/berth/berth/internal/testkit/ports"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) {
@@ -77,7 +77,7 @@ func startBerthIn(t *testing.T, dataDir string) *berth {
 	adminKubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
 	// The kubeconfig is read again on each try: after a restart on another
 	// port the server rewrites it.
-	waitFor(t, "the admin kubeconfig and the default roles", func() bool {
+	wait.Until(t, 2*time.Minute, "the admin kubeconfig and the default roles", func() bool {
 		cfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
 		if err != nil {
 			return false
@@ -178,7 +178,7 @@ func TestOperatorGrantsMonitoringReadOnlyPods(t *testing.T) {
 		t.Errorf("kubectl get clusterrolebinding -o wide:\n%s", out)
 	}
 
-	waitFor(t, "the monitor to list pods in every namespace", func() bool {
+	wait.Until(t, 2*time.Minute, "the monitor to list pods in every namespace", func() bool {
 		out, ok := b.as(monitor, "get", "pods", "-A", "-o", "name")
 		return ok && strings.Contains(out, "pod/web-team-a") && strings.Contains(out, "pod/web-team-b")
 	})
@@ -207,11 +207,12 @@ func TestOperatorGrantsMonitoringReadOnlyPods(t *testing.T) {
 	// grant what it does not hold.
 	b.mustAs(admin, "create", "clusterrole", "rbac-writer", "--verb=create,update", "--resource=clusterroles,clusterrolebindings,roles,rolebindings")
 	b.mustAs(admin, "create", "clusterrolebinding", "monitor-writes-rbac", "--clusterrole=rbac-writer", "--user=monitor")
-	var canI string
-	waitFor(t, "the monitor to be allowed to create clusterroles", func() bool {
-		canI, _ = b.as(monitor, "auth", "can-i", "create", "clusterroles")
-		return lastLine(canI) == "yes"
-	}, &canI)
+	wait.UntilNil(t, 2*time.Minute, "the monitor to be allowed to create clusterroles", func() error {
+		if canI, _ := b.as(monitor, "auth", "can-i", "create", "clusterroles"); lastLine(canI) != "yes" {
+			return fmt.Errorf("kubectl auth can-i: %s", canI)
+		}
+		return nil
+	})
 	out := b.forbiddenAs(monitor, "create", "clusterrole", "secret-reader", "--verb=get", "--resource=secrets")
 	if !strings.Contains(out, "not currently held") {
 		t.Errorf("escalating role refused without saying why: %s", out)
@@ -241,7 +242,7 @@ func TestOperatorGrantsMonitoringReadOnlyPods(t *testing.T) {
 
 	// Revocation: deleting the binding takes the access away.
 	b.mustAs(admin, "delete", "clusterrolebinding", "monitoring")
-	waitFor(t, "the monitor to lose pod access", func() bool {
+	wait.Until(t, 2*time.Minute, "the monitor to lose pod access", func() bool {
 		out, ok := b.as(monitor, "get", "pods", "-A")
 		return !ok && strings.Contains(out, "forbidden")
 	})
@@ -300,10 +301,12 @@ func TestServiceAccountTokenBoundToPod(t *testing.T) {
 		t.Fatalf("the token before any grant: ok=%v %s; want 403 naming the service account", ok, out)
 	}
 	b.mustAs(admin, "create", "rolebinding", "robot-views", "--clusterrole=view", "--serviceaccount=default:robot")
-	waitFor(t, "the service account to list pods", func() bool {
-		out, ok = withToken("get", "pods", "-o", "name")
-		return ok && strings.Contains(out, "pod/web")
-	}, &out)
+	wait.UntilNil(t, 2*time.Minute, "the service account to list pods", func() error {
+		if out, ok := withToken("get", "pods", "-o", "name"); !ok || !strings.Contains(out, "pod/web") {
+			return fmt.Errorf("kubectl get pods (ok=%v): %s", ok, out)
+		}
+		return nil
+	})
 	if out, ok := withToken("get", "secrets"); ok || !strings.Contains(out, "forbidden") {
 		t.Errorf("view lets the service account read secrets: %s", out)
 	}
@@ -312,10 +315,12 @@ func TestServiceAccountTokenBoundToPod(t *testing.T) {
 	}
 
 	b.mustAs(admin, "delete", "pod", "web", "--grace-period=0", "--force")
-	waitFor(t, "the token to die with its pod", func() bool {
-		out, ok = withToken("get", "pods")
-		return !ok && strings.Contains(out, "Unauthorized")
-	}, &out)
+	wait.UntilNil(t, 2*time.Minute, "the token to die with its pod", func() error {
+		if out, ok := withToken("get", "pods"); ok || !strings.Contains(out, "Unauthorized") {
+			return fmt.Errorf("kubectl get pods (ok=%v): %s", ok, out)
+		}
+		return nil
+	})
 }
 
 // The default roles are created when missing and otherwise left as the
@@ -341,11 +346,11 @@ func TestDefaultRolesKeepOperatorChanges(t *testing.T) {
 		r, err := b.admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
 		return err == nil && len(r.Rules) == 1 && r.Rules[0].Resources[0] == "pods" && r.Rules[0].Verbs[0] == "get" && len(r.Rules[0].Verbs) == 1
 	}
-	waitFor(t, "view to follow its changed source", func() bool { return onlyGetPods("view") })
+	wait.Until(t, 2*time.Minute, "view to follow its changed source", func() bool { return onlyGetPods("view") })
 	b.stop()
 
 	b = startBerthIn(t, dataDir)
-	waitFor(t, "the deleted default binding to be created again", func() bool {
+	wait.Until(t, 2*time.Minute, "the deleted default binding to be created again", func() bool {
 		_, err := b.admin.RbacV1().ClusterRoleBindings().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
 		return err == nil
 	})
@@ -390,20 +395,6 @@ func (b *berth) clientFor(id pki.Identity) kubernetes.Interface {
 		b.t.Fatal(err)
 	}
 	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-// waitFor polls cond; on timeout it shows the last of lastSeen, if given.
-func waitFor(t *testing.T, what string, cond func() bool, lastSeen ...*string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		for _, s := range lastSeen {
-			t.Logf("last seen: %s", *s)
-		}
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func lastLine(s string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
 	"github.com/berth/berth/internal/testkit/apitest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 const (
@@ -52,22 +53,19 @@ func labelled(name, label string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRol
 	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{label: "true"}}, Rules: rules}
 }
 
-// waitRules polls until the role's rules are want.
+// waitRules waits until the role's rules are want.
 func waitRules(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, want ...rbacv1.PolicyRule) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	var got []rbacv1.PolicyRule
-	for time.Now().Before(deadline) {
+	wait.UntilNil(t, time.Minute, fmt.Sprintf("%s to have rules %v", name, want), func() error {
 		role, err := c.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got = role.Rules; equality.Semantic.DeepEqual(got, want) || (len(got) == 0 && len(want) == 0) {
-			return
+		if got := role.Rules; !equality.Semantic.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+			return fmt.Errorf("rules %v", got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s has rules %v, want %v", name, got, want)
+		return nil
+	})
 }
 
 func TestAggregatesLabelledRoles(t *testing.T) {

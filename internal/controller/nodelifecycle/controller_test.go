@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -74,24 +75,17 @@ func (h *harness) createPod(name, node string, tolerationSeconds *int64) {
 // sync waits for the informers to see the API's current state, then runs one pass.
 func (h *harness) sync() {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Until(h.t, 30*time.Second, "the informers to catch up with the API", func() bool {
 		nodes, _ := h.client.CoreV1().Nodes().List(h.ctx, metav1.ListOptions{})
 		pods, _ := h.client.CoreV1().Pods("").List(h.ctx, metav1.ListOptions{})
 		leases, _ := h.client.CoordinationV1().Leases(leaseNamespace).List(h.ctx, metav1.ListOptions{})
 		cachedNodes, _ := h.ctrl.nodes.List(everything)
 		cachedPods := h.ctrl.listPods()
 		cachedLeases, _ := h.ctrl.leases.List(everything)
-		if sameObjects(nodes.Items, cachedNodes, func(n *v1.Node) *v1.Node { return n }) &&
+		return sameObjects(nodes.Items, cachedNodes, func(n *v1.Node) *v1.Node { return n }) &&
 			sameObjects(pods.Items, cachedPods, newLifecyclePod) &&
-			sameObjects(leases.Items, cachedLeases, func(l *coordinationv1.Lease) *coordinationv1.Lease { return l }) {
-			break
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatal("informers never caught up")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+			sameObjects(leases.Items, cachedLeases, func(l *coordinationv1.Lease) *coordinationv1.Lease { return l })
+	})
 	if err := h.ctrl.Sync(h.ctx); err != nil {
 		h.t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth/berth/internal/controller/tokencleaner"
 	"github.com/berth/berth/internal/testkit/apitest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // start is a fresh cluster with the cleaner running on a fake clock at now.
@@ -64,18 +65,10 @@ func exists(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name 
 	return err == nil
 }
 
-// waitGone polls until the Secret is gone, within the test's patience.
+// waitGone waits until the Secret is gone.
 func waitGone(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) {
 	t.Helper()
-	deadline, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for exists(ctx, t, c, ns, name) {
-		select {
-		case <-deadline.Done():
-			t.Fatalf("%s/%s was not deleted", ns, name)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	wait.Until(t, time.Minute, "secret "+ns+"/"+name+" to be deleted", func() bool { return !exists(ctx, t, c, ns, name) })
 }
 
 // sentinel creates an already expired token after whatever the test did,

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"bytes"
+	"fmt"
+	"github.com/berth/berth/internal/testkit/wait"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,16 +120,16 @@ func TestProcessIdentityDetectsPidReuse(t *testing.T) {
 	}
 	// Killed but not yet reaped: a zombie is not alive.
 	cmd.Process.Kill()
-	for {
+	wait.UntilNil(t, 30*time.Second, fmt.Sprintf("the killed process %d to become a zombie", p.Pid), func() error {
 		_, state, err := procStat(p.Pid)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if state == "Z" {
-			break
+		if state != "Z" {
+			return fmt.Errorf("state %s", state)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if p.Alive() {
 		t.Error("a zombie is alive")
 	}

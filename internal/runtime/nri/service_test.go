@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -120,17 +121,15 @@ func TestPluginIsSynchronizedAdjustsAndVetoes(t *testing.T) {
 	p := &plugin{}
 	connect(t, sock, p)
 	// The stub's Start returns on registration; synchronization follows.
-	for {
+	var synced []string
+	wait.Until(t, 30*time.Second, "the plugin to be synchronized", func() bool {
 		p.mu.Lock()
-		synced := slices.Clone(p.synced)
-		p.mu.Unlock()
-		if len(synced) > 0 {
-			if !slices.Equal(synced, []string{"ctr0"}) {
-				t.Fatalf("plugin synchronized with %v, want the existing ctr0", synced)
-			}
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+		defer p.mu.Unlock()
+		synced = slices.Clone(p.synced)
+		return len(synced) > 0
+	})
+	if !slices.Equal(synced, []string{"ctr0"}) {
+		t.Fatalf("plugin synchronized with %v, want the existing ctr0", synced)
 	}
 	// Registration completes under the sync lock: once it can be taken,
 	// the plugin receives events.

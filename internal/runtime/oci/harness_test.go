@@ -22,6 +22,7 @@ import (
 	"github.com/berth/berth/internal/runtime/monitor"
 	"github.com/berth/berth/internal/runtime/spec"
 	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // The monitor binary and a busybox rootfs are built once per test run.
@@ -201,20 +202,6 @@ func ctx(t testing.TB) context.Context {
 	return c
 }
 
-// eventually re-checks cond until it holds, for effects that only the
-// container's own progress produces (no notification exists for "the
-// container printed X").
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // killMonitor SIGKILLs the monitor of container id and waits for its end.
 func (e *testEnv) killMonitor(id string) monitor.Process {
 	e.t.Helper()
@@ -225,7 +212,7 @@ func (e *testEnv) killMonitor(id string) monitor.Process {
 	if err := syscall.Kill(proc.Pid, syscall.SIGKILL); err != nil {
 		e.t.Fatal(err)
 	}
-	eventually(e.t, "the monitor's end", func() bool { return !proc.Alive() })
+	wait.Until(e.t, time.Minute, "the monitor's end", func() bool { return !proc.Alive() })
 	return proc
 }
 

@@ -4,15 +4,17 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/berth/berth/internal/runtime/monitor"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // readySpare waits for the runtime's spare monitor and returns it.
 func (e *testEnv) readySpare() monitor.Process {
 	e.t.Helper()
 	var pid int
-	eventually(e.t, "a spare monitor", func() bool {
+	wait.Until(e.t, time.Minute, "a spare monitor", func() bool {
 		e.rt.spare.mu.Lock()
 		defer e.rt.spare.mu.Unlock()
 		if e.rt.spare.ready != nil {
@@ -56,7 +58,7 @@ func TestSpareMonitorRunsTheNextContainer(t *testing.T) {
 	if err := e.rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the unused spare's end", func() bool { return !next.Alive() })
+	wait.Until(t, time.Minute, "the unused spare's end", func() bool { return !next.Alive() })
 	for _, id := range []string{"first", "second"} {
 		if !e.monitorOf(id).Alive() {
 			t.Errorf("closing the runtime ended %s's monitor", id)
@@ -75,7 +77,7 @@ func TestDeadSpareMonitorIsReplaced(t *testing.T) {
 	if err := syscall.Kill(spare.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the spare's end", func() bool { return !spare.Alive() })
+	wait.Until(t, time.Minute, "the spare's end", func() bool { return !spare.Alive() })
 	e.run("second", containerOpts{args: []string{"sleep", "1000"}})
 	got := e.monitorOf("second")
 	if got == spare || !got.Alive() {

@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/monitor"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 type logRecord struct {
@@ -251,7 +252,7 @@ func TestReusedMonitorPidIsNotMistakenForTheMonitor(t *testing.T) {
 	if err := syscall.Kill(old.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the monitor to die", func() bool { return !old.Alive() })
+	wait.Until(t, time.Minute, "the monitor to die", func() bool { return !old.Alive() })
 	// An unrelated live process now holds the recorded PID (as after PID
 	// reuse): its start time differs from the one recorded.
 	other := exec.Command("sleep", "1000")
@@ -323,7 +324,7 @@ until [ "$(stty size 2>/dev/null)" = "20 50" ]; do sleep 0.05; done; exit 2`
 		})
 		done <- err
 	}()
-	eventually(t, "the first size to reach the terminal", func() bool { return strings.Contains(out.String(), "first-size-ok") })
+	wait.Until(t, time.Minute, "the first size to reach the terminal", func() bool { return strings.Contains(out.String(), "first-size-ok") })
 	resize <- TerminalSize{Width: 50, Height: 20}
 	if err := <-done; err != nil || code != 2 {
 		t.Fatalf("tty exec: code %d err %v out %q", code, err, out.String())
@@ -365,7 +366,7 @@ func TestAttachTerminal(t *testing.T) {
 	stdin, w := ioPipe()
 	done := make(chan error, 1)
 	go func() { done <- e.rt.Attach(ctx(t), "at", AttachOptions{Stdin: stdin, Stdout: &out, Resize: resize}) }()
-	eventually(t, "the shell prompt", func() bool { return strings.Contains(out.String(), "#") })
+	wait.Until(t, time.Minute, "the shell prompt", func() bool { return strings.Contains(out.String(), "#") })
 	// The shell waits for the size to arrive (a lost resize ends the test at
 	// its context deadline), then proves it ran through the terminal.
 	if _, err := w.Write([]byte("until [ \"$(stty size)\" = '30 100' ]; do sleep 0.05; done; echo tty-$((40+2)); exit 6\n")); err != nil {
@@ -397,7 +398,7 @@ func TestReopenLog(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.rt.Attach(ctx(t), "log", AttachOptions{Stdin: stdin}) }()
 	w.Write([]byte("before\n"))
-	eventually(t, "the first line in the log", func() bool {
+	wait.Until(t, time.Minute, "the first line in the log", func() bool {
 		data, _ := os.ReadFile(opts.LogPath)
 		return strings.Contains(string(data), "before")
 	})
@@ -535,7 +536,7 @@ func TestExecCancelKillsTheProcessInTheContainer(t *testing.T) {
 		})
 		done <- err
 	}()
-	eventually(t, "the exec to start", func() bool { return strings.Contains(out.String(), "started") })
+	wait.Until(t, time.Minute, "the exec to start", func() bool { return strings.Contains(out.String(), "started") })
 	cancel()
 	<-done
 	// Only the container's own sleep 1000 may remain, right after Exec

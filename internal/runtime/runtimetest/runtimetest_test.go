@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 var monitor string
@@ -67,11 +67,11 @@ func runSleeper(t *testing.T, r *Runtime) {
 	if _, err := r.Client.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
 		t.Fatalf("StartContainer: %v", err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollTrue(ctx, time.Minute, "the container to report running", func(ctx context.Context) (bool, error) {
 		st, err := r.Client.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ContainerId})
 		return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
 	})
 	if err != nil {
-		t.Fatal("container never reported running")
+		t.Fatal(err)
 	}
 }

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/runtimetest"
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // monitor is the berth-monitor binary the real runtime of the e2e tests
@@ -65,12 +65,12 @@ func (p pod) start(t *testing.T, name string, mounts ...*runtimeapi.Mount) strin
 	if _, err := p.r.Client.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
 		t.Fatalf("StartContainer %s: %v", name, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollTrue(ctx, time.Minute, "container "+name+" to report running", func(ctx context.Context) (bool, error) {
 		st, err := p.r.Client.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ContainerId})
 		return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
 	})
 	if err != nil {
-		t.Fatalf("container %s never reported running", name)
+		t.Fatal(err)
 	}
 	return c.ContainerId
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/berth/berth/internal/runtime/image"
 	"github.com/berth/berth/internal/runtime/network"
 	"github.com/berth/berth/internal/runtime/oci"
+	"github.com/berth/berth/internal/testkit/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -111,16 +113,17 @@ func TestSandboxWhosePauseDiesBecomesNotReady(t *testing.T) {
 	sb, _ := h.runSandbox("pod")
 	h.restart() // the watch must also be re-established by recovery
 	h.oci.exit(sb, 137)
-	for {
-		sst, err := h.client.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	// The watcher records the exit asynchronously.
+	wait.UntilCtx(t, 30*time.Second, "the sandbox to become not ready after its pause exited", func(ctx context.Context) error {
+		sst, err := h.client.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if sst.Status.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
-			return
+		if sst.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			return fmt.Errorf("state %v", sst.Status.State)
 		}
-		time.Sleep(10 * time.Millisecond) // the watcher records the exit asynchronously
-	}
+		return nil
+	})
 }
 
 // TestLostMonitorIsReportedNotCompleted kills a running container's

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/pkg/securitycontext"
 
 	"github.com/berth/berth/internal/runtime/runtimetest"
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestKubeletSecurityContextUnderRunc: the security context the kubelet
@@ -101,12 +101,12 @@ func startWithSecurity(t *testing.T, p pod, name string, sc *runtimeapi.LinuxCon
 	if _, err := p.r.Client.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
 		t.Fatalf("StartContainer %s: %v", name, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollTrue(ctx, time.Minute, "container "+name+" to report running", func(ctx context.Context) (bool, error) {
 		st, err := p.r.Client.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ContainerId})
 		return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
 	})
 	if err != nil {
-		t.Fatalf("container %s never reported running", name)
+		t.Fatal(err)
 	}
 	return c.ContainerId
 }

@@ -19,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 const testImage = "registry.example/busybox:1"
@@ -422,8 +423,9 @@ func (h *harness) subscribe(ctx context.Context) runtimeapi.RuntimeService_GetCo
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for h.srv.events.subscribers() == before {
-		time.Sleep(time.Millisecond) // the server subscribes when the stream's handler starts
-	}
+	// The server subscribes when the stream's handler starts.
+	wait.Until(h.t, 30*time.Second, "the server to register the event stream", func() bool {
+		return h.srv.events.subscribers() != before
+	})
 	return events
 }

@@ -9,11 +9,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/scheduler"
 	"github.com/berth/berth/internal/testkit/apitest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // Through a real API server: four replicas that refuse to share a host, on
@@ -60,7 +60,7 @@ func TestAntiAffinityOnHostnameSpreadsReplicasAcrossNodes(t *testing.T) {
 
 	const want = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
 	var list *v1.PodList
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 2*time.Minute, "the pods to be bound or waiting", func(ctx context.Context) (bool, error) {
 		var err error
 		if list, err = cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
 			return false, nil

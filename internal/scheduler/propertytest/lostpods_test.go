@@ -16,12 +16,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/berth/berth/internal/scheduler"
 	"github.com/berth/berth/internal/testkit/apitest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // sweepCounter is a slog handler that counts the scheduler's sweep
@@ -93,7 +93,7 @@ func TestOneSchedulerBindsEveryPodOfABurst(t *testing.T) {
 
 	createBurst(ctx, t, cs)
 	var unbound []string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, 3*time.Minute, "every pod of the burst to be bound", func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil // a loaded server may time out a read; retry

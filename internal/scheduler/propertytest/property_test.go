@@ -2,6 +2,7 @@ package propertytest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -15,11 +16,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/scheduler"
 	"github.com/berth/berth/internal/testkit/apitest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 var seedFlag = flag.Int64("seed", 0, "random seed of the property test's workload (0: from the clock; the seed used is logged)")
@@ -127,8 +128,14 @@ func runWorkload(ctx context.Context, t *testing.T, cs kubernetes.Interface, r *
 		defer wg.Done()
 		// Once half the pods exist, many of those named are bound: deleting
 		// them must release their share while binding goes on.
-		for created.Load() < numPods/2 && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
+		if err := wait.Poll(ctx, 5*time.Minute, "half the pods to be created", func(context.Context) error {
+			if n := created.Load(); n < numPods/2 {
+				return fmt.Errorf("%d created", n)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+			return
 		}
 		names := make([]string, 0, len(deleted))
 		for name := range deleted {
@@ -175,7 +182,7 @@ func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, no
 		}
 		var state *clusterState
 		why := "not read yet"
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := wait.Poll(ctx, time.Minute, "the cluster to settle", func(ctx context.Context) error {
 			s, err := readState(ctx, cs, nodes, deleted)
 			switch {
 			case err != nil && ctx.Err() != nil && why != "not read yet":
@@ -187,14 +194,15 @@ func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, no
 				why = s.notSettle
 			default:
 				state = s
+				return nil
 			}
-			return state != nil, nil
+			return errors.New(why)
 		})
 		if err == nil {
 			return state
 		}
 		if round == 4 || ctx.Err() != nil {
-			t.Fatalf("the cluster did not settle after %d rounds: %v; last: %s", round, err, why)
+			t.Fatalf("the cluster did not settle after %d rounds: %v", round, err)
 		}
 		t.Logf("round %d: not settled (%s); touching nodes again", round, why)
 	}
@@ -282,21 +290,21 @@ func podScheduled(p *v1.Pod) *v1.PodCondition {
 func checkWatchHistories(ctx context.Context, t *testing.T, watches *nodeWatches, nodes []*v1.Node, final *clusterState) {
 	t.Helper()
 	var histories map[string][]Event
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.Poll(ctx, time.Minute, "the node watches to deliver the final sets", func(context.Context) error {
 		var errs []error
 		histories, errs = watches.snapshot()
 		if len(errs) > 0 {
-			return false, fmt.Errorf("node watches failed: %v", errs)
+			t.Fatalf("node watches failed: %v", errs)
 		}
 		for _, n := range nodes {
 			if !sameSet(finalSet(histories[n.Name]), final.bound[n.Name]) {
-				return false, nil
+				return fmt.Errorf("node %s's watch has not delivered its final set", n.Name)
 			}
 		}
-		return true, nil
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("node watches never delivered the final sets: %v", err)
+		t.Fatal(err)
 	}
 	events := 0
 	for _, n := range nodes {

@@ -2,12 +2,14 @@ package propertytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/berth/berth/internal/testkit/wait"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -104,13 +106,17 @@ type binderTally struct {
 // checked here against the node alone); anything else is recorded as wrong.
 func rawBinder(ctx context.Context, cs kubernetes.Interface, r *rand.Rand, pods []*v1.Pod, nodes []*v1.Node, created *atomic.Int64, attempts int, tally *binderTally) {
 	for range attempts {
-		n := int(created.Load())
-		for ; n == 0 && ctx.Err() == nil; n = int(created.Load()) {
-			time.Sleep(time.Millisecond)
-		}
-		if ctx.Err() != nil {
+		// Without a test to fail, the binder stops at the end of the wait;
+		// the test's own checks then find the pods unbound.
+		if wait.Poll(ctx, 5*time.Minute, "a pod to bind", func(context.Context) error {
+			if created.Load() == 0 {
+				return errors.New("none created")
+			}
+			return nil
+		}) != nil {
 			return
 		}
+		n := int(created.Load())
 		pod := pods[max(0, n-1-r.Intn(min(n, 40)))]
 		node := nodes[r.Intn(len(nodes))]
 		err := cs.CoreV1().Pods(namespace).Bind(ctx, &v1.Binding{

@@ -3,12 +3,14 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/testkit/etcdtest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 func TestCompactorKeepsAWindowOfHistory(t *testing.T) {
@@ -38,16 +40,15 @@ func TestCompactorKeepsAWindowOfHistory(t *testing.T) {
 	}()
 	defer func() { cancel(); wg.Wait() }()
 
-	// Wait for the compactor to act (however long that takes on this machine).
-	for {
+	wait.UntilCtx(t, time.Minute, "the compactor to compact away the first revision", func(ctx context.Context) error {
 		pctx, pcancel := context.WithCancel(ctx)
+		defer pcancel()
 		res := <-s.Watch(pctx, "/registry/k/", first)
-		pcancel()
-		if errors.Is(res.Err, store.ErrCompacted) {
-			break
+		if !errors.Is(res.Err, store.ErrCompacted) {
+			return fmt.Errorf("a watch from revision %d got %d events, error %v", first, len(res.Events), res.Err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	// The newest 10 revisions are still watchable.
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/store/etcd"
 	"github.com/berth/berth/internal/testkit/etcdtest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // awaitGone polls until key is gone; etcd revokes expired leases within a
@@ -18,17 +19,18 @@ import (
 // hanging.
 func awaitGone(ctx context.Context, t *testing.T, s store.Interface, key string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
+	err := wait.Poll(ctx, 30*time.Second, key+" to expire", func(ctx context.Context) error {
 		_, err := s.Get(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
-			return
+			return nil
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s never expired (last read: %v)", key, err)
+		if err == nil {
+			return errors.New("still there")
 		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

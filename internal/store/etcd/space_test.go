@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/store/etcd"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // spaceQuota is a backend quota small enough to fill in a test.
@@ -98,19 +99,13 @@ func TestNoSpaceRefusesWritesKeepsReadsAndRecoversByItself(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	for {
+	wait.UntilCtx(t, 30*time.Second, "the space keeper to disarm NOSPACE after the filler was deleted", func(ctx context.Context) error {
 		_, err := s.Create(ctx, "/registry/configmaps/default/after", []byte("x"))
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, store.ErrNoSpace) {
+		if err != nil && !errors.Is(err, store.ErrNoSpace) {
 			t.Fatalf("write after deleting: %v", err)
 		}
-		if ctx.Err() != nil {
-			t.Fatal("the space keeper did not disarm NOSPACE within the test's deadline after the filler was deleted")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	t.Logf("writes accepted again %s after the filler was deleted", time.Since(start))
 	size, _, err := etcd.DBSize(ctx, s)
 	if err != nil || size >= spaceQuota*9/10 {
@@ -154,23 +149,22 @@ func TestSpaceKeeperDefragmentsAMostlyFreeFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if beat, err = s.Update(ctx, "/registry/leases/kube-node-lease/n", beat, []byte("1")); err != nil {
-			t.Fatal(err)
+	wait.UntilCtx(t, 30*time.Second, fmt.Sprintf("the space keeper to defragment the %d-byte file", grown), func(ctx context.Context) error {
+		next, err := s.Update(ctx, "/registry/leases/kube-node-lease/n", beat, []byte("1"))
+		if err != nil {
+			return err
 		}
+		beat = next
 		size, inUse, err := etcd.DBSize(ctx, s)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if size < grown && size-inUse < 1<<20 {
-			t.Logf("defragmented from %d to %d bytes (%d in use)", grown, size, inUse)
-			return
+		if size >= grown || size-inUse >= 1<<20 {
+			return fmt.Errorf("%d bytes, %d in use", size, inUse)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("the space keeper did not defragment a %d-byte file with %d bytes in use within the deadline", size, inUse)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		t.Logf("defragmented from %d to %d bytes (%d in use)", grown, size, inUse)
+		return nil
+	})
 }
 
 func TestEmbeddedRefusesBadSpaceOptions(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/store/etcd"
 	"github.com/berth/berth/internal/testkit/etcdtest"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // nextEvents reads results until n events arrived, failing on an error result.
@@ -160,27 +161,33 @@ func awaitProgressPast(ctx context.Context, t *testing.T, s *etcd.Store, ch <-ch
 	if err != nil {
 		t.Fatal(err)
 	}
-	retry := time.NewTicker(100 * time.Millisecond)
-	defer retry.Stop()
-	for {
-		// etcd ignores a request while the watch is still catching up, and a
-		// notification may predate the write: ask until one covers it.
-		if err := s.RequestProgress(ctx, "/registry/pods/"); err != nil {
-			t.Fatal(err)
+	// etcd ignores a request while the watch is still catching up, and a
+	// notification may predate the write: ask until one covers it.
+	// etcd ignores a request while the watch is still catching up, and a
+	// notification may predate the write: ask until one covers it. The
+	// watch hands on a notification only to a reader that is waiting, so
+	// each turn waits a while for one.
+	wait.UntilCtx(t, time.Minute, fmt.Sprintf("a progress notification past revision %d", other), func(rctx context.Context) error {
+		if err := s.RequestProgress(rctx, "/registry/pods/"); err != nil {
+			return err
 		}
+		turn, cancel := context.WithTimeout(rctx, 100*time.Millisecond)
+		defer cancel()
 		select {
+		case res, open := <-ch:
+			if !open || res.Err != nil || len(res.Events) != 0 {
+				t.Fatalf("unexpected watch result %+v (open %v)", res, open)
+			}
+			if res.Revision < other {
+				return fmt.Errorf("a notification at revision %d", res.Revision)
+			}
+			return nil
 		case <-ctx.Done():
-			t.Fatalf("no progress notification past revision %d: %v", other, ctx.Err())
-		case res := <-ch:
-			if res.Err != nil || len(res.Events) != 0 {
-				t.Fatalf("unexpected watch result %+v", res)
-			}
-			if res.Revision >= other {
-				return
-			}
-		case <-retry.C:
+			t.Fatalf("the watch's context ended: %v", ctx.Err())
+		case <-turn.Done():
 		}
-	}
+		return errors.New("no notification")
+	})
 }
 
 func TestListPagesAtOneRevision(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/registry"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // RegistryHost is the registry name the test images are pulled under; the
@@ -113,17 +114,16 @@ func Start(t testing.TB) *Containerd {
 // failures. berth runtime's test starter connects with it too.
 func Connect(t testing.TB, what, endpoint string, exited chan error) Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	for {
-		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+	var conn Conn
+	wait.UntilCtx(t, time.Minute, what+" to answer CRI Version", func(ctx context.Context) error {
+		failIfExited(t, what, exited)
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		client, v, err := agentcri.Dial(dctx, endpoint)
-		dcancel()
-		if err == nil {
-			return Conn{Endpoint: endpoint, Client: client, Version: v}
-		}
-		retryUnlessExited(t, ctx, what, exited, err)
-	}
+		conn = Conn{Endpoint: endpoint, Client: client, Version: v}
+		return err
+	})
+	return conn
 }
 
 // start launches the containerd process.
@@ -154,17 +154,15 @@ func (c *Containerd) stop() {
 	c.cmd = nil
 }
 
-// retryUnlessExited fails t when the runtime exited or ctx ended while
-// waiting for it to answer, and otherwise paces the next attempt.
-func retryUnlessExited(t testing.TB, ctx context.Context, what string, exited chan error, lastErr error) {
+// failIfExited fails t when the runtime has exited (exited yields; the
+// error is put back for its owner).
+func failIfExited(t testing.TB, what string, exited chan error) {
 	t.Helper()
 	select {
 	case err := <-exited:
 		exited <- err
 		t.Fatalf("%s exited: %v", what, err)
-	case <-ctx.Done():
-		t.Fatalf("%s did not answer CRI Version: %v", what, lastErr)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 }
 
@@ -177,17 +175,13 @@ func (c *Containerd) Restart(t testing.TB) {
 	t.Helper()
 	c.stop()
 	c.start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	for {
-		vctx, vcancel := context.WithTimeout(ctx, 2*time.Second)
+	wait.UntilCtx(t, time.Minute, c.describe()+" to answer CRI Version after its restart", func(ctx context.Context) error {
+		failIfExited(t, c.describe(), c.exited)
+		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := c.Client.Runtime.Version(vctx, &runtimeapi.VersionRequest{})
-		vcancel()
-		if err == nil {
-			return
-		}
-		retryUnlessExited(t, ctx, c.describe(), c.exited, err)
-	}
+		return err
+	})
 }
 
 // ServeImages serves the testkit's image catalogue from an in-process

@@ -2,6 +2,7 @@ package critestcheck
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // containerd is a containerd process started for one test, in an IPC
@@ -92,15 +94,18 @@ func startContainerd(t *testing.T, dir, registryHost, crictl string) *containerd
 		logFile.Close()
 		_ = exec.Command("ip", "link", "del", bridgeName).Run()
 	})
-	for range 600 {
-		if exec.Command(crictl, "--runtime-endpoint", c.endpoint(), "version").Run() == nil {
-			return c
+	err = wait.Poll(t.Context(), 90*time.Second, "containerd to answer CRI Version", func(ctx context.Context) error {
+		out, err := exec.CommandContext(ctx, crictl, "--runtime-endpoint", c.endpoint(), "version").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("crictl version: %w: %s", err, out)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
+		t.Fatalf("%v; log:\n%s", err, tail(log))
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
-	t.Fatalf("containerd never answered CRI Version; log:\n%s", tail(log))
-	return nil
+	return c
 }
 
 func (c *containerd) endpoint() string { return "unix://" + c.socket }

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 var (
@@ -197,9 +198,13 @@ func TestCritestNginxStandIn(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
-	pid := waitFor(t, "nginx.pid", func() (string, bool) {
+	var pid string
+	wait.UntilNil(t, 30*time.Second, "nginx to write nginx.pid", func() error {
 		b, err := os.ReadFile(filepath.Join(dir, "var/run/nginx.pid"))
-		return strings.TrimSpace(string(b)), err == nil && len(b) > 0
+		if pid = strings.TrimSpace(string(b)); err == nil && pid == "" {
+			return errors.New("empty")
+		}
+		return err
 	})
 	if pid != strconv.Itoa(cmd.Process.Pid) {
 		t.Fatalf("nginx.pid %q, but the master we started is %d", pid, cmd.Process.Pid)
@@ -212,14 +217,22 @@ func TestCritestNginxStandIn(t *testing.T) {
 	if !strings.Contains(" "+strings.TrimSpace(string(pids))+" ", " "+pid+" ") {
 		t.Fatalf("pidof nginx = %q, want it to include %s", pids, pid)
 	}
-	body := waitFor(t, "HTTP 200", func() (string, bool) {
-		resp, err := http.Get("http://" + addr + "/")
+	var body string
+	wait.UntilCtx(t, 30*time.Second, "nginx to answer GET / with 200", func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
 		if err != nil {
-			return "", false
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return string(b), resp.StatusCode == http.StatusOK
+		if body = string(b); resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %s", resp.Status)
+		}
+		return nil
 	})
 	if !strings.Contains(body, "nginx") {
 		t.Errorf("GET / body %q", body)
@@ -235,19 +248,6 @@ func TestCritestNginxStandIn(t *testing.T) {
 	if exit != nil && exit.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
 		t.Fatalf("nginx master was killed by the signal instead of handling it (stderr %q)", stderr.String())
 	}
-}
-
-// waitFor polls cond (bounded number of tries, never asserting a duration).
-func waitFor(t *testing.T, what string, cond func() (string, bool)) string {
-	t.Helper()
-	for range 300 {
-		if v, ok := cond(); ok {
-			return v
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("gave up waiting for %s", what)
-	return ""
 }
 
 func freeLoopbackAddr(t *testing.T) string {

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"github.com/berth/berth/internal/testkit/wait"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +13,7 @@ import (
 func TestStartLogsAndStopEnds(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "sub", "sh.log")
 	p := Start(t, "/bin/sh", log, "-c", "echo started; exec sleep 60")
-	for !strings.Contains(readFile(log), "started") {
-		time.Sleep(10 * time.Millisecond) // bounded by the test timeout
-	}
+	wait.Until(t, 30*time.Second, "the process to log that it started", func() bool { return strings.Contains(readFile(log), "started") })
 	p.Stop(syscall.SIGTERM)
 	if p.Cmd.ProcessState == nil || p.Cmd.ProcessState.ExitCode() != -1 {
 		t.Fatalf("process state after SIGTERM: %v", p.Cmd.ProcessState)

@@ -89,3 +89,36 @@ func UntilCtx(t testing.TB, timeout time.Duration, what string, cond func(contex
 		t.Fatal(err)
 	}
 }
+
+// PollTrue is Poll for conditions of apimachinery's shape: cond reports
+// whether the condition holds, and an error from it ends the wait at once,
+// for a check whose failure no later try can mend (a Get that must not fail).
+func PollTrue(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
+	var fatal error
+	err := Poll(ctx, timeout, what, func(ctx context.Context) error {
+		done, err := cond(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			fatal = err
+			return nil
+		case err != nil:
+			return err // the deadline cut the check short
+		case !done:
+			return errNotYet
+		}
+		return nil
+	})
+	if fatal != nil {
+		return fmt.Errorf("waiting for %s: %w", what, fatal)
+	}
+	return err
+}
+
+// UntilTrue fails t unless cond returns true within timeout; an error from
+// cond fails t at once (see PollTrue).
+func UntilTrue(t testing.TB, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := PollTrue(t.Context(), timeout, what, cond); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,7 @@ package wait
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,53 @@ func TestConditionContextEndsAtTheDeadline(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "waiting for a hung call") {
 		t.Fatalf("Poll = %v, want the hung call cut off at the deadline", err)
+	}
+}
+
+// recorder is a testing.TB that records a Fatal instead of ending the test,
+// so the helpers' failures can be checked.
+type recorder struct {
+	testing.TB
+	failure string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Fatal(args ...any) { r.failure = fmt.Sprint(args...) }
+
+func (r *recorder) Fatalf(format string, args ...any) { r.failure = fmt.Sprintf(format, args...) }
+
+func TestUntilTrueStopsAtTheFirstError(t *testing.T) {
+	r := &recorder{TB: t}
+	calls := 0
+	UntilTrue(r, time.Hour, "a readable object", func(context.Context) (bool, error) {
+		calls++
+		return false, errors.New("forbidden")
+	})
+	if calls != 1 || r.failure != "waiting for a readable object: forbidden" {
+		t.Fatalf("after %d calls the failure is %q, want one call and the error", calls, r.failure)
+	}
+}
+
+func TestUntilTrueTimesOutNamingWhatItWaitedFor(t *testing.T) {
+	r := &recorder{TB: t}
+	UntilTrue(r, 20*time.Millisecond, "the pod to go", func(context.Context) (bool, error) { return false, nil })
+	if r.failure != "timed out after 20ms waiting for the pod to go" {
+		t.Fatalf("failure %q", r.failure)
+	}
+	r.failure = ""
+	UntilTrue(r, time.Minute, "the pod to go", func(context.Context) (bool, error) { return true, nil })
+	if r.failure != "" {
+		t.Fatalf("a condition that holds failed: %q", r.failure)
+	}
+}
+
+func TestPollTrueEndsAtTheFirstErrorAndKeepsIt(t *testing.T) {
+	forbidden := errors.New("forbidden")
+	err := PollTrue(context.Background(), time.Hour, "a readable object", func(context.Context) (bool, error) {
+		return false, forbidden
+	})
+	if !errors.Is(err, forbidden) || err.Error() != "waiting for a readable object: forbidden" {
+		t.Fatalf("PollTrue = %v, want the condition's error", err)
 	}
 }
