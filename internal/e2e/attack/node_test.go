@@ -127,7 +127,7 @@ func (n *joinedNode) heartbeat(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick.C: //wait:intended a heartbeat every 10 s, as a kubelet sends
 		}
 		node, err := n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 		if err != nil {

@@ -228,15 +228,15 @@ func runPod(t *testing.T, client kubernetes.Interface, name, node string) string
 		NodeName:   node,
 		Containers: []corev1.Container{{Name: "main", Image: images.Busybox, Command: []string{"sleep", "3600"}}},
 	}}
-	var err error
-	for range 20 { // a replica may be going away under us
-		if _, err = client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {
-			return name
+	// A replica may be going away under us: retry until one takes it.
+	wait.UntilCtx(t, time.Minute, "pod "+name+" to be created", func(ctx context.Context) error {
+		_, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
 		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("create pod %s: %v", name, err)
-	return ""
+		return err
+	})
+	return name
 }
 
 func waitPodRunning(t *testing.T, client kubernetes.Interface, name string) {
@@ -341,7 +341,7 @@ func startCreating(ctx context.Context, client kubernetes.Interface) *creator {
 				c.acked = append(c.acked, seq)
 				c.mu.Unlock()
 			} else if ctx.Err() == nil {
-				time.Sleep(100 * time.Millisecond) // a replica or member is down; try the next one
+				time.Sleep(100 * time.Millisecond) //wait:intended a replica or member is down; the load goes on after a pause
 			}
 		}
 	}()

@@ -1,6 +1,8 @@
 package multinode
 
 import (
+	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	testcri "github.com/berth/berth/internal/testkit/cri"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // sweep is the last line of clean-up, for a test that failed before its
@@ -27,11 +30,14 @@ func sweep(t *testing.T, dir string, namespaces []string) {
 		}
 	}
 	for _, ns := range namespaces {
-		for i := 0; i < 50; i++ {
-			if out, _ := exec.Command("ip", "netns", "pids", ns).Output(); len(strings.TrimSpace(string(out))) == 0 {
-				break
+		err := wait.Poll(context.Background(), 5*time.Second, "the processes in "+ns+" to exit", func(context.Context) error {
+			if out, _ := exec.Command("ip", "netns", "pids", ns).Output(); len(strings.TrimSpace(string(out))) > 0 {
+				return fmt.Errorf("pids %s", strings.Fields(string(out)))
 			}
-			time.Sleep(100 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			t.Log(err) // the sweep goes on: unmounting below does not need them gone
 		}
 	}
 	testcri.UnmountUnder(dir)
