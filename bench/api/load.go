@@ -152,7 +152,13 @@ func deletePods(ctx context.Context, clients []kubernetes.Interface, pods int) p
 // (no controller-manager runs to create it, and upstream's ServiceAccount
 // admission refuses pods without it).
 func setUp(ctx context.Context, cs kubernetes.Interface) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	// Both servers evaluate the same Pod Security level for every pod:
+	// kube-apiserver's default policy is privileged and berth's warns at
+	// restricted, which would add a warning per create to berth's side only.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/warn": "baseline",
+		"pod-security.kubernetes.io/audit": "baseline",
+	}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace: %w", err)
 	}
