@@ -25,7 +25,8 @@ chown -R nobody:nogroup "$run_dir"
 
 # Root's module cache sits under /root, which nobody cannot enter: a private
 # mount namespace shows it (read-only) at UNIT_DIR/gomodcache, for this
-# process tree only.
+# process tree only. Nothing is downloaded into it (GOPROXY=off): the
+# modules go.mod requires are already there.
 modcache=$(go env GOMODCACHE)
 unshare --mount --propagation private -- /bin/sh -ec '
   mount --bind "$1" "$2/gomodcache" && mount -o remount,bind,ro "$2/gomodcache"
@@ -33,6 +34,5 @@ unshare --mount --propagation private -- /bin/sh -ec '
   exec "$@"
 ' sh "$modcache" "$UNIT_DIR" \
   setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- \
-  env HOME="$UNIT_DIR/home" GOCACHE="$UNIT_DIR/gocache" GOMODCACHE="$UNIT_DIR/gomodcache" \
-  GOFLAGS=-mod=readonly GOPROXY=off GOTOOLCHAIN=local \
+  env HOME="$UNIT_DIR/home" GOCACHE="$UNIT_DIR/gocache" GOMODCACHE="$UNIT_DIR/gomodcache" GOPROXY=off \
   "$run_dir/$(basename "$bin")" "$@"
