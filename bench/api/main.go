@@ -5,7 +5,7 @@
 // status-update and delete throughput, and server memory. It writes the
 // api section of docs/benchmarks.md.
 //
-//	bench/api/build-peer.sh   # once: builds kube-apiserver and etcd into _output/bench
+//	hack/build-bench-peers.sh   # once: builds kube-apiserver and etcd into _output/bench
 //	go run ./bench/api --shape small|large|both [--peer=false]
 package main
 
@@ -30,7 +30,7 @@ type options struct {
 	runs      int
 	peer      bool
 	berth     string // berth binary; empty builds ./cmd/berth
-	binDir    string // where build-peer.sh put kube-apiserver and etcd
+	binDir    string // where hack/build-bench-peers.sh put kube-apiserver and etcd
 	workDir   string // data directories and server logs
 	out       string
 	note      string
@@ -42,7 +42,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.shape, "shape", "small", "small (100 nodes, 3000 pods, 32 clients), large (1000, 10000, 64) or both")
 	flag.IntVar(&o.runs, "runs", 1, "runs per server and shape, alternating servers; the report shows medians")
-	flag.BoolVar(&o.peer, "peer", true, "also run kube-apiserver "+peerVersion+" + etcd (build them with bench/api/build-peer.sh)")
+	flag.BoolVar(&o.peer, "peer", true, "also run kube-apiserver "+peerVersion+" + etcd (build them with hack/build-bench-peers.sh)")
 	flag.StringVar(&o.berth, "berth", "", "berth binary to run (default: build ./cmd/berth into _output/bench/berth)")
 	flag.StringVar(&o.binDir, "peer-bin-dir", "_output/bench", "directory holding kube-apiserver and etcd")
 	flag.StringVar(&o.workDir, "work-dir", "_output/bench/api", "directory for the servers' data and logs (wiped per server)")

@@ -15,18 +15,18 @@ import (
 	"github.com/berth/berth/internal/pki"
 )
 
-// peerVersion is the kube-apiserver version build-peer.sh builds.
+// peerVersion is the kube-apiserver version hack/build-bench-peers.sh builds.
 const peerVersion = "v1.37.2"
 
 // startPeer runs upstream etcd and kube-apiserver (binaries from
-// bench/api/build-peer.sh in binDir) as a plain control plane would, with
+// hack/build-bench-peers.sh in binDir) as a plain control plane would, with
 // the flags kube-apiserver needs and no more. etcd is reached over plain
 // HTTP on loopback, which spares the peer the TLS cost a real deployment
 // pays between the two; that favours the peer.
 func startPeer(ctx context.Context, binDir, dir, logDir string) (*target, error) {
 	for _, b := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
-			return nil, fmt.Errorf("%w: build the peer first with bench/api/build-peer.sh", err)
+			return nil, fmt.Errorf("%w: build the peer first with hack/build-bench-peers.sh", err)
 		}
 	}
 	ports, err := freePorts(3)

@@ -10,7 +10,7 @@
 //
 // It writes the side-by-side table into docs/benchmarks.md (section "cri").
 // Run as root, from the repository root, after hack/setup.sh and
-// hack/build.sh: go run ./bench/cri
+// hack/build.sh (or through hack/bench.sh cri): go run ./bench/cri
 package main
 
 import (

@@ -15,7 +15,7 @@
 // Rounds alternate which runtime goes first.
 //
 // Run as root from the repository root after hack/build.sh (or through
-// hack/bench-podstartup.sh): go run ./bench/podstartup [-write-docs]
+// hack/bench.sh podstartup): go run ./bench/podstartup [-write-docs]
 package main
 
 import (

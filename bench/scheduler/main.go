@@ -5,7 +5,7 @@
 // figures into docs/benchmarks.md. Run: go run ./bench/scheduler
 //
 // With -peer kube-scheduler it measures berth's scheduler and kube-scheduler
-// v1.37.2 (built by bench/scheduler/build-peer.sh) one after the other
+// v1.37.2 (built by hack/build-bench-peers.sh kube-scheduler) one after the other
 // against the same berth server, started with --disable-scheduler.
 package main
 
@@ -42,7 +42,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report file (empty: print only)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the scheduling phase (server, scheduler and load generator share this process) to this file, and its allocations to FILE.allocs; not with -peer")
 	flag.StringVar(&o.peer, "peer", "", `"kube-scheduler": measure berth's scheduler and kube-scheduler side by side against one berth server`)
-	flag.StringVar(&o.peerBinary, "peer-binary", "_output/bench/kube-scheduler", "kube-scheduler binary for -peer (bench/scheduler/build-peer.sh builds it)")
+	flag.StringVar(&o.peerBinary, "peer-binary", "_output/bench/kube-scheduler", "kube-scheduler binary for -peer (hack/build-bench-peers.sh kube-scheduler builds it)")
 	flag.StringVar(&o.peerLog, "peer-log", "_output/bench/kube-scheduler.log", "kube-scheduler's output for -peer")
 	flag.Parse()
 	if err := validate(o); err != nil {
@@ -68,7 +68,7 @@ func validate(o options) error {
 	}
 	if o.peer != "" {
 		if _, err := os.Stat(o.peerBinary); err != nil {
-			return fmt.Errorf("-peer-binary: %w (build it with bench/scheduler/build-peer.sh)", err)
+			return fmt.Errorf("-peer-binary: %w (build it with hack/build-bench-peers.sh kube-scheduler)", err)
 		}
 	}
 	return nil

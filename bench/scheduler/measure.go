@@ -85,7 +85,7 @@ func sideBySideMarkdown(o options, berth, kube measurement) string {
 	return fmt.Sprintf(`## Scheduler beside kube-scheduler (bench/scheduler -peer kube-scheduler)
 
 `+"`go run ./bench/scheduler -nodes %d -pods %d -clients %d -peer kube-scheduler`"+` (kube-scheduler built by
-`+"`bench/scheduler/build-peer.sh`"+`), measured %s on this machine. One berth server
+`+"`hack/build-bench-peers.sh kube-scheduler`"+`), measured %s on this machine. One berth server
 (`+"`--disable-scheduler`"+`, embedded etcd, in the bench's process) with %d Nodes; first berth's scheduler
 (internal/scheduler, in the bench's process), then kube-scheduler (a child process), each on its own
 %d pods in its own namespace, the other scheduler stopped; the first batch stays bound during the second.

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/berth/berth/internal/watchcache"
 )
 
 // LocalReads lists and watches collections straight from the server's
@@ -90,7 +92,7 @@ func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime
 	if err != nil {
 		return nil, err
 	}
-	objs, rev, cont, err := r.reader.List(ctx, listQuery{
+	objs, rev, cont, err := r.reader.List(ctx, watchcache.ListOptions{
 		Label: label, Field: field,
 		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: string(opts.ResourceVersionMatch),
 		Limit: opts.Limit, Continue: opts.Continue,
@@ -111,12 +113,12 @@ func (r localReader) watch(ctx context.Context, opts metav1.ListOptions) (watch.
 	if err != nil {
 		return nil, err
 	}
-	q := watchQuery{
+	// The cache's own objects, unencoded: informers only read them.
+	w, err := r.reader.Watch(ctx, watchcache.WatchOptions{
 		Label: label, Field: field,
 		ResourceVersion: opts.ResourceVersion, SendInitialEvents: opts.SendInitialEvents,
-		AllowBookmarks: opts.AllowWatchBookmarks, View: r.view, Direct: true,
-	}
-	w, err := r.reader.Watch(ctx, q)
+		AllowBookmarks: opts.AllowWatchBookmarks, View: r.view,
+	})
 	if err != nil || r.view == nil {
 		return w, err
 	}

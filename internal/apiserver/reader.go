@@ -11,43 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/berth/berth/internal/store"
+	"github.com/berth/berth/internal/watchcache"
 )
 
 // collectionReader serves LIST and WATCH of one resource. In production it
-// is the watch cache (internal/watchcache); the query types mirror that
-// package's ListOptions and WatchOptions field for field.
+// is the watch cache (internal/watchcache), and every reader takes that
+// package's options; a reader without shared objects (storeReader decodes
+// each watcher's own) ignores WatchOptions.Shared.
 type collectionReader interface {
 	// Get reads one object at least as fresh as minRV (0: any); the
 	// returned object is shared and must not be modified.
 	Get(ctx context.Context, key string, minRV int64) (runtime.Object, int64, error)
-	List(ctx context.Context, q listQuery) (objs []runtime.Object, listRV int64, continueToken string, err error)
-	Watch(ctx context.Context, q watchQuery) (watch.Interface, error)
-}
-
-type listQuery struct {
-	Namespace            string
-	Label                labels.Selector
-	Field                fields.Selector
-	ResourceVersion      string
-	ResourceVersionMatch string
-	Limit                int64
-	Continue             string
-}
-
-type watchQuery struct {
-	Namespace         string
-	Label             labels.Selector
-	Field             fields.Selector
-	ResourceVersion   string
-	SendInitialEvents *bool
-	AllowBookmarks    bool
-	// View maps each object the watch sends (not bookmarks); nil: none.
-	// Objects may be shared: it returns its argument or a changed copy.
-	View func(runtime.Object) runtime.Object
-	// Direct sends the reader's own objects (through View, if set) without
-	// the per-watcher copies the API's encoders need: for in-process
-	// readers that only read them (LocalReads).
-	Direct bool
+	List(ctx context.Context, opts watchcache.ListOptions) (objs []runtime.Object, listRV int64, continueToken string, err error)
+	Watch(ctx context.Context, opts watchcache.WatchOptions) (watch.Interface, error)
 }
 
 // readerFactory builds the reader of one resource; the server calls it once

@@ -15,6 +15,7 @@ import (
 	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/berth/berth/internal/store"
+	"github.com/berth/berth/internal/watchcache"
 )
 
 // storeReader reads collections straight from the store: consistent, but
@@ -48,7 +49,7 @@ func (r *storeReader) Get(ctx context.Context, key string, _ int64) (runtime.Obj
 // a page whose selectors skip some objects.
 const listPageSize = 500
 
-func (r *storeReader) List(ctx context.Context, q listQuery) ([]runtime.Object, int64, string, error) {
+func (r *storeReader) List(ctx context.Context, q watchcache.ListOptions) ([]runtime.Object, int64, string, error) {
 	prefix := r.spec.Prefix
 	if q.Namespace != "" {
 		prefix += q.Namespace + "/"
@@ -90,7 +91,7 @@ func (r *storeReader) List(ctx context.Context, q listQuery) ([]runtime.Object, 
 // listStart interprets continue and resourceVersion: a continue token pins
 // the revision of the first page; an Exact match pins the named revision;
 // anything else reads the latest (which is never older than what was asked).
-func (r *storeReader) listStart(q listQuery) (startKey string, rev int64, err error) {
+func (r *storeReader) listStart(q watchcache.ListOptions) (startKey string, rev int64, err error) {
 	if q.Continue != "" {
 		key, rv, err := apistorage.DecodeContinue(q.Continue, r.spec.Prefix)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/berth/berth/internal/store"
+	"github.com/berth/berth/internal/watchcache"
 )
 
 // Watch streams the collection's changes after q.ResourceVersion. With no
@@ -20,7 +21,7 @@ import (
 // stream first replays the current state as ADDED events; with
 // sendInitialEvents and bookmarks it then marks the end of that replay with
 // the k8s.io/initial-events-end bookmark, as client-go's watch-list expects.
-func (r *storeReader) Watch(ctx context.Context, q watchQuery) (watch.Interface, error) {
+func (r *storeReader) Watch(ctx context.Context, q watchcache.WatchOptions) (watch.Interface, error) {
 	initial := q.ResourceVersion == "" || q.ResourceVersion == "0"
 	if q.SendInitialEvents != nil {
 		initial = *q.SendInitialEvents
@@ -33,7 +34,7 @@ func (r *storeReader) Watch(ctx context.Context, q watchQuery) (watch.Interface,
 	)
 	switch {
 	case initial:
-		replay, fromRev, _, err = r.List(ctx, listQuery{Namespace: q.Namespace, Label: q.Label, Field: q.Field})
+		replay, fromRev, _, err = r.List(ctx, watchcache.ListOptions{Namespace: q.Namespace, Label: q.Label, Field: q.Field})
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +77,7 @@ func (r *storeReader) initialEventsEnd(rev int64) (runtime.Object, error) {
 // goroutine is owned by the watcher: Stop (or the request ending) ends it.
 type storeWatcher struct {
 	reader *storeReader
-	q      watchQuery
+	q      watchcache.WatchOptions
 	result chan watch.Event
 	cancel context.CancelFunc
 }

@@ -65,51 +65,49 @@ func (r watchCacheReader) Get(ctx context.Context, key string, minRV int64) (run
 	return r.cache.Get(ctx, key, minRV)
 }
 
-func (r watchCacheReader) List(ctx context.Context, q listQuery) ([]runtime.Object, int64, string, error) {
-	objs, rv, next, err := r.cache.List(ctx, watchcache.ListOptions(q))
-	if err != nil && consistentList(q) && apistorage.IsTooLargeResourceVersion(err) && ctx.Err() == nil {
+func (r watchCacheReader) List(ctx context.Context, opts watchcache.ListOptions) ([]runtime.Object, int64, string, error) {
+	objs, rv, next, err := r.cache.List(ctx, opts)
+	if err != nil && consistentList(opts) && apistorage.IsTooLargeResourceVersion(err) && ctx.Err() == nil {
 		r.log.Info("watch cache not fresh in time; serving a consistent list from the store", "err", err)
-		return r.store.List(ctx, q)
+		return r.store.List(ctx, opts)
 	}
 	return objs, rv, next, err
 }
 
-// consistentList reports whether q asks for the latest state (no
+// consistentList reports whether opts asks for the latest state (no
 // resourceVersion, no continue token): the one read the store can always
 // serve in the cache's place with the same meaning.
-func consistentList(q listQuery) bool {
-	return q.ResourceVersion == "" && q.Continue == ""
+func consistentList(opts watchcache.ListOptions) bool {
+	return opts.ResourceVersion == "" && opts.Continue == ""
 }
 
-func (r watchCacheReader) Watch(ctx context.Context, q watchQuery) (watch.Interface, error) {
-	if legacyInitialEvents(q) {
+func (r watchCacheReader) Watch(ctx context.Context, opts watchcache.WatchOptions) (watch.Interface, error) {
+	if legacyInitialEvents(opts) {
 		// The handlers default a plain watch from "" or "0" to
 		// sendInitialEvents=true; without bookmarks that is the legacy
 		// replay, which the cache does when the option is unset.
-		q.SendInitialEvents = nil
-	}
-	opts := watchcache.WatchOptions{
-		Namespace: q.Namespace, Label: q.Label, Field: q.Field,
-		ResourceVersion: q.ResourceVersion, SendInitialEvents: q.SendInitialEvents, AllowBookmarks: q.AllowBookmarks,
-		View: q.View,
-	}
-	if !q.Direct {
-		// The cache shares its objects between watchers, and the encoders
-		// set and reset TypeMeta on what they encode: each watcher gets its
-		// own shallow copies (nested fields stay shared and are only read),
-		// made in the cache's watcher goroutine rather than in one more per
-		// watch. Watchers that see objects as stored share each live
-		// event's encoding instead (sharedEncoding hands its encoders
-		// shallow copies).
-		opts.Shared = q.View == nil
-		opts.View = func(obj runtime.Object) runtime.Object {
-			if q.View != nil {
-				obj = q.View(obj)
-			}
-			return shallowCopy(obj)
-		}
+		opts.SendInitialEvents = nil
 	}
 	return r.cache.Watch(ctx, opts)
+}
+
+// encodedWatch makes opts fit for a watch whose events the API's encoders
+// write: they set and reset TypeMeta on what they encode, and the cache
+// shares its objects between watchers, so each watcher gets its own shallow
+// copies (nested fields stay shared and are only read) of what view (nil:
+// none) makes of them, in the cache's watcher goroutine rather than in one
+// more per watch. Watchers that see objects as stored share each live
+// event's encoding instead (sharedEncoding hands its encoders shallow
+// copies).
+func encodedWatch(opts watchcache.WatchOptions, view func(runtime.Object) runtime.Object) watchcache.WatchOptions {
+	opts.Shared = view == nil
+	opts.View = func(obj runtime.Object) runtime.Object {
+		if view != nil {
+			obj = view(obj)
+		}
+		return shallowCopy(obj)
+	}
+	return opts
 }
 
 func shallowCopy(obj runtime.Object) runtime.Object {
@@ -122,7 +120,7 @@ func shallowCopy(obj runtime.Object) runtime.Object {
 	return c.Interface().(runtime.Object)
 }
 
-func legacyInitialEvents(q watchQuery) bool {
-	return q.SendInitialEvents != nil && *q.SendInitialEvents && !q.AllowBookmarks &&
-		(q.ResourceVersion == "" || q.ResourceVersion == "0")
+func legacyInitialEvents(opts watchcache.WatchOptions) bool {
+	return opts.SendInitialEvents != nil && *opts.SendInitialEvents && !opts.AllowBookmarks &&
+		(opts.ResourceVersion == "" || opts.ResourceVersion == "0")
 }

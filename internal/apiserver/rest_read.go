@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/berth/berth/internal/watchcache"
 )
 
 // NewList implements rest.Lister.
@@ -21,7 +23,7 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	if options == nil {
 		options = &metainternalversion.ListOptions{}
 	}
-	objs, rev, cont, err := r.reader.List(ctx, listQuery{
+	objs, rev, cont, err := r.reader.List(ctx, watchcache.ListOptions{
 		Namespace:            genericapirequest.NamespaceValue(ctx),
 		Label:                options.LabelSelector,
 		Field:                options.FieldSelector,
@@ -52,15 +54,14 @@ func (r *resourceREST) Watch(ctx context.Context, options *metainternalversion.L
 	if options == nil {
 		options = &metainternalversion.ListOptions{}
 	}
-	w, err := r.reader.Watch(ctx, watchQuery{
+	w, err := r.reader.Watch(ctx, encodedWatch(watchcache.WatchOptions{
 		Namespace:         genericapirequest.NamespaceValue(ctx),
 		Label:             options.LabelSelector,
 		Field:             options.FieldSelector,
 		ResourceVersion:   options.ResourceVersion,
 		SendInitialEvents: options.SendInitialEvents,
 		AllowBookmarks:    options.AllowWatchBookmarks,
-		View:              r.viewFor(ctx),
-	})
+	}, r.viewFor(ctx)))
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the side-by-side peers for the benchmarks into _output/bench/:
+# Builds the upstream peers the benchmarks run beside berth into _output/bench/:
 # with no arguments bench/api's (kube-apiserver v1.37.2 and an etcd server);
 # otherwise the named ones (kube-apiserver, kube-scheduler, etcd; bench/scheduler
-# builds kube-scheduler). Skips each binary that is already built, so
-# rerunning it is cheap. Needs only the Go module proxy.
+# -peer kube-scheduler needs kube-scheduler). Skips each binary that is
+# already built, so rerunning it is cheap. Needs only the Go module proxy.
+#
+#   hack/build-bench-peers.sh [etcd|kube-apiserver|kube-scheduler]...
 #
 # Kubernetes components are built from a scratch module (k8s.io/kubernetes is not
 # meant to be required as a library): it takes k8s.io/kubernetes's own
@@ -15,7 +17,7 @@ KUBE_VERSION=v1.37.2
 STAGING_VERSION=v0.37.2
 ETCD_VERSION=v3.6.16
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/_output/bench
 mkdir -p "$out"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
@@ -88,7 +90,7 @@ for peer in "$@"; do # all names checked before anything is built
 	case $peer in
 	etcd | kube-apiserver | kube-scheduler) ;;
 	*)
-		echo "build-peer.sh: unknown peer $peer (kube-apiserver, kube-scheduler, etcd)" >&2
+		echo "build-bench-peers.sh: unknown peer $peer (kube-apiserver, kube-scheduler, etcd)" >&2
 		exit 2
 		;;
 	esac
