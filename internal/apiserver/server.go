@@ -26,7 +26,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/berth/berth/internal/apiserver/discovery"
 	"github.com/berth/berth/internal/apiserver/openapi"
@@ -330,7 +329,7 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, 
 	objects.reader = reader
 	return &resourceREST{
 		objectStore: objects,
-		strategy:    strategy{ObjectTyper: c.scheme, NameGenerator: names.SimpleNameGenerator, rules: res.rules, namespaced: res.namespaced},
+		strategy:    res.writeStrategy(c.scheme),
 		table:       table,
 	}, nil
 }
@@ -338,8 +337,7 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, 
 // forStatus returns a view of r that updates only status, through subresource.
 func (r *resourceREST) forStatus(subresource string) *resourceREST {
 	status := *r
-	status.strategy.forStatus = true
-	status.strategy.subresource = subresource
+	status.strategy = r.strategy.forSubresource(subresource)
 	return &status
 }
 
