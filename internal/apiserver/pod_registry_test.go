@@ -70,3 +70,45 @@ func TestInvalidPodsAreRefusedAsUpstreamRefusesThem(t *testing.T) {
 		})
 	}
 }
+
+// Secrets, ConfigMaps and Nodes go through upstream's strategies too.
+func TestInvalidObjectsOfOtherCoreKindsAreRefusedAsUpstream(t *testing.T) {
+	s := newTestServer(t)
+	cases := []struct {
+		name, path string
+		obj        any
+		field      string
+	}{
+		{"TLS secret without its key", "/api/v1/namespaces/default/secrets", &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "tls"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: []byte("x")},
+		}, "data[tls.key]"},
+		{"dockercfg secret that is not JSON", "/api/v1/namespaces/default/secrets", &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{Kind: "Secret", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("{not json")},
+		}, "data[.dockerconfigjson]"},
+		{"configmap key with a slash", "/api/v1/namespaces/default/configmaps", &corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a/b": "x"},
+		}, "data[a/b]"},
+		{"node with a taint without an effect", "/api/v1/nodes", &corev1.Node{
+			TypeMeta:   metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k"}}},
+		}, "metadata.taints[0].effect"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := storeRevision(t, s)
+			code, status := rawRequest(t, s, "POST", tc.path, "application/json", mustJSON(t, tc.obj))
+			if code != 422 || status.Reason != metav1.StatusReasonInvalid {
+				t.Fatalf("got HTTP %d reason %q (%s), want 422 Invalid", code, status.Reason, status.Message)
+			}
+			if !hasCause(status, tc.field) {
+				t.Fatalf("no cause for field %s in %+v", tc.field, status.Details)
+			}
+			assertStoreUnchanged(t, s, before)
+		})
+	}
+}
