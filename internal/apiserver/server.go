@@ -44,8 +44,8 @@ type Config struct {
 	// `kubectl auth can-i --list`); nil answers every such review as
 	// incomplete.
 	RuleResolver authorizer.RuleResolver
-	// Admission runs on every write after validation (NodeRestriction, later);
-	// nil admits everything.
+	// Admission is the deployment's admission chain (NodeRestriction, Pod
+	// Security, ...); the kinds' built-in plugins run after it.
 	Admission admission.Interface
 	Logger    *slog.Logger
 	// MaxRequestBodyBytes caps request bodies (413 beyond); default 3 MiB, as upstream.
@@ -120,6 +120,11 @@ func (c *Config) complete() error {
 	if c.Admission == nil {
 		c.Admission = admission.NewChainHandler()
 	}
+	admit, err := withBuiltinAdmission(c.Admission)
+	if err != nil {
+		return err
+	}
+	c.Admission = admit
 	if c.MaxRequestBodyBytes <= 0 {
 		c.MaxRequestBodyBytes = defaultMaxRequestBodyBytes
 	}
