@@ -81,9 +81,9 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{"duplicate scheduling gates", "POST", podsPath, "application/json",
 			podJSON(func(p *corev1.Pod) {
 				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}, {Name: "example.com/quota"}}
-			}), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[1].name"},
+			}), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[1]"},
 		{"a scheduling gate added", "PATCH", podsPath + "/existing", "application/merge-patch+json",
-			[]byte(`{"spec":{"schedulingGates":[{"name":"example.com/late"}]}}`), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[0]"},
+			[]byte(`{"spec":{"schedulingGates":[{"name":"example.com/late"}]}}`), 422, metav1.StatusReasonInvalid, "spec.schedulingGates[0].name"},
 		{"bad affinity selector", "POST", podsPath, "application/json",
 			podJSON(func(p *corev1.Pod) {
 				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{

@@ -188,7 +188,8 @@ func fieldManagerInputs(t *testing.T) (*runtime.Scheme, managedfields.TypeConver
 
 // A status write keeps the entry the field manager records for it, with
 // subresource "status", as upstream does (the kubelet's entries), and the
-// main resource's entry as it was.
+// main resource's entry as it was. The writer owns podIPs too: upstream's
+// conversion fills them from podIP.
 func TestStatusWritesRecordTheirManagedFields(t *testing.T) {
 	s := newTestServer(t)
 	ctx := testContext(t)
@@ -207,7 +208,7 @@ func TestStatusWritesRecordTheirManagedFields(t *testing.T) {
 	}
 	status := got.ManagedFields[1]
 	if status.Subresource != "status" || status.Operation != metav1.ManagedFieldsOperationUpdate ||
-		status.FieldsV1.GetRawString() != `{"f:status":{"f:phase":{},"f:podIP":{}}}` {
+		status.FieldsV1.GetRawString() != `{"f:status":{"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.1.1.1\"}":{".":{},"f:ip":{}}}}}` {
 		t.Errorf("the status write's entry is %s %s %q %s", status.Manager, status.Operation, status.Subresource, status.FieldsV1.GetRawString())
 	}
 }

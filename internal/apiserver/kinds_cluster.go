@@ -65,16 +65,10 @@ func hasNamespaceFinalizer(finalizers []corev1.FinalizerName) bool {
 	return false
 }
 
+// nodeRules give the field selectors nodes are read by; upstream's node
+// strategy does the rest.
 func nodeRules() kindRules {
 	return kindRules{
-		hasStatus:          true,
-		keepStatusOnCreate: true,
-		validate: func(obj runtime.Object) field.ErrorList {
-			node := obj.(*corev1.Node)
-			path := field.NewPath("status")
-			errs := validateQuantities(node.Status.Capacity, path.Child("capacity"))
-			return append(errs, validateQuantities(node.Status.Allocatable, path.Child("allocatable"))...)
-		},
 		fields: func(obj runtime.Object) fields.Set {
 			node := obj.(*corev1.Node)
 			return fields.Set{"metadata.name": node.Name, "spec.unschedulable": fmt.Sprint(node.Spec.Unschedulable)}

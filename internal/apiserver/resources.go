@@ -7,6 +7,14 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/storage/names"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/core/configmap"
+	"k8s.io/kubernetes/pkg/registry/core/event"
+	"k8s.io/kubernetes/pkg/registry/core/node"
+	"k8s.io/kubernetes/pkg/registry/core/pod"
+	"k8s.io/kubernetes/pkg/registry/core/secret"
+	"k8s.io/kubernetes/pkg/registry/core/serviceaccount"
 )
 
 // resource is one served collection: its REST coordinates, Go types and rules.
@@ -19,6 +27,9 @@ type resource struct {
 	newObj     func() runtime.Object
 	newList    func() runtime.Object
 	rules      kindRules
+	// registry, when set, replaces rules' write path by upstream's registry
+	// strategy; rules still give the field selectors.
+	registry *registryKind
 	// subresources served besides the main resource ("status", "binding", ...).
 	subresources []string
 	// stored, when set, keeps the objects as another version of the kind.
@@ -32,6 +43,25 @@ type resource struct {
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
 
+// registryKind names a kind's upstream registry strategies.
+type registryKind struct {
+	strategy     upstreamStrategy
+	newInternal  func() runtime.Object
+	subresources map[string]upstreamStrategy
+	// admit, when set, adds on create what kube-apiserver's default
+	// admission plugins add before the registry runs.
+	admit func(runtime.Object)
+}
+
+// writeStrategy is how r's creates and updates are prepared and validated.
+func (r *resource) writeStrategy(typer runtime.ObjectTyper) writeStrategy {
+	if r.registry != nil {
+		return registryStrategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator,
+			upstream: r.registry.strategy, newInternal: r.registry.newInternal, subresources: r.registry.subresources, admit: r.registry.admit}
+	}
+	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, rules: r.rules, namespaced: r.namespaced}
+}
+
 // servedResources is berth's API surface, scoped as upstream.
 func servedResources() []*resource {
 	core := corev1.SchemeGroupVersion
@@ -44,18 +74,23 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
-			rules: podRules(), subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward"},
-			indexFields: []string{"spec.nodeName"},
+			rules: podRules(), registry: &registryKind{strategy: pod.Strategy, admit: admitPodDefaults, newInternal: func() runtime.Object { return &api.Pod{} },
+				subresources: map[string]upstreamStrategy{"status": pod.StatusStrategy}},
+			subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward"},
+			indexFields:  []string{"spec.nodeName"},
 		},
 		{
 			gvr: core.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
 			newObj: func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} },
-			rules: nodeRules(), subresources: []string{"status"},
+			rules: nodeRules(), registry: &registryKind{strategy: node.Strategy, newInternal: func() runtime.Object { return &api.Node{} },
+				subresources: map[string]upstreamStrategy{"status": node.StatusStrategy}},
+			subresources: []string{"status"},
 		},
 		{
 			gvr: core.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Event{} }, newList: func() runtime.Object { return &corev1.EventList{} },
-			rules: coreEventRules(), shortLived: true,
+			rules: coreEventRules(), registry: &registryKind{strategy: event.Strategy, newInternal: func() runtime.Object { return &api.Event{} }},
+			shortLived: true,
 		},
 		{
 			gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,
@@ -67,17 +102,18 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", shortNames: []string{"cm"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.ConfigMap{} }, newList: func() runtime.Object { return &corev1.ConfigMapList{} },
-			rules: configMapRules(),
+			registry: &registryKind{strategy: configmap.Strategy, newInternal: func() runtime.Object { return &api.ConfigMap{} }},
 		},
 		{
 			gvr: core.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Secret{} }, newList: func() runtime.Object { return &corev1.SecretList{} },
-			rules: secretRules(),
+			rules: secretRules(), registry: &registryKind{strategy: secret.Strategy, newInternal: func() runtime.Object { return &api.Secret{} }},
 		},
 		{
 			gvr: core.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", shortNames: []string{"sa"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.ServiceAccount{} }, newList: func() runtime.Object { return &corev1.ServiceAccountList{} },
-			rules: kindRules{}, subresources: []string{"token"},
+			registry:     &registryKind{strategy: serviceaccount.Strategy, newInternal: func() runtime.Object { return &api.ServiceAccount{} }},
+			subresources: []string{"token"},
 		},
 		{
 			gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true,

@@ -19,7 +19,7 @@ import (
 // when its strategy says forStatus) through k8s.io/apiserver's handlers.
 type resourceREST struct {
 	*objectStore
-	strategy strategy
+	strategy writeStrategy
 	table    rest.TableConvertor
 	// namespaceLive rejects writes into a missing or terminating namespace
 	// (upstream's NamespaceLifecycle admission); nil for cluster-scoped kinds.

@@ -26,7 +26,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/berth/berth/internal/apiserver/discovery"
 	"github.com/berth/berth/internal/apiserver/openapi"
@@ -45,8 +44,8 @@ type Config struct {
 	// `kubectl auth can-i --list`); nil answers every such review as
 	// incomplete.
 	RuleResolver authorizer.RuleResolver
-	// Admission runs on every write after validation (NodeRestriction, later);
-	// nil admits everything.
+	// Admission is the deployment's admission chain (NodeRestriction, Pod
+	// Security, ...); the kinds' built-in plugins run after it.
 	Admission admission.Interface
 	Logger    *slog.Logger
 	// MaxRequestBodyBytes caps request bodies (413 beyond); default 3 MiB, as upstream.
@@ -121,6 +120,11 @@ func (c *Config) complete() error {
 	if c.Admission == nil {
 		c.Admission = admission.NewChainHandler()
 	}
+	admit, err := withBuiltinAdmission(c.Admission)
+	if err != nil {
+		return err
+	}
+	c.Admission = admit
 	if c.MaxRequestBodyBytes <= 0 {
 		c.MaxRequestBodyBytes = defaultMaxRequestBodyBytes
 	}
@@ -330,7 +334,7 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, 
 	objects.reader = reader
 	return &resourceREST{
 		objectStore: objects,
-		strategy:    strategy{ObjectTyper: c.scheme, NameGenerator: names.SimpleNameGenerator, rules: res.rules, namespaced: res.namespaced},
+		strategy:    res.writeStrategy(c.scheme),
 		table:       table,
 	}, nil
 }
@@ -338,8 +342,7 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, 
 // forStatus returns a view of r that updates only status, through subresource.
 func (r *resourceREST) forStatus(subresource string) *resourceREST {
 	status := *r
-	status.strategy.forStatus = true
-	status.strategy.subresource = subresource
+	status.strategy = r.strategy.forSubresource(subresource)
 	return &status
 }
 

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 )
 
@@ -32,17 +31,11 @@ type kindRules struct {
 	validate func(obj runtime.Object) field.ErrorList
 	// validateUpdate checks a change against the stored object (immutability).
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
-	// gracefulDelete, when set, makes deletion graceful (pods): it decides
-	// the grace period and stores it into options.GracePeriodSeconds.
-	gracefulDelete func(obj runtime.Object, options *metav1.DeleteOptions) bool
 	// fields returns the values of the kind's field selectors.
 	fields func(obj runtime.Object) fields.Set
 	// hasStatus splits spec and status: the main resource ignores status
 	// changes and the status subresource changes only status.
 	hasStatus bool
-	// keepStatusOnCreate accepts the status a creator sends (nodes: the
-	// kubelet registers its Node with capacity and allocatable).
-	keepStatusOnCreate bool
 	// statusUpdate narrows what a status-like subresource may change
 	// (certificatesigningrequests/approval: only the conditions).
 	statusUpdate func(subresource string, obj, old runtime.Object)
@@ -72,16 +65,18 @@ type strategy struct {
 	subresource string
 }
 
-var (
-	_ rest.RESTCreateStrategy         = strategy{}
-	_ rest.RESTUpdateStrategy         = strategy{}
-	_ rest.RESTGracefulDeleteStrategy = strategy{}
-)
+var _ writeStrategy = strategy{}
+
+func (s strategy) forSubresource(name string) writeStrategy {
+	s.forStatus = true
+	s.subresource = name
+	return s
+}
 
 func (s strategy) NamespaceScoped() bool { return s.namespaced }
 
 func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
-	if s.rules.hasStatus && !s.rules.keepStatusOnCreate {
+	if s.rules.hasStatus {
 		resetStatus(obj)
 	}
 	if s.rules.defaults != nil {
@@ -170,11 +165,10 @@ func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object
 	return nil
 }
 
-func (s strategy) CheckGracefulDelete(_ context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool {
-	if s.rules.gracefulDelete == nil || options == nil {
-		return false
-	}
-	return s.rules.gracefulDelete(obj, options)
+// CheckGracefulDelete: deletion is immediate for every kind on berth's own
+// rules; pods, the graceful kind, are on upstream's strategy.
+func (strategy) CheckGracefulDelete(context.Context, runtime.Object, *metav1.DeleteOptions) bool {
+	return false
 }
 
 // The status split works on every kind that has a Status field, through

@@ -38,15 +38,31 @@ type PodBindings interface {
 // New returns the plugin; pods answers for service-account token requests.
 func New(pods PodBindings) *Plugin { return &Plugin{pods: pods} }
 
-var _ admission.ValidationInterface = (*Plugin)(nil)
+var (
+	_ admission.MutationInterface   = (*Plugin)(nil)
+	_ admission.ValidationInterface = (*Plugin)(nil)
+)
 
 // Handles implements admission.Interface: node writes of every kind.
 func (*Plugin) Handles(op admission.Operation) bool {
 	return op == admission.Create || op == admission.Update || op == admission.Delete
 }
 
-// Validate implements admission.ValidationInterface.
+// Admit implements admission.MutationInterface, though it changes nothing:
+// upstream's NodeRestriction checks in the mutating phase, so a node's
+// forbidden write is a 403 before the registry's validation could answer
+// 422 about it.
+func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	return p.check(a)
+}
+
+// Validate implements admission.ValidationInterface: the same check on the
+// object as the mutating plugins after this one left it.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	return p.check(a)
+}
+
+func (p *Plugin) check(a admission.Attributes) error {
 	name, ok := node.Name(a.GetUserInfo())
 	if !ok {
 		return nil
