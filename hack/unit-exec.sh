@@ -26,7 +26,8 @@ chown -R nobody:nogroup "$run_dir"
 # Root's module cache sits under /root, which nobody cannot enter: a private
 # mount namespace shows it (read-only) at UNIT_DIR/gomodcache, for this
 # process tree only. Nothing is downloaded into it (GOPROXY=off): the
-# modules go.mod requires are already there.
+# modules go.mod requires are already there. Builds run by tests do not stamp
+# VCS data: git refuses nobody a repository root owns.
 modcache=$(go env GOMODCACHE)
 unshare --mount --propagation private -- /bin/sh -ec '
   mount --bind "$1" "$2/gomodcache" && mount -o remount,bind,ro "$2/gomodcache"
@@ -34,5 +35,5 @@ unshare --mount --propagation private -- /bin/sh -ec '
   exec "$@"
 ' sh "$modcache" "$UNIT_DIR" \
   setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- \
-  env HOME="$UNIT_DIR/home" GOCACHE="$UNIT_DIR/gocache" GOMODCACHE="$UNIT_DIR/gomodcache" GOPROXY=off \
+  env HOME="$UNIT_DIR/home" GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false" GOCACHE="$UNIT_DIR/gocache" GOMODCACHE="$UNIT_DIR/gomodcache" GOPROXY=off \
   "$run_dir/$(basename "$bin")" "$@"
