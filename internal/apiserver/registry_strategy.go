@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,9 +50,15 @@ type registryStrategy struct {
 
 var _ writeStrategy = registryStrategy{}
 
+// forSubresource panics for a subresource the kind names no strategy for:
+// routes are registered at start-up, so the mistake cannot outlive a test.
 func (s registryStrategy) forSubresource(name string) writeStrategy {
+	upstream, ok := s.subresources[name]
+	if !ok {
+		panic(fmt.Sprintf("apiserver: no upstream strategy for subresource %q", name))
+	}
 	sub := s
-	sub.upstream = s.subresources[name]
+	sub.upstream = upstream
 	return sub
 }
 
