@@ -38,6 +38,8 @@ if ((EUID == 0)); then
   [[ -e "$TOOLS_DIR/debian-busybox/root" ]] || chown nobody:nogroup "$TOOLS_DIR/debian-busybox"
 fi
 
+# -parallel 8: tests marked parallel mostly wait on their embedded etcd
+# (fsync, election), not on the CPU, so more of them than cores overlap well.
 log "unit: ${#packages[@]} packages (${#excluded[@]} more excluded by $EXCLUDE)"
-go test -json -count=1 -timeout 10m "${exec_flags[@]}" "$@" "${packages[@]}" 2>&1 |
+go test -json -count=1 -timeout 10m -parallel 8 "${exec_flags[@]}" "$@" "${packages[@]}" 2>&1 |
   python3 hack/unit-report.py "$EXCLUDE" "$module" ${UNIT_SKIPPED_OUT:+"$UNIT_SKIPPED_OUT"}

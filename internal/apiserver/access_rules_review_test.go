@@ -24,6 +24,7 @@ func (r *podReaderRules) RulesFor(_ context.Context, u user.Info, ns string) ([]
 }
 
 func TestSelfSubjectRulesReviewAsksTheResolver(t *testing.T) {
+	t.Parallel()
 	rules := &podReaderRules{}
 	s := newTestServerWith(t, func(c *Config) { c.RuleResolver = rules })
 	ctx := testContext(t)

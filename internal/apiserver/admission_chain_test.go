@@ -33,6 +33,7 @@ func (r *stackDepthRecorder) Validate(context.Context, admission.Attributes, adm
 // many writes came before it (the upstream handlers wrap admission per
 // request; reusing one handler once grew that chain with every write).
 func TestAdmissionChainDoesNotGrowWithRequests(t *testing.T) {
+	t.Parallel()
 	rec := &stackDepthRecorder{}
 	s := newTestServerWith(t, func(c *Config) { c.Admission = rec })
 	ctx := testContext(t)

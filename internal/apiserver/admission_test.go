@@ -25,6 +25,7 @@ func (denyPodStatusFromNodes) Validate(_ context.Context, a admission.Attributes
 }
 
 func TestAdmissionHook(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, func(c *Config) { c.Admission = denyPodStatusFromNodes{} })
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")

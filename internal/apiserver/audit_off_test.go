@@ -20,6 +20,7 @@ func (discardSink) ProcessEvents(...*auditinternal.Event) bool { return true }
 // With no audit log, requests reach the authorizer with auditing off, so
 // the annotations upstream filters add are not kept; with one, on.
 func TestRequestsAreNotAuditedWithoutAnAuditLog(t *testing.T) {
+	t.Parallel()
 	for _, audited := range []bool{false, true} {
 		var seen, enabled atomic.Int32
 		s := newTestServerWith(t, func(c *Config) {

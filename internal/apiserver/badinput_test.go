@@ -34,6 +34,7 @@ func rawRequest(t *testing.T, s *testServer, method, path, contentType string, b
 }
 
 func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	if _, err := s.client.CoreV1().Pods("default").Create(ctx, testPod("existing"), metav1.CreateOptions{}); err != nil {
@@ -134,6 +135,7 @@ func hasCause(status metav1.Status, field string) bool {
 }
 
 func TestDeletePreconditions(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")

@@ -21,6 +21,7 @@ type storeWithoutProgress struct{ store.Interface }
 // must reflect every write acknowledged before it, even when the cache
 // cannot prove itself that fresh; it is then served from the store.
 func TestConsistentListFallsBackToTheStore(t *testing.T) {
+	t.Parallel()
 	ts := newTestServerWith(t, func(cfg *Config) { cfg.Store = storeWithoutProgress{cfg.Store} })
 	ctx := context.Background()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}

@@ -14,6 +14,7 @@ import (
 // TestDynamicCRUDEveryResource drives create, get, list, update and delete
 // of every served resource through client-go's dynamic client.
 func TestDynamicCRUDEveryResource(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	cases := []struct {

@@ -20,6 +20,7 @@ func createConfigMap(t *testing.T, s *testServer, name string, finalizers ...str
 }
 
 func TestDeletePropagationPolicyBecomesFinalizer(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions {
 		return metav1.DeleteOptions{PropagationPolicy: &p}
@@ -67,6 +68,7 @@ func TestDeletePropagationPolicyBecomesFinalizer(t *testing.T) {
 }
 
 func TestDeleteWithBothOrphanFieldsIsInvalidAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createConfigMap(t, s, "both")
@@ -81,6 +83,7 @@ func TestDeleteWithBothOrphanFieldsIsInvalidAndChangesNothing(t *testing.T) {
 }
 
 func TestSecondDeleteChangesPropagationAndKeepsOtherFinalizers(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
@@ -116,6 +119,7 @@ func TestSecondDeleteChangesPropagationAndKeepsOtherFinalizers(t *testing.T) {
 }
 
 func TestDryRunPropagationWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createConfigMap(t, s, "dry")

@@ -52,6 +52,7 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 // waits for all of them to sync, as kube-scheduler does before it
 // schedules anything.
 func TestKubeSchedulerInformersSyncOnEmptyCollections(t *testing.T) {
+	t.Parallel()
 	scheduler := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
 		return &authenticator.Response{User: &user.DefaultInfo{Name: auth.SchedulerUser, Groups: []string{user.AllAuthenticated}}}, true, nil
 	})
@@ -82,6 +83,7 @@ func TestKubeSchedulerInformersSyncOnEmptyCollections(t *testing.T) {
 }
 
 func TestEmptyCollectionsInDiscoveryReadOnly(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	// client-go asks for aggregated discovery first.
 	_, aggregated, err := s.client.Discovery().ServerGroupsAndResources()
@@ -127,6 +129,7 @@ func findAPIResource(lists []*metav1.APIResourceList, gvr schema.GroupVersionRes
 }
 
 func TestKubectlGetEmptyCollection(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	k := newKubectl(t, s)
 	k.Must("", []string{"get", "storageclasses"}, "No resources found")
@@ -147,6 +150,7 @@ func TestKubectlGetEmptyCollection(t *testing.T) {
 // and a cluster-scoped empty collection: each is a 405 saying why, and
 // nothing is written.
 func TestEmptyCollectionsRefuseWrites(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	before := storeRevision(t, s)
 	pvc := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"default"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}`
@@ -181,6 +185,7 @@ func TestEmptyCollectionsRefuseWrites(t *testing.T) {
 // watches from an older revision, and a watch-list that ends its initial
 // events with a bookmark and then stays open without events.
 func TestEmptyCollectionReads(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	old := strconv.FormatInt(storeRevision(t, s), 10)

@@ -27,6 +27,7 @@ func getWithAccept(t *testing.T, s *testServer, path, accept string) (int, strin
 }
 
 func TestTableOutput(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createNodes(t, s, "n1")
@@ -54,6 +55,7 @@ func TestTableOutput(t *testing.T) {
 }
 
 func TestVersionHealthDiscoveryOpenAPI(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	code, _, body := getWithAccept(t, s, "/version", "")
 	var info apimachineryversion.Info
@@ -94,6 +96,7 @@ func TestVersionHealthDiscoveryOpenAPI(t *testing.T) {
 }
 
 func TestStrictFieldValidation(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	before := storeRevision(t, s)
 	body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"dta":{"a":"b"}}`)
@@ -105,6 +108,7 @@ func TestStrictFieldValidation(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	if _, err := s.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {

@@ -17,6 +17,7 @@ import (
 // kube-apiserver's do; nothing else expires. Like kube-apiserver's, they
 // are read from the store, not a watch cache: a watcher sees them expire.
 func TestEventsExpireAfterTheirTTL(t *testing.T) {
+	t.Parallel()
 	var cached []string
 	s := newTestServerWith(t, func(c *Config) {
 		c.EventTTL = 2 * time.Second

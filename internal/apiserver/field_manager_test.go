@@ -24,6 +24,7 @@ import (
 // copying conversion records, for creates, updates and applies, and leaves
 // the objects it is given as they were (but for apiVersion and kind).
 func TestUncopiedConversionRecordsTheSameManagedFields(t *testing.T) {
+	t.Parallel()
 	copying, uncopied := podFieldManagers(t)
 	pod := requestingPod("p", "100m", 8080)
 	pod.Namespace = "default"
@@ -92,6 +93,7 @@ func fieldsJSON(p *corev1.Pod) string {
 // update built from such a copy must leave the stored managedFields in
 // place, as upstream does, and add the updater's own entry.
 func TestUpdateWithoutManagedFieldsKeepsThem(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
@@ -126,6 +128,7 @@ func TestUpdateWithoutManagedFieldsKeepsThem(t *testing.T) {
 // a Status: their field manager records nothing on them, while a stored kind
 // keeps its managed fields.
 func TestConsumedRequestKindsGetNoManagedFields(t *testing.T) {
+	t.Parallel()
 	scheme, typeConverter := fieldManagerInputs(t)
 	for _, tc := range []struct {
 		obj        runtime.Object
@@ -191,6 +194,7 @@ func fieldManagerInputs(t *testing.T) (*runtime.Scheme, managedfields.TypeConver
 // main resource's entry as it was. The writer owns podIPs too: upstream's
 // conversion fills them from podIP.
 func TestStatusWritesRecordTheirManagedFields(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createNodes(t, s, "n1")
@@ -218,6 +222,7 @@ func TestStatusWritesRecordTheirManagedFields(t *testing.T) {
 // at the edges of the schema: duplicate and defaulted list-map keys, an
 // empty key.
 func TestUncheckedStructsRecordTheSameManagedFields(t *testing.T) {
+	t.Parallel()
 	checking, unchecked := podFieldManagers(t)
 	pod := func(containers ...corev1.Container) *corev1.Pod {
 		p := requestingPod("p", "100m", 8080)
@@ -259,6 +264,7 @@ func TestUncheckedStructsRecordTheSameManagedFields(t *testing.T) {
 // structsUnchecked asks the checking converter only for a kind's first
 // typed object, and for every unstructured one.
 func TestStructsUncheckedChecksOnlyAKindsFirstObject(t *testing.T) {
+	t.Parallel()
 	_, typeConverter := fieldManagerInputs(t)
 	inner := &countingConverter{TypeConverter: typeConverter}
 	c := newStructsUnchecked(inner)

@@ -114,6 +114,7 @@ func (f family) ownerGone(s *testServer) func(ctx context.Context) (bool, error)
 }
 
 func TestKubectlDeleteCascadeBackgroundRemovesDependents(t *testing.T) {
+	t.Parallel()
 	t.Run("local reads", func(t *testing.T) {
 		s := newTestServer(t)
 		startGarbageCollector(t, s)
@@ -146,6 +147,7 @@ func testDeleteCascadeBackground(t *testing.T, s *testServer) {
 }
 
 func TestKubectlDeleteCascadeForegroundWaitsForDependents(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	startGarbageCollector(t, s)
 	k := newKubectl(t, s)
@@ -177,6 +179,7 @@ func TestKubectlDeleteCascadeForegroundWaitsForDependents(t *testing.T) {
 }
 
 func TestKubectlDeleteCascadeOrphanKeepsDependents(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	startGarbageCollector(t, s)
 	k := newKubectl(t, s)
@@ -201,6 +204,7 @@ func TestKubectlDeleteCascadeOrphanKeepsDependents(t *testing.T) {
 }
 
 func TestDependentOfAbsentOwnerIsCollected(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	startGarbageCollector(t, s)
 	ctx := testContext(t)
@@ -225,6 +229,7 @@ func TestDependentOfAbsentOwnerIsCollected(t *testing.T) {
 }
 
 func TestDeletingNodeCollectsItsLease(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	startGarbageCollector(t, s)
 	ctx := testContext(t)
@@ -270,6 +275,7 @@ var noSecretLists = authorizer.AuthorizerFunc(func(_ context.Context, a authoriz
 })
 
 func TestCollectorWorksWithoutAccessToSomeResource(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, func(c *Config) { c.Authorizer = noSecretLists })
 	startGarbageCollector(t, s)
 	f := createFamily(t, s, "partial")
@@ -280,6 +286,7 @@ func TestCollectorWorksWithoutAccessToSomeResource(t *testing.T) {
 }
 
 func TestDependentInAnotherNamespaceThanItsOwnerIsCollectedWithAnEvent(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	// The owner exists before the collector starts, so its first list
@@ -316,6 +323,7 @@ func TestDependentInAnotherNamespaceThanItsOwnerIsCollectedWithAnEvent(t *testin
 }
 
 func TestForegroundDeletionCascadesThroughGenerations(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	startGarbageCollector(t, s)
 	ctx := testContext(t)

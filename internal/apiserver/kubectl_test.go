@@ -29,6 +29,7 @@ spec:
 `
 
 func TestKubectl(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	k := newKubectl(t, s)
 	// The pod is created bound, so its node must exist and have room.

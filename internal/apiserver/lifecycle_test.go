@@ -17,6 +17,7 @@ import (
 )
 
 func TestGracefulPodDeletion(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
@@ -73,6 +74,7 @@ func TestGracefulPodDeletion(t *testing.T) {
 }
 
 func TestFinalizersHoldDeletion(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
@@ -97,6 +99,7 @@ func TestFinalizersHoldDeletion(t *testing.T) {
 }
 
 func TestNamespaceDeletionEmptiesIt(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	for _, name := range systemNamespaces() {
@@ -156,6 +159,7 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 func get[T any](_ T, err error) error { return err }
 
 func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	nss := s.client.CoreV1().Namespaces()
@@ -204,6 +208,7 @@ var denyConfigMaps = authorizer.AuthorizerFunc(func(_ context.Context, a authori
 })
 
 func TestAuthenticationAndAuthorization(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, func(c *Config) {
 		c.Authenticator = authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
 			if req.Header.Get("Authorization") != "Bearer good" {

@@ -51,6 +51,7 @@ func localReadsOfOnePod(ctx context.Context, t *testing.T, name string) (*testSe
 }
 
 func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	s, before, lw := localReadsOfOnePod(ctx, t, "before")
 	// As the server's loops use it: a typed factory whose transform strips
@@ -114,6 +115,7 @@ func TestLocalReadsFeedAnInformerFromTheWatchCache(t *testing.T) {
 // Local reads hand out the cache's objects themselves: two lists share
 // every item, so an informer over them costs a pointer per object.
 func TestLocalReadsShareTheCachesObjects(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	_, created, lw := localReadsOfOnePod(ctx, t, "shared")
 	listed := func() *corev1.Pod {
@@ -149,6 +151,7 @@ func TestLocalReadsShareTheCachesObjects(t *testing.T) {
 }
 
 func TestLocalReadsOnlyForUsersWhoMayListAndWatch(t *testing.T) {
+	t.Parallel()
 	local := NewLocalReads()
 	newTestServerWith(t, func(c *Config) { c.LocalReads = local; c.Authorizer = onlyReaders })
 	ctx := testContext(t)
@@ -169,6 +172,7 @@ func localReadsPod(name string) *corev1.Pod {
 }
 
 func TestLocalMetadataReadsAreMetadataOnlyBookmarksToo(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, func(c *Config) { c.Authorizer = onlyReaders })
 	ctx := testContext(t)
 	createNodes(t, s, "n1")

@@ -19,6 +19,7 @@ import (
 // upstream clusters let every namespace finalizer's owner finish, and the
 // way users unstick a namespace.
 func TestNamespaceFinalizeSubresource(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	const hold corev1.FinalizerName = "example.com/hold"

@@ -58,6 +58,7 @@ func dropFinalizers(ctx context.Context, s *testServer, namespace string) (*core
 }
 
 func TestNamespaceDeletionRecordsThePropagationPolicy(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions {
 		return metav1.DeleteOptions{PropagationPolicy: &p}
@@ -113,6 +114,7 @@ func TestNamespaceDeletionRecordsThePropagationPolicy(t *testing.T) {
 }
 
 func TestNamespaceStaysUntilContentIsGoneEvenWithoutFinalizers(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createNamespaceWithContent(t, s, "held", "example.com/hold")
@@ -143,6 +145,7 @@ func TestNamespaceStaysUntilContentIsGoneEvenWithoutFinalizers(t *testing.T) {
 }
 
 func TestSecondNamespaceDeleteKeepsTheFirstPolicy(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createNamespaceWithContent(t, s, "first", "example.com/hold")
@@ -169,6 +172,7 @@ func TestSecondNamespaceDeleteKeepsTheFirstPolicy(t *testing.T) {
 }
 
 func TestNamespaceDryRunDeleteWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createNamespaceWithContent(t, s, "dry")
@@ -198,6 +202,7 @@ func createDependentOf(t *testing.T, s *testServer, ns *corev1.Namespace, finali
 }
 
 func TestNamespacePropagationWithTheGarbageCollector(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	startGarbageCollector(t, s)
 	cms := s.client.CoreV1().ConfigMaps("default")

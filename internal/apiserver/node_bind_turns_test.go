@@ -22,6 +22,7 @@ func waitForUsers(t *testing.T, turns *nodeTurns, node string, n int) {
 }
 
 func TestNodeTurnWaitStopsWhenItsContextEndsAndSaysWhichNode(t *testing.T) {
+	t.Parallel()
 	turns := newNodeTurns()
 	done, err := turns.wait(testContext(t), "a")
 	if err != nil {

@@ -33,6 +33,7 @@ var panickingAuthorizer = authorizer.AuthorizerFunc(func(_ context.Context, a au
 // panics gets kube-apiserver's 500 Status, and the server keeps serving,
 // also on the same client connection pool.
 func TestHandlerPanicIsA500StatusAndServingGoesOn(t *testing.T) {
+	t.Parallel()
 	ts := newTestServerWith(t, func(cfg *Config) { cfg.Authorizer = panickingAuthorizer })
 	ctx := testContext(t)
 	cms := ts.jsonCli.CoreV1().ConfigMaps("default")
@@ -61,6 +62,7 @@ func TestHandlerPanicIsA500StatusAndServingGoesOn(t *testing.T) {
 // panic before any output is a 500 Status; the panic is logged with the
 // request and its stack.
 func TestPanicRecoveryLeavesAbortsAndStartedResponsesCut(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	scheme, err := newScheme(servedResources())

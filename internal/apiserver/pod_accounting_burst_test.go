@@ -64,6 +64,7 @@ func burst(n int, request func(i int) error) []error {
 // usage-record write per pod. (Before the turns, 128 binds in flight to one
 // node took several transactions each and some failed with 409.)
 func TestBurstsToOneNodeWriteItsUsageOncePerPod(t *testing.T) {
+	t.Parallel()
 	counter := &usageTxnCounter{}
 	s := newTestServerWith(t, func(c *Config) {
 		counter.Store = c.Store.(*etcd.Store)
@@ -139,6 +140,7 @@ func assertUsage(t *testing.T, s *testServer, node string, pods int) {
 // A release waiting for its node's turn gives up when its request's context
 // ends, and writes nothing.
 func TestReleaseWaitingForItsNodeTurnStopsWithItsContext(t *testing.T) {
+	t.Parallel()
 	st := etcdtest.New(t)
 	a := newPodAccounting(st, nil, nil)
 	hold, err := a.turns.wait(testContext(t), "n1")
@@ -174,6 +176,7 @@ func TestReleaseWaitingForItsNodeTurnStopsWithItsContext(t *testing.T) {
 // with each other's: their transactions still conflict, and the retry from
 // the store must land every bind and keep the record exact.
 func TestBurstsToOneNodeFromTwoServersAllLand(t *testing.T) {
+	t.Parallel()
 	counter := &usageTxnCounter{}
 	s1 := newTestServerWith(t, func(c *Config) {
 		counter.Store = c.Store.(*etcd.Store)
@@ -211,6 +214,7 @@ func TestBurstsToOneNodeFromTwoServersAllLand(t *testing.T) {
 // A bind waiting for its node's turn gives up when its request's context
 // ends: a 504 Timeout, as for a store call cut short, and nothing written.
 func TestBindWaitingForItsNodeTurnTimesOutWithItsContext(t *testing.T) {
+	t.Parallel()
 	st := etcdtest.New(t)
 	a := newPodAccounting(st, nil, nil)
 	// The wait ends before the pod is read: only the error mapping is used.

@@ -23,6 +23,7 @@ func requestingPod(name, cpu string, hostPort int32) *corev1.Pod {
 // Binding checks the node's constraints against what is already bound there,
 // in the same transaction, and deletions and finished pods give room back.
 func TestBindingChecksNodeConstraints(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createNodes(t, s, "n1") // 8 cpu
@@ -127,6 +128,7 @@ func TestBindingChecksNodeConstraints(t *testing.T) {
 // when another server sharing the store has since bound pods to the node,
 // the stale copy must not let a pod through that the stored record refuses.
 func TestUsageWrittenByAnotherServerIsHonoured(t *testing.T) {
+	t.Parallel()
 	s1 := newTestServer(t)
 	s2 := newTestServerWith(t, func(c *Config) { c.Store = s1.store })
 	ctx := testContext(t)

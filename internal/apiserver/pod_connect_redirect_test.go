@@ -65,6 +65,7 @@ func (r *redirectingNode) checkNotReached(t *testing.T, what string, got string)
 // A node server that redirects pods/log gets the caller an error, never the
 // redirect target's content, whether the log is followed or not.
 func TestPodLogRefusesANodeRedirect(t *testing.T) {
+	t.Parallel()
 	r := newRedirectingNode(t)
 	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = r.node.Client().Transport })
 	registerNode(t, s, "n1", r.port(t))
@@ -91,6 +92,7 @@ func TestPodLogRefusesANodeRedirect(t *testing.T) {
 // exec, attach and portforward are upgrades the API server dials itself: a
 // redirect in place of the upgrade is an error too.
 func TestPodExecRefusesANodeRedirect(t *testing.T) {
+	t.Parallel()
 	r := newRedirectingNode(t)
 	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = r.node.Client().Transport })
 	registerNode(t, s, "n1", r.port(t))

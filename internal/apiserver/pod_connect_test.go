@@ -73,6 +73,7 @@ func createPod(t *testing.T, s *testServer, name, node string, containers ...str
 }
 
 func TestPodLogProxiesToTheNodeServer(t *testing.T) {
+	t.Parallel()
 	node := newFakeNodeServer(t)
 	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
 	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
@@ -129,6 +130,7 @@ func TestPodLogProxiesToTheNodeServer(t *testing.T) {
 }
 
 func TestPodExecNeedsAnUpgrade(t *testing.T) {
+	t.Parallel()
 	node := newFakeNodeServer(t)
 	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
 	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
@@ -147,6 +149,7 @@ func TestPodExecNeedsAnUpgrade(t *testing.T) {
 }
 
 func TestPodConnectWithoutNodeTransport(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	registerNode(t, s, "n1", 10250)
 	createPod(t, s, "one", "n1", "main")
@@ -158,6 +161,7 @@ func TestPodConnectWithoutNodeTransport(t *testing.T) {
 
 // A websocket exec is a GET; it also needs create on pods/exec.
 func TestPodExecOverGetNeedsCreate(t *testing.T) {
+	t.Parallel()
 	node := newFakeNodeServer(t)
 	getOnly := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		if a.GetSubresource() == "exec" && a.GetVerb() == "create" {

@@ -13,6 +13,7 @@ import (
 // and nothing is written. berth's earlier hand-written rules accepted all
 // of them.
 func TestInvalidPodsAreRefusedAsUpstreamRefusesThem(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	cases := []struct {
 		name   string
@@ -73,6 +74,7 @@ func TestInvalidPodsAreRefusedAsUpstreamRefusesThem(t *testing.T) {
 
 // Secrets, ConfigMaps and Nodes go through upstream's strategies too.
 func TestInvalidObjectsOfOtherCoreKindsAreRefusedAsUpstream(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	cases := []struct {
 		name, path string

@@ -15,6 +15,7 @@ func testPod(name string) *corev1.Pod {
 }
 
 func TestPodCreateAppliesUpstreamDefaults(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	created, err := s.client.CoreV1().Pods("default").Create(ctx, testPod("p1"), metav1.CreateOptions{})

@@ -53,6 +53,7 @@ func getAs(t *testing.T, url, who string) (int, []byte) {
 }
 
 func TestProfilingIsOffByDefault(t *testing.T) {
+	t.Parallel()
 	s := newProfilingServer(t, false)
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/profile?seconds=1"} {
 		if code, body := getAs(t, s.url+path, "admin"); code != http.StatusNotFound {
@@ -62,6 +63,7 @@ func TestProfilingIsOffByDefault(t *testing.T) {
 }
 
 func TestProfilingServesAdminsOnly(t *testing.T) {
+	t.Parallel()
 	s := newProfilingServer(t, true)
 
 	code, heap := getAs(t, s.url+"/debug/pprof/heap", "admin")

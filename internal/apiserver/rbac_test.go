@@ -12,6 +12,7 @@ import (
 )
 
 func TestRBACKindsValidateAndDefault(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	rbac := s.client.RbacV1()
@@ -97,6 +98,7 @@ var allowOnlyPodReads = authorizer.AuthorizerFunc(func(_ context.Context, a auth
 })
 
 func TestAccessReviewsAskTheAuthorizer(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, func(c *Config) { c.Authorizer = allowOnlyPodReads })
 	ctx := testContext(t)
 	reviews := s.client.AuthorizationV1()

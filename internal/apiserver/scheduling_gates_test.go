@@ -12,6 +12,7 @@ import (
 // A gated pod cannot be bound until its gates are removed; removing them
 // is an update like any other.
 func TestGatedPodsAreBoundOnlyOnceReleased(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	createNodes(t, s, "n1")

@@ -32,6 +32,7 @@ var robotMayListConfigMaps = authorizer.AuthorizerFunc(func(_ context.Context, a
 })
 
 func TestTokenRequestIssuesBoundTokens(t *testing.T) {
+	t.Parallel()
 	key, err := serviceaccount.LoadOrCreateKey(filepath.Join(t.TempDir(), "sa.key"))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestSharedEncodingEncodesOncePerEncoder(t *testing.T) {
+	t.Parallel()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	shared := newSharedEncoding(pod).(runtime.CacheableObject)
 	calls := map[runtime.Identifier]int{}
@@ -52,6 +53,7 @@ func TestSharedEncodingEncodesOncePerEncoder(t *testing.T) {
 // an event's encodings (protobuf twice, JSON, metadata-only, Table) each
 // decode the event in the form they asked for.
 func TestWatchersOfOneEventInEveryEncodingEachGetTheirOwn(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	var watches []watch.Interface

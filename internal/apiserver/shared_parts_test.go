@@ -15,6 +15,7 @@ import (
 // tolerations, security context and managed field sets; a change to one
 // pod leaves the others as they were.
 func TestCachedPodsOfOneTemplateShareTheirParts(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	s, _, lw := localReadsOfOnePod(ctx, t, "first")
 	templated := func(name, image string) *corev1.Pod {

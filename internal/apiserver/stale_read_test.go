@@ -47,6 +47,7 @@ func staleReaders(ctx context.Context, spec readerSpec) (collectionReader, error
 // cache first; a stale copy there must never let a write through that the
 // stored objects would refuse.
 func TestStaleCachedReadsNeverDecideABind(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, func(c *Config) { c.newReader = staleReaders })
 	ctx := testContext(t)
 	createNodes(t, s, "n1") // 8 cpu
@@ -97,6 +98,7 @@ func TestStaleCachedReadsNeverDecideABind(t *testing.T) {
 // Updates and patches start from the watch cache's copy; whatever fails on
 // a stale copy is retried from the store, so answers are the store's.
 func TestStaleCachedReadsNeverDecideAnUpdate(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, func(c *Config) { c.newReader = staleReaders })
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")

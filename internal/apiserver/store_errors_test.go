@@ -32,6 +32,7 @@ func (f failingCreates) Create(ctx context.Context, key string, value []byte) (i
 // Retry-After (client-go waits and retries), and a value over the store's
 // size limit is 413 — not 500.
 func TestStoreRefusalsKeepTheirMeaning(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		code int32

@@ -25,6 +25,7 @@ import (
 // the refused one only if etcd applied it before refusing), and deleting
 // objects frees the store for writes again.
 func TestFullStoreIsA500WithEtcdsMessageAndReadsGoOn(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	st, err := etcd.Embedded(context.Background(), t.TempDir(), log, etcd.WithQuotaBackendBytes(8<<20),
 		etcd.WithSpacePolicy(etcd.SpacePolicy{Interval: 100 * time.Millisecond, MinReclaim: 64 << 20, Ratio: 2, DisarmBelow: 0.9}))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDeleteCollectionBySelector(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
@@ -31,6 +32,7 @@ func TestDeleteCollectionBySelector(t *testing.T) {
 }
 
 func TestEviction(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
@@ -47,6 +49,7 @@ func TestEviction(t *testing.T) {
 }
 
 func TestDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	before := storeRevision(t, s)
@@ -61,6 +64,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 }
 
 func TestYAMLInAndOut(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	body := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yamly\ndata:\n  k: v\n")
 	code, status := rawRequest(t, s, "POST", "/api/v1/namespaces/default/configmaps", "application/yaml", body)

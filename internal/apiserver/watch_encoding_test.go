@@ -34,6 +34,7 @@ func getAcceptingGzip(t *testing.T, s *testServer, path string) *http.Response {
 }
 
 func TestWatchResponsesAreNotCompressed(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	// Enough content for a LIST above the server's 128 kB gzip threshold.

@@ -40,6 +40,7 @@ func boundPod(name, node string) *corev1.Pod {
 }
 
 func TestWatchFromResourceVersionAndFieldSelector(t *testing.T) {
+	t.Parallel()
 	forEachReader(t, func(t *testing.T, configure func(*Config)) {
 		testWatchFromResourceVersionAndFieldSelector(t, newTestServerWith(t, configure))
 	})
@@ -90,6 +91,7 @@ func testWatchFromResourceVersionAndFieldSelector(t *testing.T, s *testServer) {
 // what the reader can replay: beyond the watch cache's history, or (reading
 // the store directly) compacted away.
 func TestWatchFromForgottenRevisionIsGone(t *testing.T) {
+	t.Parallel()
 	forEachReader(t, func(t *testing.T, configure func(*Config)) {
 		testWatchFromForgottenRevisionIsGone(t, newTestServerWith(t, func(c *Config) {
 			configure(c)
@@ -129,6 +131,7 @@ func testWatchFromForgottenRevisionIsGone(t *testing.T, s *testServer) {
 }
 
 func TestPagination(t *testing.T) {
+	t.Parallel()
 	forEachReader(t, func(t *testing.T, configure func(*Config)) { testPagination(t, newTestServerWith(t, configure)) })
 }
 
@@ -184,6 +187,7 @@ func testPagination(t *testing.T, s *testServer) {
 // (WatchListClient is on by default) and falls back to list+watch if the
 // server fails it: the request metrics show no LIST was needed.
 func TestInformerWatchList(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
@@ -222,6 +226,7 @@ func TestInformerWatchList(t *testing.T) {
 }
 
 func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
+	t.Parallel()
 	forEachReader(t, func(t *testing.T, configure func(*Config)) {
 		testWatchListSendsInitialEventsThenBookmark(t, newTestServerWith(t, configure))
 	})

@@ -14,6 +14,7 @@ import (
 )
 
 func TestEveryPatchType(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
@@ -76,6 +77,7 @@ func TestEveryPatchType(t *testing.T) {
 }
 
 func TestStaleUpdateConflicts(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	cms := s.client.CoreV1().ConfigMaps("default")
@@ -108,6 +110,7 @@ func TestStaleUpdateConflicts(t *testing.T) {
 }
 
 func TestStatusSplit(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
@@ -157,6 +160,7 @@ func TestStatusSplit(t *testing.T) {
 }
 
 func TestBinding(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
@@ -190,6 +194,7 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func TestCSRRecordsRequesterAndApproves(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	csrs := s.client.CertificatesV1().CertificateSigningRequests()
@@ -226,6 +231,7 @@ func TestCSRRecordsRequesterAndApproves(t *testing.T) {
 
 // TestEventsShareStorage: an events.k8s.io/v1 Event is a core/v1 Event too.
 func TestEventsShareStorage(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
 	ev := &eventsv1.Event{

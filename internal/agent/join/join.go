@@ -9,6 +9,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509/pkix"
 	"errors"
@@ -41,6 +42,8 @@ type Config struct {
 	NodeName string
 	Dir      string // the agent's data directory; files go under Dir/pki and Dir/node.kubeconfig
 	Logger   *slog.Logger
+	// TokenSettle bounds how long 401 and 403 are retried (0: defaultSettle).
+	TokenSettle time.Duration
 }
 
 // Files the join leaves in Dir, all 0600.
@@ -129,7 +132,7 @@ func join(ctx context.Context, cfg Config, store certificate.FileStore) error {
 	if err != nil {
 		return fmt.Errorf("make CSR: %w", err)
 	}
-	name, uid, err := requestWithFreshToken(ctx, client, request, key, log)
+	name, uid, err := requestWithFreshToken(ctx, client, request, key, cmp.Or(cfg.TokenSettle, defaultSettle), log)
 	if err != nil {
 		return err
 	}
@@ -148,14 +151,14 @@ func join(ctx context.Context, cfg Config, store certificate.FileStore) error {
 	return nil
 }
 
-// settle bounds how long 401 and 403 are retried. The server learns of a
+// defaultSettle bounds how long 401 and 403 are retried. The server learns of a
 // new token, and of its default RBAC bindings at first start, through
 // watches, so a token used the moment it is created may be refused for an
 // instant. After that, 401 means the token is wrong, expired or deleted, and
 // 403 that bootstrappers may not request certificates.
-const settle = 30 * time.Second
+const defaultSettle = 30 * time.Second
 
-func requestWithFreshToken(ctx context.Context, client kubernetes.Interface, request []byte, key any, log *slog.Logger) (string, types.UID, error) {
+func requestWithFreshToken(ctx context.Context, client kubernetes.Interface, request []byte, key any, settle time.Duration, log *slog.Logger) (string, types.UID, error) {
 	deadline := time.Now().Add(settle)
 	for {
 		name, uid, err := csr.RequestCertificateWithContext(ctx, client, request, "",

@@ -224,7 +224,11 @@ func TestJoin(t *testing.T) {
 			return apierrors.IsUnauthorized(err)
 		})
 		before := len(s.csrs(t))
-		_, err = join.Ensure(ctx, s.joinConfig(t, "node-c", jt))
+		// The token is known deleted (refused above): no need to wait
+		// the default 30 s for a new token to reach the server.
+		refused := s.joinConfig(t, "node-c", jt)
+		refused.TokenSettle = 2 * time.Second
+		_, err = join.Ensure(ctx, refused)
 		if err == nil || !strings.Contains(err.Error(), "refused the join token") {
 			t.Fatalf("Ensure with a deleted token = %v", err)
 		}

@@ -44,12 +44,14 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // under NoExecute maintenance, which only pods tolerating everything accept.
 const numNodes = 20
 
-func testNodes() []*v1.Node {
+// testNodes are numNodes varied nodes, each with 1/shrink of a full node's
+// room, so that a smaller workload still fills them.
+func testNodes(shrink int) []*v1.Node {
 	nodes := make([]*v1.Node, numNodes)
 	for i := range nodes {
-		pods := "110"
+		pods := 110
 		if i%7 == 3 {
-			pods = "40"
+			pods = 40
 		}
 		labels := map[string]string{"zone": "a"}
 		if i >= numNodes/2 {
@@ -65,7 +67,11 @@ func testNodes() []*v1.Node {
 		if i == numNodes-1 {
 			taints = append(taints, v1.Taint{Key: "maintenance", Value: "true", Effect: v1.TaintEffectNoExecute})
 		}
-		alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse(pods)}
+		alloc := v1.ResourceList{
+			v1.ResourceCPU:    *resource.NewMilliQuantity(int64(8000/shrink), resource.DecimalSI),
+			v1.ResourceMemory: *resource.NewQuantity(int64(16<<30/shrink), resource.BinarySI),
+			v1.ResourcePods:   *resource.NewQuantity(int64((pods+shrink-1)/shrink), resource.DecimalSI),
+		}
 		nodes[i] = &v1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%02d", i), Labels: labels},
 			Spec:       v1.NodeSpec{Taints: taints},

@@ -24,7 +24,7 @@ func TestAntiAffinityOnHostnameSpreadsReplicasAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cs := kubernetes.NewForConfigOrDie(apitest.Start(t))
-	for _, n := range testNodes()[:3] {
+	for _, n := range testNodes(1)[:3] {
 		n.Labels["kubernetes.io/hostname"] = n.Name
 		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -71,7 +71,7 @@ func TestOneSchedulerBindsEveryPodOfABurst(t *testing.T) {
 	defer cancel()
 	cfg := apitest.Start(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	for _, n := range testNodes()[:4] { // untainted; room for every pod
+	for _, n := range testNodes(1)[:4] { // untainted; room for every pod
 		n.Status.Allocatable[v1.ResourcePods] = resource.MustParse("300")
 		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

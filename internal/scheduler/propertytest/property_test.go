@@ -25,12 +25,21 @@ import (
 
 var seedFlag = flag.Int64("seed", 0, "random seed of the property test's workload (0: from the clock; the seed used is logged)")
 
-const (
-	numPods        = 2000
-	numBinders     = 4
-	bindsPerBinder = 250
-	numDeleted     = 60
-)
+// workloadSize is how much TestNoNodeEverSeesAViolatingSet does.
+type workloadSize struct {
+	pods, binders, bindsPerBinder, deleted int
+	shrink                                 int           // nodes get 1/shrink of their room
+	round                                  time.Duration // awaitSettled's wait before touching the nodes again
+}
+
+// workload is the full size, or with -short (make unit) a quarter of it on
+// nodes with a quarter of the room, so that nodes fill up as much.
+func workload() workloadSize {
+	if testing.Short() {
+		return workloadSize{pods: 500, binders: 4, bindsPerBinder: 62, deleted: 15, shrink: 4, round: 20 * time.Second}
+	}
+	return workloadSize{pods: 2000, binders: 4, bindsPerBinder: 250, deleted: 60, shrink: 1, round: time.Minute}
+}
 
 // TestNoNodeEverSeesAViolatingSet is the binding property: two scheduler
 // instances and several raw binders race to bind 2000 random pods onto 20
@@ -51,7 +60,8 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 	cfg := apitest.Start(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
-	nodes := testNodes()
+	size := workload()
+	nodes := testNodes(size.shrink)
 	for _, n := range nodes {
 		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create node: %v", err)
@@ -83,13 +93,13 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 	}
 	defer func() { stopSchedulers(); schedulersDone.Wait() }()
 
-	pods := make([]*v1.Pod, numPods)
+	pods := make([]*v1.Pod, size.pods)
 	for i := range pods {
 		pods[i] = randomPod(r, i)
 	}
-	deleted := runWorkload(ctx, t, cs, r, pods, nodes)
+	deleted := runWorkload(ctx, t, cs, r, size, pods, nodes)
 
-	final := awaitSettled(ctx, t, cs, nodes, deleted)
+	final := awaitSettled(ctx, t, cs, size.round, nodes, deleted)
 	checkWatchHistories(ctx, t, watches, nodes, final)
 	stats := summarize(t, final, deleted)
 	for i, binds := range schedulerBinds {
@@ -106,22 +116,22 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 
 // runWorkload creates the pods while raw binders race the schedulers, and
 // deletes some of them part-way; it returns the names deleted.
-func runWorkload(ctx context.Context, t *testing.T, cs kubernetes.Interface, r *rand.Rand, pods []*v1.Pod, nodes []*v1.Node) map[string]bool {
+func runWorkload(ctx context.Context, t *testing.T, cs kubernetes.Interface, r *rand.Rand, size workloadSize, pods []*v1.Pod, nodes []*v1.Node) map[string]bool {
 	t.Helper()
 	var created atomic.Int64
 	var tally binderTally
 	var wg sync.WaitGroup
-	for range numBinders {
+	for range size.binders {
 		br := rand.New(rand.NewSource(r.Int63()))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rawBinder(ctx, cs, br, pods, nodes, &created, bindsPerBinder, &tally)
+			rawBinder(ctx, cs, br, pods, nodes, &created, size.bindsPerBinder, &tally)
 		}()
 	}
 	deleted := map[string]bool{}
-	for len(deleted) < numDeleted {
-		deleted[pods[r.Intn(numPods/2)].Name] = true
+	for len(deleted) < size.deleted {
+		deleted[pods[r.Intn(size.pods/2)].Name] = true
 	}
 	wg.Add(1)
 	go func() {
@@ -129,7 +139,7 @@ func runWorkload(ctx context.Context, t *testing.T, cs kubernetes.Interface, r *
 		// Once half the pods exist, many of those named are bound: deleting
 		// them must release their share while binding goes on.
 		if err := wait.Poll(ctx, 5*time.Minute, "half the pods to be created", func(context.Context) error {
-			if n := created.Load(); n < numPods/2 {
+			if n := created.Load(); n < int64(size.pods/2) {
 				return fmt.Errorf("%d created", n)
 			}
 			return nil
@@ -174,15 +184,15 @@ type clusterState struct {
 // make a scheduler revisit pods it gave up on (as in kube-scheduler), so
 // their messages may describe an earlier, emptier cluster: touching every
 // node is the cluster event that makes both schedulers re-examine them.
-func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, nodes []*v1.Node, deleted map[string]bool) *clusterState {
+func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, round time.Duration, nodes []*v1.Node, deleted map[string]bool) *clusterState {
 	t.Helper()
-	for round := 1; ; round++ {
-		if err := touchNodes(ctx, cs, nodes, round); err != nil {
+	for n := 1; ; n++ {
+		if err := touchNodes(ctx, cs, nodes, n); err != nil {
 			t.Fatal(err)
 		}
 		var state *clusterState
 		why := "not read yet"
-		err := wait.Poll(ctx, time.Minute, "the cluster to settle", func(ctx context.Context) error {
+		err := wait.Poll(ctx, round, "the cluster to settle", func(ctx context.Context) error {
 			s, err := readState(ctx, cs, nodes, deleted)
 			switch {
 			case err != nil && ctx.Err() != nil && why != "not read yet":
@@ -201,10 +211,10 @@ func awaitSettled(ctx context.Context, t *testing.T, cs kubernetes.Interface, no
 		if err == nil {
 			return state
 		}
-		if round == 4 || ctx.Err() != nil {
-			t.Fatalf("the cluster did not settle after %d rounds: %v", round, err)
+		if n == 4 || ctx.Err() != nil {
+			t.Fatalf("the cluster did not settle after %d rounds: %v", n, err)
 		}
-		t.Logf("round %d: not settled (%s); touching nodes again", round, why)
+		t.Logf("round %d: not settled (%s); touching nodes again", n, why)
 	}
 }
 
@@ -237,8 +247,8 @@ func readState(ctx context.Context, cs kubernetes.Interface, want []*v1.Node, de
 			s.bound[p.Spec.NodeName] = append(s.bound[p.Spec.NodeName], p)
 		}
 	}
-	if len(s.pods)+len(deleted) != numPods {
-		return nil, fmt.Errorf("%d pods exist and %d were deleted; want %d in all", len(s.pods), len(deleted), numPods)
+	if want := workload().pods; len(s.pods)+len(deleted) != want {
+		return nil, fmt.Errorf("%d pods exist and %d were deleted; want %d in all", len(s.pods), len(deleted), want)
 	}
 	for i := range s.pods {
 		p := &s.pods[i]
