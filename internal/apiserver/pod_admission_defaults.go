@@ -6,17 +6,13 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// What kube-apiserver's ServiceAccount and Priority admission plugins add
-// to a pod, before the pod registry's own defaults and validation
-// (upstream's) run. berth serves neither PriorityClasses nor the service
-// account controller those plugins need yet.
+// What kube-apiserver's Priority admission plugin adds to a pod, before the
+// pod registry's own defaults and validation (upstream's) run: berth does
+// not serve the PriorityClasses that plugin reads yet. (The ServiceAccount
+// plugin is upstream's own, in the server's admission chain.)
 
 func admitPodDefaults(obj runtime.Object) {
 	spec := &obj.(*corev1.Pod).Spec
-	if spec.ServiceAccountName == "" {
-		spec.ServiceAccountName = "default"
-		spec.DeprecatedServiceAccount = "default" //nolint:staticcheck // kept in sync, as upstream's plugin does
-	}
 	if spec.Priority == nil && spec.PriorityClassName == "" {
 		spec.Priority = ptr.To[int32](0)
 	}

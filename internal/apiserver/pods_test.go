@@ -38,7 +38,6 @@ func TestPodCreateAppliesUpstreamDefaults(t *testing.T) {
 		"schedulerName":            {spec.SchedulerName, "default-scheduler"},
 		"enableServiceLinks":       {*spec.EnableServiceLinks, true},
 		"priority":                 {*spec.Priority, int32(0)},
-		"serviceAccountName":       {spec.ServiceAccountName, "default"},
 		"imagePullPolicy":          {c.ImagePullPolicy, corev1.PullAlways},
 		"terminationMessagePath":   {c.TerminationMessagePath, "/dev/termination-log"},
 		"terminationMessagePolicy": {c.TerminationMessagePolicy, corev1.TerminationMessageReadFile},

@@ -54,6 +54,9 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			Logger:    c.Logger.With("component", "certificates"),
 		}).Run(ctx)
 	}})
+	out = append(out, component{name: "root-ca-publisher", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return publishRootCA(ctx, client, cluster.ServerCA.CertPEM)
+	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		pods, nodes, err := localPodsAndNodes(ctx, local, pki.ControllerIdentity)
 		if err != nil {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -10,58 +9,37 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	psadmission "k8s.io/pod-security-admission/admission"
 
 	"github.com/berth/berth/internal/admission/podsecurity"
 	"github.com/berth/berth/internal/apiserver"
-	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/informeropts"
 	"github.com/berth/berth/internal/pki"
 )
 
-// podSecurity is the PodSecurity admission plugin's part of the server:
-// the plugin, and its informers on namespaces and pods, which read through
-// to the watch cache (LocalReads) once the API server exists. Until the
-// namespace informer has listed, a namespace it lacks is read over the
-// loopback client (as upstream's plugin does for one just created).
-type podSecurity struct {
-	Plugin  *podsecurity.Plugin
-	factory informers.SharedInformerFactory
-}
-
-func newPodSecurity(cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, reg prometheus.Registerer) (*podSecurity, error) {
+// newPodSecurity is the PodSecurity admission plugin, reading namespaces
+// and pods through factory (read through to the watch cache). Until the
+// namespace informer has listed, a namespace it lacks is read over client
+// (as upstream's plugin does for one just created).
+func newPodSecurity(cfg Config, factory informers.SharedInformerFactory, local *apiserver.LocalReads, client kubernetes.Interface, reg prometheus.Registerer) (*podsecurity.Plugin, error) {
 	conf, err := podsecurity.LoadConfiguration(cfg.AdmissionControlConfigFile)
 	if err != nil {
 		return nil, err
 	}
-	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
-	if err != nil {
-		return nil, fmt.Errorf("pod security admission: %w", err)
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &corev1.Namespace{}, localOnceServed(local, "namespaces"))
 	informeropts.ReadThrough(factory, &corev1.Pod{}, localOnceServed(local, "pods"))
 	metrics, err := podsecurity.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	plugin, err := podsecurity.New(podsecurity.Config{
+	return podsecurity.New(podsecurity.Config{
 		Configuration: conf,
 		Namespaces:    psadmission.NamespaceGetterFromListerAndClient(factory.Core().V1().Namespaces().Lister(), client),
 		Pods:          psadmission.PodListerFromInformer(factory.Core().V1().Pods().Lister()),
 		Metrics:       metrics,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &podSecurity{Plugin: plugin, factory: factory}, nil
-}
-
-// start runs the informers until ctx ends; wait returns once they have stopped.
-func (p *podSecurity) start(ctx context.Context) (wait func()) {
-	p.factory.Start(ctx.Done())
-	return p.factory.Shutdown
 }
 
 // localOnceServed lists and watches a core/v1 resource from local as the

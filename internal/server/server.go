@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/berth/berth/internal/admission/noderestriction"
@@ -117,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	metrics, local := prometheus.NewRegistry(), apiserver.NewLocalReads()
-	podSecurity, err := newPodSecurity(cfg, lb, local, metrics)
+	plugins, err := newAdmissionPlugins(cfg, lb, local, metrics)
 	if err != nil {
 		return err
 	}
@@ -128,7 +127,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Authorizer:    authz,
 		RuleResolver:  auth.NewRuleResolver(access.informers.Listers.RulesFor),
 		ReadView:      node.PodView,
-		Admission:     admission.NewChainHandler(noderestriction.New(nodeGraph), podSecurity.Plugin, access.EscalationCheck(authz)),
+		Admission:     plugins.chain(noderestriction.New(nodeGraph), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       metrics,
 	}
@@ -143,8 +142,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
 	waitRBAC := access.start(apiCtx)
-	waitPodSecurity := podSecurity.start(apiCtx)
-	defer func() { stopAPI(); waitRBAC(); waitPodSecurity() }()
+	waitAdmission := plugins.start(apiCtx)
+	defer func() { stopAPI(); waitRBAC(); waitAdmission() }()
 	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens)
 }
 
