@@ -33,7 +33,6 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 		Containers: []corev1.Container{{Name: "main", Image: images.Busybox,
 			Command: []string{"sh", "-c", "echo hello-from-berth; exec sleep 3600"}}},
 	}}
-	projectedTokenVolume(pod)
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

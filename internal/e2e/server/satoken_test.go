@@ -7,29 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth/berth/internal/testkit/cluster"
 )
 
-// tokenMountPath is where the hello pod mounts its projected token.
-const tokenMountPath = "/var/run/secrets/tokens"
-
-// projectedTokenVolume adds a projected service-account token, mounted in
-// every container, to pod.
-func projectedTokenVolume(pod *corev1.Pod) {
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{
-		Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
-			ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"},
-		}}},
-	}})
-	for i := range pod.Spec.Containers {
-		pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts,
-			corev1.VolumeMount{Name: "token", MountPath: tokenMountPath})
-	}
-}
+// apiAccessPath is where the ServiceAccount admission plugin mounts
+// kube-api-access-* in every container.
+const apiAccessPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // staticToken is the one bearer token of the --token-auth-file the
 // single-node test gives its server.
@@ -59,17 +45,29 @@ func checkStaticToken(t *testing.T, srv *cluster.Server) {
 	}
 }
 
-// checkServiceAccountToken reads the token the agent projected into pod
-// and shows that the API server takes it as the pod's service account:
-// authenticated (not 401), and refused (403) by name for what that
+// checkServiceAccountToken reads what the agent put in pod's
+// kube-api-access-* volume (mounted by admission, not by the pod's author):
+// the namespace, the CA that verifies the API server (from
+// kube-root-ca.crt), and a token the API server takes as the pod's service
+// account: authenticated (not 401), and refused (403) by name for what that
 // account was never granted.
 func checkServiceAccountToken(t *testing.T, srv *cluster.Server, pod string) {
 	t.Helper()
-	token := strings.TrimSpace(srv.Kubectl(t, "", "exec", pod, "--", "cat", tokenMountPath+"/token"))
-	if strings.Count(token, ".") != 2 {
-		t.Fatalf("projected token is not a JWT: %q", token)
+	if ns := srv.Kubectl(t, "", "exec", pod, "--", "cat", apiAccessPath+"/namespace"); ns != "default" {
+		t.Errorf("mounted namespace %q, want default", ns)
 	}
-	_, err := srv.BearerClient(t, token).CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
+	serverCA, err := os.ReadFile(filepath.Join(srv.DataDir, "pki", "server-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca := srv.Kubectl(t, "", "exec", pod, "--", "cat", apiAccessPath+"/ca.crt"); ca != string(serverCA) {
+		t.Errorf("mounted ca.crt is not the server CA:\n%s", ca)
+	}
+	token := strings.TrimSpace(srv.Kubectl(t, "", "exec", pod, "--", "cat", apiAccessPath+"/token"))
+	if strings.Count(token, ".") != 2 {
+		t.Fatalf("mounted token is not a JWT: %q", token)
+	}
+	_, err = srv.BearerClient(t, token).CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
 	const who = "system:serviceaccount:default:default"
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), who) {
 		t.Fatalf("listing kube-system secrets with the pod's token: %v; want 403 naming %s", err, who)
