@@ -3,12 +3,14 @@ package pods
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 )
 
 // configError is a problem in the pod's configuration the agent cannot run
@@ -19,9 +21,14 @@ type configError struct{ err error }
 func (e configError) Error() string { return e.err.Error() }
 func (e configError) Unwrap() error { return e.err }
 
-// envFor resolves container c's environment: envFrom first, then env, later
-// entries overriding earlier ones, as the kubelet does.
+// envFor resolves container c's environment as the kubelet does: envFrom
+// first, then env, later entries overriding earlier ones, then the service
+// variables the pod's own entries did not set.
 func (m *Manager) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.KeyValue, error) {
+	services, err := m.services.forPod(pod.Namespace, ptr.Deref(pod.Spec.EnableServiceLinks, true))
+	if err != nil {
+		return nil, err
+	}
 	var order []string
 	values := map[string]string{}
 	set := func(k, v string) {
@@ -46,10 +53,20 @@ func (m *Manager) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 		}
 		if ok {
 			if e.ValueFrom == nil {
-				v = expand(v, values) // a literal value may use variables defined before it
+				v = expand(v, values, services) // a literal value may use variables defined before it, and the services' 
 			}
 			set(e.Name, v)
 		}
+	}
+	serviceNames := make([]string, 0, len(services))
+	for k := range services {
+		if _, ok := values[k]; !ok {
+			serviceNames = append(serviceNames, k)
+		}
+	}
+	slices.Sort(serviceNames)
+	for _, k := range serviceNames {
+		set(k, services[k])
 	}
 	out := make([]*runtimeapi.KeyValue, 0, len(order))
 	for _, k := range order {

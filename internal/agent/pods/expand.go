@@ -1,44 +1,13 @@
 package pods
 
-import "strings"
+import "k8s.io/kubernetes/third_party/forked/golang/expansion"
 
-// expand replaces $(VAR) references in s with values from vars, as the
-// kubelet does for command, args and env values: $$ is an escaped $, and
-// a reference to an unknown variable (or an unclosed one) stays as written.
-// Hand-written because upstream's implementation lives in
-// k8s.io/kubernetes/third_party, which is not importable.
-func expand(s string, vars map[string]string) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vars[name]; ok && name != "" {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
+// expand replaces $(VAR) references in s as the kubelet does for command,
+// args and env values (upstream's expansion package): $$ is an escaped $,
+// a name is looked up in each of vars in turn, and a reference to an
+// unknown variable (or an unclosed one) stays as written.
+func expand(s string, vars ...map[string]string) string {
+	return expansion.Expand(s, expansion.MappingFuncFor(vars...))
 }
 
 func expandAll(list []string, vars map[string]string) []string {

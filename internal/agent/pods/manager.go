@@ -66,17 +66,18 @@ type Config struct {
 
 // Manager runs the pods bound to one node.
 type Manager struct {
-	cfg     Config
-	client  kubernetes.Interface
-	rt      runtimeapi.RuntimeServiceClient
-	images  runtimeapi.ImageServiceClient
-	log     *slog.Logger
-	backoff *backoff
-	sent    sentStatuses
-	prober  *prober
-	clock   clock.WithTicker
-	tokens  *tokenCache // projected service-account tokens
-	userns  *usernsRanges
+	cfg      Config
+	client   kubernetes.Interface
+	rt       runtimeapi.RuntimeServiceClient
+	images   runtimeapi.ImageServiceClient
+	log      *slog.Logger
+	backoff  *backoff
+	sent     sentStatuses
+	prober   *prober
+	clock    clock.WithTicker
+	tokens   *tokenCache // projected service-account tokens
+	services *serviceEnv // set by Run before any pod worker starts
+	userns   *usernsRanges
 
 	sysctls  *SysctlAllowlist
 	appArmor apparmor.Validator
@@ -138,6 +139,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", m.cfg.NodeName).String()
 		}))
+	services, waitServices := watchServices(ctx, m.client)
+	m.services = services
+	defer waitServices()
 	inf := factory.Core().V1().Pods().Informer()
 	m.store = inf.GetStore()
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

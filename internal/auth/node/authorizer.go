@@ -59,6 +59,8 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		return a.referenced(r, serviceAccountKind)
 	case "/secrets", "/configmaps", "/persistentvolumeclaims":
 		return a.referenced(r, kind(attrs.GetResource()))
+	case "/services":
+		return readServices(r)
 	case "coordination.k8s.io/leases":
 		return ownLease(r)
 	case "/events", "events.k8s.io/events":
@@ -167,6 +169,19 @@ func (a *Authorizer) serviceAccountToken(r request) (authorizer.Decision, string
 		return noOpinion("no pod bound to node %q runs as service account %s/%s", r.node, attrs.GetNamespace(), attrs.GetName())
 	}
 	return allow()
+}
+
+// readServices: get, list and watch of every Service, as upstream's
+// system:node role grants: the agent gives each container the service
+// environment variables of its namespace and of default/kubernetes.
+func readServices(r request) (authorizer.Decision, string, error) {
+	switch r.attrs.GetVerb() {
+	case "get", "list", "watch":
+		if r.attrs.GetSubresource() == "" {
+			return allow()
+		}
+	}
+	return noOpinion("nodes may only read services")
 }
 
 // ownLease: create (name checked by admission), get, update and patch of
