@@ -1,7 +1,9 @@
 package node
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,7 @@ func TestPodReferencesEverySource(t *testing.T) {
 				}}}},
 				{VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "csi-secret"}}}},
 				{VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
 			},
 			InitContainers: []corev1.Container{{EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-envfrom-cm"}}}}}},
 			Containers: []corev1.Container{{
@@ -54,8 +57,14 @@ func TestPodReferencesEverySource(t *testing.T) {
 		{secretKind, "ns", "env-secret"},
 		{configMapKind, "ns", "env-cm"},
 		{secretKind, "ns", "debug-secret"},
+		{claimKind, "ns", "p-scratch"}, // an ephemeral volume's claim: POD-VOLUME
 	}
 	got := podReferences(pod)
+	order := func(a, b objectRef) int {
+		return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	}
+	slices.SortFunc(got, order)
+	slices.SortFunc(want, order)
 	if !slices.Equal(got, want) {
 		t.Fatalf("references:\n got %v\nwant %v", got, want)
 	}
@@ -68,12 +77,13 @@ func TestPodReferencesEverySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := cached.(*podRecord)
+	slices.SortFunc(r.bound.refs, order)
 	if !slices.Equal(r.bound.refs, want) || r.bound.node != "node-a" || r.Name != "p" || r.Namespace != "ns" || r.ResourceVersion != "7" {
 		t.Fatalf("cached part of the pod: %+v", r)
 	}
 	c := r.DeepCopyObject().(*podRecord)
 	c.bound.refs[0].name = "changed"
-	if r.bound.refs[0].name != "sa" {
+	if r.bound.refs[0].name == "changed" {
 		t.Fatal("a copy of the cached part shares its references")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/component-helpers/storage/ephemeral"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
 // kind is a kind of object a node may read because its pods reference it.
@@ -26,34 +28,27 @@ type objectRef struct {
 	name      string
 }
 
-// podReferences lists every object pod's agent must read to run it: the
-// service account, image pull secrets, volume sources (projected ones
-// included) and env/envFrom sources of every container. Upstream's walker
-// (pkg/api/v1/pod.VisitPodSecretNames) is in k8s.io/kubernetes, which is not
-// importable.
+// podReferences lists every object pod's agent must read to run it, as
+// upstream's Node authorizer graph (Graph.AddPod) finds them: the service
+// account, the secrets and config maps of every volume (projected ones and
+// volume plugins' credentials included), image pull secrets and env
+// sources (upstream's pod visitors), and the claims of its volumes,
+// ephemeral ones by their generated names.
 func podReferences(pod *corev1.Pod) []objectRef {
 	refs := refSet{namespace: pod.Namespace, seen: map[objectRef]bool{}}
 	refs.add(serviceAccountKind, pod.Spec.ServiceAccountName)
-	for _, s := range pod.Spec.ImagePullSecrets {
-		refs.add(secretKind, s.Name)
-	}
+	podutil.VisitPodSecretNames(pod, func(name string) bool { refs.add(secretKind, name); return true })
+	podutil.VisitPodConfigmapNames(pod, func(name string) bool { refs.add(configMapKind, name); return true })
 	for i := range pod.Spec.Volumes {
-		refs.addVolume(&pod.Spec.Volumes[i].VolumeSource)
-	}
-	for _, c := range allContainers(pod) {
-		refs.addEnv(c.Env, c.EnvFrom)
+		v := &pod.Spec.Volumes[i]
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			refs.add(claimKind, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			refs.add(claimKind, ephemeral.VolumeClaimName(pod, v))
+		}
 	}
 	return refs.list
-}
-
-// allContainers returns the env-bearing parts of every container kind.
-func allContainers(pod *corev1.Pod) []corev1.Container {
-	out := append([]corev1.Container(nil), pod.Spec.InitContainers...)
-	out = append(out, pod.Spec.Containers...)
-	for _, e := range pod.Spec.EphemeralContainers {
-		out = append(out, corev1.Container{Env: e.Env, EnvFrom: e.EnvFrom})
-	}
-	return out
 }
 
 // refSet collects references in one namespace, each once.
@@ -71,76 +66,6 @@ func (s *refSet) add(k kind, name string) {
 	if !s.seen[ref] {
 		s.seen[ref] = true
 		s.list = append(s.list, ref)
-	}
-}
-
-func (s *refSet) addVolume(v *corev1.VolumeSource) {
-	switch {
-	case v.Secret != nil:
-		s.add(secretKind, v.Secret.SecretName)
-	case v.ConfigMap != nil:
-		s.add(configMapKind, v.ConfigMap.Name)
-	case v.PersistentVolumeClaim != nil:
-		s.add(claimKind, v.PersistentVolumeClaim.ClaimName)
-	case v.Projected != nil:
-		for _, p := range v.Projected.Sources {
-			if p.Secret != nil {
-				s.add(secretKind, p.Secret.Name)
-			}
-			if p.ConfigMap != nil {
-				s.add(configMapKind, p.ConfigMap.Name)
-			}
-		}
-	}
-	s.addVolumePluginSecrets(v)
-}
-
-// addVolumePluginSecrets adds the secrets that volume plugins authenticate with.
-func (s *refSet) addVolumePluginSecrets(v *corev1.VolumeSource) {
-	var ref *corev1.LocalObjectReference
-	switch {
-	case v.CSI != nil:
-		ref = v.CSI.NodePublishSecretRef
-	case v.ISCSI != nil:
-		ref = v.ISCSI.SecretRef
-	case v.RBD != nil:
-		ref = v.RBD.SecretRef
-	case v.CephFS != nil:
-		ref = v.CephFS.SecretRef
-	case v.FlexVolume != nil:
-		ref = v.FlexVolume.SecretRef
-	case v.StorageOS != nil:
-		ref = v.StorageOS.SecretRef
-	case v.ScaleIO != nil:
-		ref = v.ScaleIO.SecretRef
-	}
-	if ref != nil {
-		s.add(secretKind, ref.Name)
-	}
-	if v.AzureFile != nil {
-		s.add(secretKind, v.AzureFile.SecretName)
-	}
-}
-
-func (s *refSet) addEnv(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
-	for _, e := range envFrom {
-		if e.SecretRef != nil {
-			s.add(secretKind, e.SecretRef.Name)
-		}
-		if e.ConfigMapRef != nil {
-			s.add(configMapKind, e.ConfigMapRef.Name)
-		}
-	}
-	for _, e := range env {
-		if e.ValueFrom == nil {
-			continue
-		}
-		if e.ValueFrom.SecretKeyRef != nil {
-			s.add(secretKind, e.ValueFrom.SecretKeyRef.Name)
-		}
-		if e.ValueFrom.ConfigMapKeyRef != nil {
-			s.add(configMapKind, e.ValueFrom.ConfigMapKeyRef.Name)
-		}
 	}
 }
 
