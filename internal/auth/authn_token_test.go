@@ -8,25 +8,27 @@ import (
 	"net/http"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/berth/berth/internal/auth/bootstraptoken"
 	"github.com/berth/berth/internal/pki"
 )
 
-// oneSecret serves a single kube-system Secret.
-type oneSecret struct{ s *corev1.Secret }
-
-func (o oneSecret) Get(name string) (*corev1.Secret, error) {
-	if o.s != nil && o.s.Name == name {
-		return o.s, nil
+// kubeSystemSecrets is a lister of kube-system holding secrets.
+func kubeSystemSecrets(t *testing.T, secrets ...*corev1.Secret) corelisters.SecretNamespaceLister {
+	t.Helper()
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, s := range secrets {
+		if err := store.Add(s); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+	return corelisters.NewSecretLister(store).Secrets(metav1.NamespaceSystem)
 }
 
 func TestBootstrapTokenInTheChain(t *testing.T) {
@@ -39,8 +41,8 @@ func TestBootstrapTokenInTheChain(t *testing.T) {
 	secret := &corev1.Secret{Type: "bootstrap.kubernetes.io/token", Data: map[string][]byte{
 		"token-id": []byte("abcdef"), "token-secret": []byte("0123456789abcdef"), "usage-bootstrap-authentication": []byte("true"),
 	}}
-	secret.Name = "bootstrap-token-abcdef"
-	tokens := bootstraptoken.NewAuthenticator(oneSecret{secret}, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	secret.Name, secret.Namespace = "bootstrap-token-abcdef", metav1.NamespaceSystem
+	tokens := bootstraptoken.NewAuthenticator(kubeSystemSecrets(t, secret), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	authn := NewAuthenticator(pool, tokens)
 
 	for _, tc := range []struct {

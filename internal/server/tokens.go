@@ -39,7 +39,7 @@ func newBootstrapTokens(cfg Config, lb *inprocess.Loopback) (*bootstrapTokens, e
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory(informers.WithNamespace(metav1.NamespaceSystem))...)
 	secrets := factory.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem)
 	return &bootstrapTokens{
-		authn:   bootstraptoken.NewAuthenticator(secrets, time.Now, cfg.Logger.With("component", "bootstrap-tokens")),
+		authn:   bootstraptoken.NewAuthenticator(secrets, cfg.Logger.With("component", "bootstrap-tokens")),
 		factory: factory,
 	}, nil
 }

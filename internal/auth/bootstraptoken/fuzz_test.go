@@ -58,14 +58,14 @@ func FuzzParseJoinToken(f *testing.F) {
 // passes, and then only into system:bootstrappers groups.
 func FuzzAuthenticateToken(f *testing.F) {
 	good := Token{ID: "abcdef", Secret: "0123456789abcdef", Description: "d"}
-	f.Add(good.String(), "abcdef", "0123456789abcdef", "true", "", "2026-12-01T00:00:00Z", string(bootstrapapi.SecretTypeBootstrapToken))
+	f.Add(good.String(), "abcdef", "0123456789abcdef", "true", "", "2099-12-01T00:00:00Z", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add(good.String(), "abcdef", "0123456789abcdef", "true", "system:bootstrappers:workers,system:bootstrappers:x", "", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add(good.String(), "abcdef", "0123456789abcdef", "true", "system:masters", "", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add(good.String(), "abcdef", "0123456789abcdef", "true", "", "tomorrow", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add(good.String(), "abcdef", "0123456789abcdef", "true", "", "", "Opaque")
 	f.Add("abcdef.0123456789abcdeF", "abcdef", "0123456789abcdef", "TRUE", "", "", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add("abcdef.", "abcdef", "", "true", "", "", string(bootstrapapi.SecretTypeBootstrapToken))
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := time.Now() // the authenticator reads the clock after this
 	f.Fuzz(func(t *testing.T, bearer, id, secret, usage, groups, expires, typ string) {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: bootstrapapi.BootstrapTokenSecretPrefix + "abcdef", Namespace: metav1.NamespaceSystem},
@@ -79,7 +79,7 @@ func FuzzAuthenticateToken(f *testing.F) {
 			},
 		}
 		var logs bytes.Buffer
-		a := NewAuthenticator(secretMap{s.Name: s}, func() time.Time { return now }, slog.New(slog.NewTextHandler(&logs, nil)))
+		a := NewAuthenticator(kubeSystemSecrets(t, s), slog.New(slog.NewTextHandler(&logs, nil)))
 		resp, ok, err := a.AuthenticateToken(context.Background(), bearer)
 		if err != nil {
 			t.Fatalf("AuthenticateToken(%q): %v", bearer, err)
@@ -126,7 +126,7 @@ func leaks(log, secret string, logged ...string) bool {
 // FuzzTokenFromSecret reads arbitrary Secrets back as tokens (what `berth
 // token list` shows): one that reads as a token must name its own Secret.
 func FuzzTokenFromSecret(f *testing.F) {
-	f.Add("bootstrap-token-abcdef", "abcdef", "0123456789abcdef", "2026-12-01T00:00:00Z", string(bootstrapapi.SecretTypeBootstrapToken))
+	f.Add("bootstrap-token-abcdef", "abcdef", "0123456789abcdef", "2099-12-01T00:00:00Z", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add("bootstrap-token-abcdef", "abcdef", "0123456789abcdef", "never", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add("bootstrap-token-ABCDEF", "ABCDEF", "", "", string(bootstrapapi.SecretTypeBootstrapToken))
 	f.Add("bootstrap-token-", "", "", "", "")

@@ -80,7 +80,7 @@ func newCluster(t *testing.T) *cluster {
 	// bootstrap-token Secrets and RBAC objects.
 	self := c.client(t, pki.APIServerClientIdentity)
 	secrets := informers.NewSharedInformerFactoryWithOptions(self, 0, informers.WithNamespace(metav1.NamespaceSystem))
-	tokens := bootstraptoken.NewAuthenticator(secrets.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem), time.Now, log)
+	tokens := bootstraptoken.NewAuthenticator(secrets.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem), log)
 	roles := rbac.NewInformers(self)
 	authz, err := auth.NewAuthorizer(node.NewAuthorizer(c.graph), rbac.NewAuthorizer(roles.Listers, roles.HasSynced))
 	if err != nil {
