@@ -37,7 +37,7 @@ if [[ -x "$CONF_DIR/e2e.test" ]] && "$CONF_DIR/e2e.test" --version 2>/dev/null |
 else
   log "building e2e.test $kube_version (10+ minutes cold on 2 cores)"
   ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
-  go test -c -trimpath -ldflags "$ldflags" -o "$CONF_DIR/e2e.test" ./hack/conformance/e2e
+  go test -c -tags conformance -trimpath -ldflags "$ldflags" -o "$CONF_DIR/e2e.test" ./hack/conformance/e2e
 fi
 
 stamp="$CONF_DIR/.ginkgo.version"
