@@ -31,8 +31,8 @@ if [[ "$ginkgo_version" != "$berth_ginkgo" ]]; then
   exit 1
 fi
 
-# e2e.test --version prints component-base's version, set here as upstream's builds set it.
-if [[ -x "$CONF_DIR/e2e.test" ]] && "$CONF_DIR/e2e.test" --version 2>/dev/null | grep -q "GitVersion:\"$kube_version\""; then
+# e2e.test --version prints component-base's gitVersion, set here as upstream's builds set it.
+if [[ -x "$CONF_DIR/e2e.test" ]] && [[ "$("$CONF_DIR/e2e.test" --version 2>/dev/null)" == "$kube_version" ]]; then
   log "e2e.test $kube_version already built"
 else
   log "building e2e.test $kube_version (10+ minutes cold on 2 cores)"

@@ -112,9 +112,9 @@ trap 'exit 130' INT TERM
 
 log "conformance: listing the [Conformance] tests of e2e.test"
 "$CONF_DIR/e2e.test" --list-conformance-tests >"$WORK/conformance.yaml"
-total=$(grep -c '^- testname:' "$WORK/conformance.yaml" || true)
-serial=$(grep -c '^  codename:.*\[Serial\]' "$WORK/conformance.yaml" || true)
-log "conformance: e2e.test lists $total conformance tests ($serial [Serial] by their first line)"
+total=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" | wc -l)
+serial=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" --serial=true | wc -l)
+log "conformance: e2e.test lists $total conformance tests, $serial of them [Serial]"
 
 log "conformance: starting the offline image registry"
 set -m
@@ -163,7 +163,7 @@ pass() {
   log "conformance: $name pass (ginkgo --procs $n, labels $labels)"
   "$CONF_DIR/ginkgo" "${args[@]}" "$CONF_DIR/e2e.test" -- \
     --provider=local --kubeconfig="$KUBECONFIG_FILE" --kubectl-path="$KUBECTL" \
-    --report-dir="$REPORT_DIR" --report-prefix="${name}_" --dump-logs-on-failure=false \
+    --report-dir="$REPORT_DIR" --report-prefix="${name}_" \
     >"$REPORT_DIR/$name.log" 2>&1 || rc=$?
   log "conformance: $name pass exited $rc (log $REPORT_DIR/$name.log)"
   grep -E '^(Ran [0-9]+ of|FAIL!|SUCCESS!|\[FAIL\]|  \[FAIL\]|.*SynchronizedBeforeSuite.*FAILED)' "$REPORT_DIR/$name.log" | head -n 40 >&2 || true
@@ -201,6 +201,7 @@ args_text="hack/conformance.sh"
 report_rc=0
 "$REPORT_TOOL" merge --conformance "$WORK/conformance.yaml" --results "$results" \
   --blocked "$REPO_ROOT/hack/conformance-blocked.txt" "${doc_args[@]}" "${fresh[@]}" \
-  --run "$(date -u +%F)" --command "$args_text" "${junit[@]}" | tee "$REPORT_DIR/summary.txt" || report_rc=${PIPESTATUS[0]}
+  --run "$(date -u +%F)" --command "$args_text" "${junit[@]}" >"$REPORT_DIR/summary.txt" || report_rc=$?
+cat "$REPORT_DIR/summary.txt"
 echo "conformance: $(($(date +%s) - started)) s end to end; JUnit, logs and summary in $REPORT_DIR"
 exit "$report_rc"

@@ -2,6 +2,9 @@
 // runs (e2e.test --report-dir) into berth's results file and the per-test
 // table in docs/conformance.md, and picks the tests of a list or a shard.
 //
+//	conformance-report list --conformance LIST.yaml [--serial=BOOL]
+//	    prints the tests' full names, one a line, sorted (with --serial, only
+//	    the [Serial] ones or only the others).
 //	conformance-report select --conformance LIST.yaml [--list FILE] [--shard N/M] --serial=BOOL
 //	    prints a Ginkgo focus regexp matching exactly the selected tests of
 //	    one pass ([Serial] or not); prints nothing if none is selected.
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -31,24 +35,53 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: conformance-report select|merge [flags]")
+		fmt.Fprintln(stderr, "usage: conformance-report list|select|merge [flags]")
 		return 2
 	}
 	var err error
 	code := 0
 	switch args[0] {
+	case "list":
+		err = runList(args[1:], stdout)
 	case "select":
 		err = runSelect(args[1:], stdout)
 	case "merge":
 		code, err = runMerge(args[1:], stdout)
 	default:
-		err = fmt.Errorf("unknown command %q (select, merge)", args[0])
+		err = fmt.Errorf("unknown command %q (list, select, merge)", args[0])
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "conformance-report: %v\n", err)
 		return 2
 	}
 	return code
+}
+
+func runList(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	confFile := fs.String("conformance", "", "output of e2e.test --list-conformance-tests")
+	var serial *bool
+	fs.Func("serial", "true: only the [Serial] tests; false: only the others (default: all)", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		serial = &b
+		return err
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	conf, err := readConformanceFile(*confFile)
+	if err != nil {
+		return err
+	}
+	for _, name := range conf {
+		if serial != nil && isSerial(name) != *serial {
+			continue
+		}
+		if _, err := fmt.Fprintln(stdout, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func runSelect(args []string, stdout io.Writer) error {

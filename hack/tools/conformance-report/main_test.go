@@ -319,3 +319,23 @@ func TestMergeCommandWritesResultsAndDoc(t *testing.T) {
 		t.Errorf("set-up failure: exit %d, output:\n%s", code, out.String())
 	}
 }
+
+func TestListPrintsNamesAndSplitsSerial(t *testing.T) {
+	for flag, want := range map[string]string{
+		"":               strings.Join([]string{cronJob, dns, configMap, hostIP, limits, secrets}, "\n"),
+		"--serial=true":  limits,
+		"--serial=false": strings.Join([]string{cronJob, dns, configMap, hostIP, secrets}, "\n"),
+	} {
+		args := []string{"list", "--conformance", "testdata/conformance.yaml"}
+		if flag != "" {
+			args = append(args, flag)
+		}
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != 0 {
+			t.Fatalf("list %s: exit %d: %s", flag, code, errOut.String())
+		}
+		if got := strings.TrimSpace(out.String()); got != want {
+			t.Errorf("list %s:\n%s\nwant:\n%s", flag, got, want)
+		}
+	}
+}
