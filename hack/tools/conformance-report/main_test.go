@@ -17,6 +17,7 @@ const (
 	limits    = "[sig-scheduling] SchedulerPredicates [Serial] validates resource limits of pods that are allowed to run [Conformance]"
 	dns       = "[sig-network] DNS should provide DNS for the cluster [Conformance]"
 	secrets   = "[sig-storage] Secrets should be consumable from pods in volume [NodeConformance] [Conformance]"
+	protocols = "[sig-network] Services should serve endpoints on same port and different protocols [Conformance]"
 )
 
 func fixture(t *testing.T, name string) []byte {
@@ -42,7 +43,7 @@ func TestParseConformanceListJoinsFoldedNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{cronJob, dns, configMap, hostIP, limits, secrets}
+	want := []string{cronJob, dns, protocols, configMap, hostIP, limits, secrets}
 	if strings.Join(names, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("names:\n%s\nwant (sorted, folded lines joined):\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
 	}
@@ -71,11 +72,17 @@ func TestParseJUnitReadsSpecsAndSuiteNodes(t *testing.T) {
 	if !strings.Contains(c.Text, "Expected pod to be running") {
 		t.Errorf("hostIP text %q lacks the rest of the failure", c.Text)
 	}
-	if c := r.Cases["[sig-node] Something that is not conformance [Feature:Foo]"]; c.State != "skipped" {
-		t.Errorf("skipped spec: %+v", c)
+	if c, ok := r.Cases["[sig-node] Something that is not conformance [Feature:Foo]"]; ok {
+		t.Errorf("a spec the filters left out was read as %+v, want it absent", c)
+	}
+	if c := parseFixture(t, "shard2.xml").Cases[protocols]; c.State != "skipped" || c.FirstLine != "skipped - Only supported for providers [gce gke] (not local)" {
+		t.Errorf("a spec that skipped itself: %+v", c)
 	}
 
 	failed := parseFixture(t, "setup-failed.xml")
+	if len(failed.Cases) != 0 {
+		t.Errorf("cases after a set-up failure: %v, want none", failed.Cases)
+	}
 	if len(failed.SuiteFailures) != 1 || failed.SuiteFailures[0].Node != "[SynchronizedBeforeSuite]" ||
 		failed.SuiteFailures[0].FirstLine != `Failed to get kubernetes service ClusterIP: services "kubernetes" not found` {
 		t.Errorf("set-up failure: %+v", failed.SuiteFailures)
@@ -119,10 +126,11 @@ func TestClassifyBlockedOnlyForMissingKindsOrListed(t *testing.T) {
 	}
 	want := map[string]Status{
 		configMap: StatusPassed, limits: StatusPassed,
-		cronJob: StatusBlocked, // 404 for cronjobs.batch
-		dns:     StatusBlocked, // listed in blocked.txt
-		hostIP:  StatusFailed,  // a time-out is berth's to fix
-		secrets: StatusNotRun,
+		cronJob:   StatusBlocked, // 404 for cronjobs.batch
+		dns:       StatusBlocked, // listed in blocked.txt
+		hostIP:    StatusFailed,  // a time-out is berth's to fix
+		secrets:   StatusNotRun,  // not in either run
+		protocols: StatusSkipped, // skipped itself
 	}
 	for name, st := range want {
 		if got[name].Status != st {
@@ -182,7 +190,7 @@ func TestCompareNamesNewlyFailingAndCarryOverKeepsUnreported(t *testing.T) {
 			t.Errorf("secrets (not in this run) carried as %+v, want the previous passed line", r)
 		}
 	}
-	if s := Summarize(carried); s.Counts[StatusPassed] != 3 || s.Counts[StatusBlocked] != 2 || s.Counts[StatusFailed] != 1 || s.Total != 6 {
+	if s := Summarize(carried); s.Counts[StatusPassed] != 3 || s.Counts[StatusBlocked] != 2 || s.Counts[StatusFailed] != 1 || s.Counts[StatusSkipped] != 1 || s.Total != 7 {
 		t.Errorf("summary %s", s)
 	}
 }
@@ -292,11 +300,11 @@ func TestMergeCommandWritesResultsAndDoc(t *testing.T) {
 	if !strings.HasPrefix(printed, "newly failing (2, passed in the previous results):\n  "+cronJob+"\n  "+hostIP+"\n") {
 		t.Errorf("output should name the newly failing tests first:\n%s", printed)
 	}
-	if !strings.Contains(printed, "this run: 6 tests: 2 passed, 1 failed, 2 blocked, 0 skipped, 1 not-run") {
+	if !strings.Contains(printed, "this run: 7 tests: 2 passed, 1 failed, 2 blocked, 1 skipped, 1 not-run") {
 		t.Errorf("output lacks this run's counts:\n%s", printed)
 	}
 	rs, err := readResultsFile(results)
-	if err != nil || len(rs) != 6 {
+	if err != nil || len(rs) != 7 {
 		t.Fatalf("results: %v %d lines", err, len(rs))
 	}
 	d, err := os.ReadFile(doc)
@@ -315,16 +323,16 @@ func TestMergeCommandWritesResultsAndDoc(t *testing.T) {
 	out.Reset()
 	code = run([]string{"merge", "--conformance", "testdata/conformance.yaml", "--results", results, "--fresh",
 		"testdata/setup-failed.xml"}, &out, &errOut)
-	if code != 1 || !strings.HasPrefix(out.String(), `SUITE SET-UP FAILED, no test ran: [SynchronizedBeforeSuite]: Failed to get kubernetes service ClusterIP: services "kubernetes" not found`) {
+	if code != 1 || !strings.HasPrefix(out.String(), `SUITE SET-UP FAILED, no test ran: [SynchronizedBeforeSuite]: Failed to get kubernetes service ClusterIP: services "kubernetes" not found`+"\nthis run:") {
 		t.Errorf("set-up failure: exit %d, output:\n%s", code, out.String())
 	}
 }
 
 func TestListPrintsNamesAndSplitsSerial(t *testing.T) {
 	for flag, want := range map[string]string{
-		"":               strings.Join([]string{cronJob, dns, configMap, hostIP, limits, secrets}, "\n"),
+		"":               strings.Join([]string{cronJob, dns, protocols, configMap, hostIP, limits, secrets}, "\n"),
 		"--serial=true":  limits,
-		"--serial=false": strings.Join([]string{cronJob, dns, configMap, hostIP, secrets}, "\n"),
+		"--serial=false": strings.Join([]string{cronJob, dns, protocols, configMap, hostIP, secrets}, "\n"),
 	} {
 		args := []string{"list", "--conformance", "testdata/conformance.yaml"}
 		if flag != "" {

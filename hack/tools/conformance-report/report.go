@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,8 +24,8 @@ const (
 	StatusPassed  Status = "passed"
 	StatusFailed  Status = "failed"
 	StatusBlocked Status = "blocked" // failed on a kind berth does not serve, or listed in conformance-blocked.txt
-	StatusSkipped Status = "skipped" // Ginkgo skipped it while running (e.g. a provider check)
-	StatusNotRun  Status = "not-run" // not in this run's JUnit (not selected, or the suite set-up failed)
+	StatusSkipped Status = "skipped" // it skipped itself while running (e.g. a provider check)
+	StatusNotRun  Status = "not-run" // this run did not run it (not selected, or the suite set-up failed)
 )
 
 var statusOrder = []Status{StatusPassed, StatusFailed, StatusBlocked, StatusSkipped, StatusNotRun}
@@ -133,9 +134,16 @@ func ParseJUnit(data []byte) (Run, error) {
 			if msg != nil {
 				full = strings.TrimSpace(msg.Message + "\n" + msg.Text)
 			}
+			// Ginkgo writes a spec its filters left out (focus, skip, labels)
+			// as skipped with the bare message "skipped"; a spec that skipped
+			// itself while running says why after "skipped - ".
+			if state == "skipped" && c.Skipped != nil && strings.TrimSpace(c.Skipped.Message) == "skipped" && strings.TrimSpace(c.Skipped.Text) == "" {
+				continue
+			}
 			if suiteNodes[node] || (text == "" && node != "It") {
-				if isFailure(state) {
-					r.SuiteFailures = append(r.SuiteFailures, SuiteFailure{Node: "[" + node + "]", FirstLine: firstLine(full)})
+				f := SuiteFailure{Node: "[" + node + "]", FirstLine: firstLine(full)}
+				if isFailure(state) && !slices.Contains(r.SuiteFailures, f) {
+					r.SuiteFailures = append(r.SuiteFailures, f)
 				}
 				continue
 			}
@@ -199,7 +207,11 @@ func normalize(s string) string {
 func Merge(runs []Run) Run {
 	out := Run{Cases: map[string]CaseResult{}}
 	for _, r := range runs {
-		out.SuiteFailures = append(out.SuiteFailures, r.SuiteFailures...)
+		for _, f := range r.SuiteFailures {
+			if !slices.Contains(out.SuiteFailures, f) {
+				out.SuiteFailures = append(out.SuiteFailures, f)
+			}
+		}
 		for k, c := range r.Cases {
 			if prev, ok := out.Cases[k]; ok && prev.State != "skipped" && c.State == "skipped" {
 				continue
