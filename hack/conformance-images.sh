@@ -80,7 +80,7 @@ check() {
     grep -qF -- "$want" <<<"$out" && break
     sleep 1
   done
-  state=$(crictl inspect -o go-template --template '{{.status.state}}' "$cid" 2>&1)  || true
+  state=$(crictl inspect -o go-template --template '{{.status.state}}' "$cid" 2>&1) || true
   if grep -qF -- "$want" <<<"$out"; then
     echo "OK   $name $image ($state): $(tr '\n' ' ' <<<"$out" | cut -c1-150)"
   else
