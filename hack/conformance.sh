@@ -147,6 +147,15 @@ for _ in $(seq 180); do
 done
 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=180s >/dev/null ||
   { tail -n 50 "$WORK/server.log" >&2; echo "conformance.sh: node $NODE_NAME not Ready after 180 s" >&2; exit 1; }
+# e2e.test counts a node schedulable only without the node lifecycle
+# controller's not-ready taint, and otherwise re-checks it only every 30 s.
+for _ in $(seq 120); do
+  [[ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}' 2>/dev/null)" != *node.kubernetes.io/not-ready* ]] && break
+  sleep 1
+done
+taints=$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}')
+[[ "$taints" != *node.kubernetes.io/not-ready* ]] ||
+  log "conformance: node $NODE_NAME still has the not-ready taint after 120 s ($taints); e2e.test will wait for it"
 cp "$KUBECONFIG_FILE" "$REPORT_DIR/admin.kubeconfig"
 
 # e2e.test runs kubectl as one executable.
