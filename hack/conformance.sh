@@ -10,6 +10,7 @@
 #
 #   hack/conformance.sh [--focus RE] [--skip RE] [--shard N/M] [--list FILE]
 #                       [--procs N] [--timeout DURATION] [--results FILE] [--no-doc] [--fresh]
+#                       [--no-preflight]
 #
 #   --focus RE      only the [Conformance] tests whose text matches RE (Ginkgo regexp)
 #   --skip RE       leave out the tests whose text matches RE
@@ -20,6 +21,8 @@
 #   --results FILE  results file to compare with and update (default docs/conformance-results.tsv)
 #   --no-doc        leave docs/conformance.md alone
 #   --fresh         forget the previous results of tests this run does not report
+#   --no-preflight  start e2e.test even without the default/kubernetes Service or
+#                   kube-root-ca.crt in a new namespace after 30 s (see the pre-flight below)
 #
 # Exits non-zero if a test failed or the suite's set-up failed. Needs root and
 # hack/setup.sh; builds e2e.test, ginkgo and agnhost on first use. JUnit and
@@ -32,7 +35,7 @@ MIRRORED_HOSTS=(registry.k8s.io gcr.io docker.io)
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 NODE_NAME=berth-conformance
 
-focus="" skip="" shard="" list="" procs=2 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
+preflight_check=1 focus="" skip="" shard="" list="" procs=2 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 while (($#)); do
   case $1 in
@@ -45,6 +48,7 @@ while (($#)); do
   --results) results=$2; shift 2 ;;
   --no-doc) doc=0; shift ;;
   --fresh) fresh=(--fresh); shift ;;
+  --no-preflight) preflight_check=0; shift ;;
   -h | --help) usage ;;
   *) echo "conformance.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -163,6 +167,31 @@ KUBECTL="$WORK/kubectl"
 printf '#!/bin/sh\nexec %q kubectl "$@"\n' "$BERTH_BIN" >"$KUBECTL"
 chmod 755 "$KUBECTL"
 
+# Pre-flight: what e2e.test needs before any test can run. Its set-up reads
+# the default/kubernetes Service, and every test first waits up to 2 minutes
+# for kube-root-ca.crt in its new namespace and fails without it: without a
+# publisher a full run would spend hours failing that way. One namespace
+# tells in 30 s. If either is missing, e2e.test is not started and the
+# results say why (--no-preflight starts it anyway).
+preflight=""
+if ((preflight_check)); then
+  missing=()
+  kubectl get service kubernetes -n default -o name >/dev/null 2>&1 ||
+    missing+=("no default/kubernetes Service (e2e.test's set-up reads it)")
+  kubectl create namespace conformance-preflight >/dev/null 2>&1 || true
+  for _ in $(seq 30); do
+    kubectl get configmap kube-root-ca.crt -n conformance-preflight -o name >/dev/null 2>&1 && break
+    sleep 1
+  done
+  kubectl get configmap kube-root-ca.crt -n conformance-preflight -o name >/dev/null 2>&1 ||
+    missing+=("no kube-root-ca.crt ConfigMap in a new namespace after 30 s (every test waits 2 min for it, then fails)")
+  kubectl delete namespace conformance-preflight --wait=false >/dev/null 2>&1 || true
+  if ((${#missing[@]})); then
+    preflight=$(printf '%s; ' "${missing[@]}")
+    preflight="${preflight%; }; e2e.test not started"
+  fi
+fi
+
 # pass NAME PROCS LABELS FOCUS: one ginkgo run; its JUnit is junit_NAME_01.xml.
 pass() {
   local name=$1 n=$2 labels=$3 pass_focus=$4 rc=0
@@ -184,7 +213,9 @@ select_focus() {
   [[ -z "$shard" ]] || sel+=(--shard "$shard")
   "$REPORT_TOOL" "${sel[@]}"
 }
-if [[ -n "$list" || -n "$shard" ]]; then
+if [[ -n "$preflight" ]]; then
+  log "conformance: pre-flight failed: $preflight"
+elif [[ -n "$list" || -n "$shard" ]]; then
   parallel_focus=$(select_focus false)
   serial_focus=$(select_focus true)
   [[ -n "$parallel_focus" ]] && pass parallel "$procs" 'Conformance && !Serial' "$parallel_focus"
@@ -196,7 +227,9 @@ fi
 
 shopt -s nullglob
 junit=("$REPORT_DIR"/junit_*.xml)
-if ((${#junit[@]} == 0)); then
+setup_args=()
+[[ -z "$preflight" ]] || setup_args=(--setup-failure "$preflight")
+if ((${#junit[@]} == 0)) && [[ -z "$preflight" ]]; then
   echo "conformance.sh: no JUnit report in $REPORT_DIR; e2e.test did not get to write one (see its logs there)" >&2
   exit 1
 fi
@@ -209,7 +242,7 @@ args_text="hack/conformance.sh"
 [[ -z "$list" ]] || args_text+=" --list ${list#"$REPO_ROOT/"}"
 report_rc=0
 "$REPORT_TOOL" merge --conformance "$WORK/conformance.yaml" --results "$results" \
-  --blocked "$REPO_ROOT/hack/conformance-blocked.txt" "${doc_args[@]}" "${fresh[@]}" \
+  --blocked "$REPO_ROOT/hack/conformance-blocked.txt" "${doc_args[@]}" "${fresh[@]}" "${setup_args[@]}" \
   --run "$(date -u +%F)" --command "$args_text" "${junit[@]}" >"$REPORT_DIR/summary.txt" || report_rc=$?
 cat "$REPORT_DIR/summary.txt"
 echo "conformance: $(($(date +%s) - started)) s end to end; JUnit, logs and summary in $REPORT_DIR"

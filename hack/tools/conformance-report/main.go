@@ -9,13 +9,14 @@
 //	    prints a Ginkgo focus regexp matching exactly the selected tests of
 //	    one pass ([Serial] or not); prints nothing if none is selected.
 //	conformance-report merge --conformance LIST.yaml --results FILE [--blocked FILE]
-//	    [--doc FILE] [--run ID] [--command CMD] [--fresh] JUNIT...
+//	    [--doc FILE] [--run ID] [--command CMD] [--fresh] [--setup-failure TEXT] JUNIT...
 //	    merges the JUnit files (shards, passes) into FILE, one line per test of
 //	    LIST.yaml; a test absent from these files keeps its line from FILE
 //	    (unless --fresh). Prints the suite set-up failure if there was one,
 //	    the tests that passed before and fail now first, then the counts;
-//	    rewrites the generated section of --doc. Exits 1 if a test failed or
-//	    the suite set-up failed.
+//	    rewrites the generated section of --doc. --setup-failure records a
+//	    set-up failure the harness found itself (its pre-flight), which kept
+//	    e2e.test from running. Exits 1 if a test failed or the set-up failed.
 //
 // LIST.yaml is what `e2e.test --list-conformance-tests` prints.
 package main
@@ -136,6 +137,7 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 	runID := fs.String("run", "", "what this run is called in the results (e.g. its date)")
 	command := fs.String("command", "", "the command that produced this run, for the doc")
 	fresh := fs.Bool("fresh", false, "forget the previous results of tests this run did not report")
+	setupFailure := fs.String("setup-failure", "", "a set-up failure the harness found before e2e.test ran")
 	if err := fs.Parse(args); err != nil {
 		return 0, err
 	}
@@ -163,6 +165,9 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 	previous, err := readResultsFile(*resultsFile)
 	if err != nil {
 		return 0, err
+	}
+	if *setupFailure != "" {
+		runs = append(runs, Run{SuiteFailures: []SuiteFailure{{Node: "[harness pre-flight]", FirstLine: *setupFailure}}})
 	}
 	merged := Merge(runs)
 	results := Classify(conf, merged, blocked, *runID)

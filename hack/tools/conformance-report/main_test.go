@@ -347,3 +347,17 @@ func TestListPrintsNamesAndSplitsSerial(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeRecordsTheHarnessSetupFailure(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "results.tsv")
+	var out, errOut bytes.Buffer
+	code := run([]string{"merge", "--conformance", "testdata/conformance.yaml", "--results", results,
+		"--setup-failure", "namespace x got no kube-root-ca.crt in 30 s"}, &out, &errOut)
+	if code != 1 || !strings.HasPrefix(out.String(), "SUITE SET-UP FAILED, no test ran: [harness pre-flight]: namespace x got no kube-root-ca.crt in 30 s\n") {
+		t.Errorf("exit %d (%s), output:\n%s", code, errOut.String(), out.String())
+	}
+	rs, err := readResultsFile(results)
+	if err != nil || len(rs) != 7 || rs[0].Status != StatusNotRun || !strings.Contains(rs[0].Detail, "kube-root-ca.crt") {
+		t.Errorf("results %v %+v, want every test not-run saying why", err, rs)
+	}
+}
