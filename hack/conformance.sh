@@ -161,6 +161,8 @@ taints=$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}')
 [[ "$taints" != *node.kubernetes.io/not-ready* ]] ||
   log "conformance: node $NODE_NAME still has the not-ready taint after 120 s ($taints); e2e.test will wait for it"
 cp "$KUBECONFIG_FILE" "$REPORT_DIR/admin.kubeconfig"
+# What discovery serves: the report tool calls a 404 naming anything else "blocked".
+kubectl api-resources -o name >"$REPORT_DIR/api-resources.txt"
 
 # e2e.test runs kubectl as one executable.
 KUBECTL="$WORK/kubectl"
@@ -242,7 +244,7 @@ args_text="hack/conformance.sh"
 [[ -z "$list" ]] || args_text+=" --list ${list#"$REPO_ROOT/"}"
 report_rc=0
 "$REPORT_TOOL" merge --conformance "$WORK/conformance.yaml" --results "$results" \
-  --blocked "$REPO_ROOT/hack/conformance-blocked.txt" "${doc_args[@]}" "${fresh[@]}" "${setup_args[@]}" \
+  --blocked "$REPO_ROOT/hack/conformance-blocked.txt" --discovery "$REPORT_DIR/api-resources.txt" "${doc_args[@]}" "${fresh[@]}" "${setup_args[@]}" \
   --run "$(date -u +%F)" --command "$args_text" "${junit[@]}" >"$REPORT_DIR/summary.txt" || report_rc=$?
 cat "$REPORT_DIR/summary.txt"
 echo "conformance: $(($(date +%s) - started)) s end to end; JUnit, logs and summary in $REPORT_DIR"

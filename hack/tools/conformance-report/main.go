@@ -8,7 +8,7 @@
 //	conformance-report select --conformance LIST.yaml [--list FILE] [--shard N/M] --serial=BOOL
 //	    prints a Ginkgo focus regexp matching exactly the selected tests of
 //	    one pass ([Serial] or not); prints nothing if none is selected.
-//	conformance-report merge --conformance LIST.yaml --results FILE [--blocked FILE]
+//	conformance-report merge --conformance LIST.yaml --results FILE [--blocked FILE] [--discovery FILE]
 //	    [--doc FILE] [--run ID] [--command CMD] [--fresh] [--setup-failure TEXT] JUNIT...
 //	    merges the JUnit files (shards, passes) into FILE, one line per test of
 //	    LIST.yaml; a test absent from these files keeps its line from FILE
@@ -133,6 +133,7 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 	confFile := fs.String("conformance", "", "output of e2e.test --list-conformance-tests")
 	resultsFile := fs.String("results", "", "results file to read (previous) and write")
 	blockedFile := fs.String("blocked", "", "hack/conformance-blocked.txt")
+	discoveryFile := fs.String("discovery", "", "`kubectl api-resources -o name` of the cluster under test")
 	docFile := fs.String("doc", "", "markdown file whose generated section gets the table")
 	runID := fs.String("run", "", "what this run is called in the results (e.g. its date)")
 	command := fs.String("command", "", "the command that produced this run, for the doc")
@@ -154,6 +155,12 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 			return 0, err
 		}
 	}
+	var served map[string]bool
+	if *discoveryFile != "" {
+		if served, err = readDiscoveryFile(*discoveryFile); err != nil {
+			return 0, err
+		}
+	}
 	var runs []Run
 	for _, f := range fs.Args() {
 		r, err := readJUnitFile(f)
@@ -170,7 +177,7 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 		runs = append(runs, Run{SuiteFailures: []SuiteFailure{{Node: "[harness pre-flight]", FirstLine: *setupFailure}}})
 	}
 	merged := Merge(runs)
-	results := Classify(conf, merged, blocked, *runID)
+	results := Classify(conf, merged, blocked, served, *runID)
 	carried := results
 	if !*fresh {
 		carried = CarryOver(results, previous)

@@ -121,7 +121,7 @@ func TestClassifyBlockedOnlyForMissingKindsOrListed(t *testing.T) {
 	}
 	m := Merge([]Run{parseFixture(t, "shard1.xml"), parseFixture(t, "shard2.xml")})
 	got := map[string]Result{}
-	for _, r := range Classify(conf, m, blocked, "run-1") {
+	for _, r := range Classify(conf, m, blocked, nil, "run-1") {
 		got[r.Name] = r
 	}
 	want := map[string]Status{
@@ -148,7 +148,7 @@ func TestClassifyBlockedOnlyForMissingKindsOrListed(t *testing.T) {
 	}
 
 	// A set-up failure leaves every test not run, saying why.
-	for _, r := range Classify(conf, parseFixture(t, "setup-failed.xml"), blocked, "run-2") {
+	for _, r := range Classify(conf, parseFixture(t, "setup-failed.xml"), blocked, nil, "run-2") {
 		if r.Status != StatusNotRun || !strings.Contains(r.Detail, `services "kubernetes" not found`) {
 			t.Errorf("%s after a set-up failure: %s %q", r.Name, r.Status, r.Detail)
 		}
@@ -176,7 +176,7 @@ func TestCompareNamesNewlyFailingAndCarryOverKeepsUnreported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := Classify(conf, Merge([]Run{parseFixture(t, "shard1.xml"), parseFixture(t, "shard2.xml")}), blocked, "run-1")
+	now := Classify(conf, Merge([]Run{parseFixture(t, "shard1.xml"), parseFixture(t, "shard2.xml")}), blocked, nil, "run-1")
 	cmp := Compare(previous, now)
 	if strings.Join(cmp.NewlyFailing, "\n") != strings.Join([]string{cronJob, hostIP}, "\n") {
 		t.Errorf("newly failing %q, want cronJob (now blocked) and hostIP (now failed)", cmp.NewlyFailing)
@@ -359,5 +359,40 @@ func TestMergeRecordsTheHarnessSetupFailure(t *testing.T) {
 	rs, err := readResultsFile(results)
 	if err != nil || len(rs) != 7 || rs[0].Status != StatusNotRun || !strings.Contains(rs[0].Detail, "kube-root-ca.crt") {
 		t.Errorf("results %v %+v, want every test not-run saying why", err, rs)
+	}
+}
+
+func TestMissingKindNeedsDiscoveryForNamedNotFounds(t *testing.T) {
+	served := map[string]bool{"pods": true, "services": true, "replicasets.apps": true}
+	for text, want := range map[string]bool{
+		`Error getting daemonsets in namespace: 'kube-system': daemonsets.apps "" not found`: true,
+		`Failed to get kubernetes service ClusterIP: services "kubernetes" not found`:        false,
+		`pods "pod-1" not found`: false,
+		`the server does not allow this method on the requested resource (post replicasets.apps)`:               true,
+		`failed to create deployment: the server could not find the requested resource (post deployments.apps)`: true,
+		`Timed out after 300s: expected pod to be running`:                                                      false,
+	} {
+		if got := missingKind(text, served) != ""; got != want {
+			t.Errorf("%q: blocked %v, want %v (%q)", text, got, want, missingKind(text, served))
+		}
+	}
+	// Without discovery only the generic messages count.
+	if why := missingKind(`daemonsets.apps "" not found`, nil); why != "" {
+		t.Errorf("named NotFound without discovery: %q, want not blocked", why)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "api-resources.txt")
+	if err := os.WriteFile(path, []byte("pods\nservices\nreplicasets.apps\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readDiscoveryFile(path)
+	if err != nil || len(got) != 3 || !got["replicasets.apps"] {
+		t.Errorf("discovery file: %v %v", got, err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readDiscoveryFile(path); err == nil {
+		t.Error("an empty discovery file was accepted")
 	}
 }

@@ -257,16 +257,39 @@ func parseBlocked(f io.Reader, path string) (map[string]BlockedEntry, error) {
 }
 
 // missingKindRE matches what client-go and kubectl say when a request went
-// to a resource the server's discovery does not have: a 404 without a
-// Status naming an object, a 405 for a verb on a read-only collection, or a
-// REST mapping that found no such kind.
+// to a resource the server does not serve: a 404 without a Status naming an
+// object, a 405 for a verb on a collection berth serves read-only, or a REST
+// mapping that found no such kind.
 var missingKindRE = regexp.MustCompile(`the server could not find the requested resource|` +
 	`the server does not allow this method on the requested resource|` +
 	`no matches for kind|` +
 	`the server doesn't have a resource type`)
 
+// notFoundRE matches a NotFound naming its resource: `daemonsets.apps "" not
+// found`, `services "kubernetes" not found`.
+var notFoundRE = regexp.MustCompile(`\b([a-z0-9-]+(?:\.[a-z0-9-]+)*) "[^"]*" not found`)
+
+// missingKind says why a failure text shows a resource missing from
+// discovery, or "" if it does not. served holds discovery's resource names
+// as `kubectl api-resources -o name` prints them (nil: unknown, and only
+// the generic messages count).
+func missingKind(text string, served map[string]bool) string {
+	if m := missingKindRE.FindString(text); m != "" {
+		return "missing from discovery (" + m + ")"
+	}
+	if served == nil {
+		return ""
+	}
+	for _, m := range notFoundRE.FindAllStringSubmatch(text, -1) {
+		if res := m[1]; !served[res] {
+			return "missing from discovery (" + res + " is not served: " + m[0] + ")"
+		}
+	}
+	return ""
+}
+
 // Classify gives each conformance test its result from the merged run.
-func Classify(conformance []string, run Run, blocked map[string]BlockedEntry, runID string) []Result {
+func Classify(conformance []string, run Run, blocked map[string]BlockedEntry, served map[string]bool, runID string) []Result {
 	out := make([]Result, 0, len(conformance))
 	for _, name := range conformance {
 		key := normalize(name)
@@ -286,9 +309,9 @@ func Classify(conformance []string, run Run, blocked map[string]BlockedEntry, ru
 			r.Status, r.Duration, r.Detail = StatusFailed, c.Duration, c.FirstLine
 			if b, listed := blocked[key]; listed {
 				r.Status, r.Detail = StatusBlocked, b.Capability+": "+b.Reason+" (failed: "+c.FirstLine+")"
-			} else if m := missingKindRE.FindString(c.Text); m != "" {
+			} else if why := missingKind(c.Text, served); why != "" {
 				r.Status = StatusBlocked
-				r.Detail = "missing from discovery (" + m + "): " + c.FirstLine
+				r.Detail = why + ": " + c.FirstLine
 			}
 		}
 		if !ok {
@@ -297,6 +320,22 @@ func Classify(conformance []string, run Run, blocked map[string]BlockedEntry, ru
 		out = append(out, r)
 	}
 	return out
+}
+
+// readDiscoveryFile reads `kubectl api-resources -o name` output.
+func readDiscoveryFile(path string) (map[string]bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	served := map[string]bool{}
+	for _, l := range strings.Fields(string(data)) {
+		served[l] = true
+	}
+	if len(served) == 0 {
+		return nil, fmt.Errorf("%s: no resources", path)
+	}
+	return served, nil
 }
 
 // CarryOver keeps the previous line of every test this run did not report.
