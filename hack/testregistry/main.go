@@ -2,13 +2,15 @@
 // registry on a loopback address, for clients outside the Go tests (crictl,
 // critest, a berth runtime started by hand):
 //
-//	go run ./hack/testregistry --listen 127.0.0.1:5000 [--critest] [--ready-file F]
+//	go run ./hack/testregistry --listen 127.0.0.1:5000 [--critest] [--conformance] [--ready-file F]
 //
 // Images are built offline by internal/testkit/images and served under their
 // repository path with any registry host dropped, so
 // registry.k8s.io/e2e-test-images/busybox:1.29-2 is
 // 127.0.0.1:5000/e2e-test-images/busybox:1.29-2 and a runtime started with
 // --registry-mirror registry.k8s.io=http://127.0.0.1:5000 resolves it.
+// --conformance adds the images the Kubernetes conformance suite pulls
+// (agnhost from the static build hack/build-conformance.sh makes).
 // Once every image is pushed, the address is written to --ready-file. It
 // stops cleanly on SIGTERM or SIGINT.
 package main
@@ -23,8 +25,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +53,9 @@ func main() {
 type config struct {
 	listen        string
 	critest       bool
+	conformance   bool
+	agnhost       string
+	hostTools     []string
 	readyFile     string
 	busybox       string
 	debianBusybox string
@@ -61,6 +68,12 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.SetOutput(output)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:5000", "loopback host:port to serve on (port 0 picks one; see --ready-file)")
 	fs.BoolVar(&c.critest, "critest", false, "also serve the images critest v1.37.0 pulls, under their upstream repository paths")
+	fs.BoolVar(&c.conformance, "conformance", false, "also serve the images the Kubernetes v1.37.2 conformance tests pull, under their upstream names")
+	fs.StringVar(&c.agnhost, "agnhost", "", "static agnhost for --conformance (default: <tools dir>/../conformance/agnhost, from hack/build-conformance.sh)")
+	fs.Func("agnhost-tool", "host executable put into the agnhost images with its shared libraries (repeatable; default /usr/bin/curl and /bin/bash)", func(v string) error {
+		c.hostTools = append(c.hostTools, v)
+		return nil
+	})
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the serving address here once every image is pushed")
 	fs.StringVar(&c.busybox, "busybox", "/bin/busybox", "static busybox for berth's own test images")
 	fs.StringVar(&c.debianBusybox, "debian-busybox", "", "Debian's dynamic busybox for the critest images (default: fetched with apt-get into <tools dir>/debian-busybox)")
@@ -111,7 +124,7 @@ func run(ctx context.Context, logger *slog.Logger, args []string, stdout, stderr
 		_ = srv.Close()
 		return err
 	}
-	logger.Info("images pushed", "count", len(set), "critest", c.critest)
+	logger.Info("images pushed", "count", len(set), "critest", c.critest, "conformance", c.conformance)
 	if c.readyFile != "" {
 		if err := writeAtomically(c.readyFile, []byte(addr+"\n")); err != nil {
 			_ = srv.Close()
@@ -150,6 +163,15 @@ func buildImages(ctx context.Context, logger *slog.Logger, c config) (images.Set
 	if err != nil {
 		return nil, err
 	}
+	if c.conformance {
+		conf, err := conformanceImages(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		for ref, a := range conf {
+			set[ref] = a
+		}
+	}
 	if !c.critest {
 		return set, nil
 	}
@@ -172,6 +194,36 @@ func buildImages(ctx context.Context, logger *slog.Logger, c config) (images.Set
 		set[ref] = a
 	}
 	return set, nil
+}
+
+// conformanceImages builds the conformance suite's images from the static
+// agnhost build and the k8s.io/kubernetes module source in the module cache.
+func conformanceImages(ctx context.Context, c config) (images.Set, error) {
+	agnhost := c.agnhost
+	if agnhost == "" {
+		tools, err := hostcheck.ToolsDir()
+		if err != nil {
+			return nil, err
+		}
+		agnhost = filepath.Join(filepath.Dir(tools), "conformance", "agnhost")
+	}
+	if _, err := os.Stat(agnhost); err != nil {
+		return nil, fmt.Errorf("--conformance: agnhost %s: %w (run hack/build-conformance.sh)", agnhost, err)
+	}
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		return nil, fmt.Errorf("--conformance: go list -m k8s.io/kubernetes: %w", err)
+	}
+	tools := c.hostTools
+	if tools == nil {
+		tools = []string{"/usr/bin/curl", "/bin/bash"}
+	}
+	return images.ConformanceCatalogue(ctx, images.ConformanceOptions{
+		Busybox:       c.busybox,
+		Agnhost:       agnhost,
+		KubernetesDir: strings.TrimSpace(string(out)),
+		HostTools:     tools,
+	})
 }
 
 // writeAtomically makes path appear complete or not at all, so a waiter

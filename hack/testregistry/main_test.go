@@ -176,3 +176,19 @@ func TestListPrintsEveryReferenceWithDigest(t *testing.T) {
 		t.Error("--list served (wrote the ready file)")
 	}
 }
+
+// TestConformanceNeedsAgnhost: without the agnhost build, --conformance
+// fails before serving, saying how to make it.
+func TestConformanceNeedsAgnhost(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic)
+	ready := filepath.Join(t.TempDir(), "ready")
+	missing := filepath.Join(t.TempDir(), "agnhost")
+	err := run(t.Context(), slog.New(slog.DiscardHandler),
+		[]string{"--listen", "127.0.0.1:0", "--conformance", "--agnhost", missing, "--ready-file", ready}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "hack/build-conformance.sh") {
+		t.Errorf("--conformance without agnhost: %v, want an error naming hack/build-conformance.sh", err)
+	}
+	if _, serr := os.Stat(ready); serr == nil {
+		t.Error("wrote the ready file without the conformance images")
+	}
+}

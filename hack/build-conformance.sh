@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the upstream Kubernetes conformance tools into _output/conformance/:
+#   e2e.test  upstream's end-to-end suite (k8s.io/kubernetes test/e2e, the
+#             version berth's go.mod requires), compiled with `go test -c` from
+#             hack/conformance/e2e, a copy of upstream's test/e2e/e2e_test.go
+#             inside berth's own module: it shares berth's go.mod (staging
+#             modules mapped to their published releases) and build cache.
+#   ginkgo    the ginkgo CLI at the version k8s.io/kubernetes's go.mod requires,
+#             which runs e2e.test in parallel processes.
+#   agnhost   upstream's test/images/agnhost, static (CGO_ENABLED=0), which
+#             hack/testregistry --conformance puts into the agnhost images.
+#             It is built in a scratch module as hack/build-bench-peers.sh
+#             builds its peers: agnhost needs modules berth does not (sctp,
+#             a DNS library, ...), and a package berth never imports cannot
+#             keep them in berth's go.mod through `go mod tidy`.
+# Skips each one that is already built at that version. Needs only the Go
+# module proxy.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+CONF_DIR="$OUT_DIR/conformance"
+mkdir -p "$CONF_DIR"
+export CGO_ENABLED=0
+
+kube_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+kube_mod=$(go list -m -f '{{.GoMod}}' k8s.io/kubernetes)
+ginkgo_version=$(awk '$1 == "github.com/onsi/ginkgo/v2" {print $2; exit}' "$kube_mod")
+berth_ginkgo=$(go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
+if [[ "$ginkgo_version" != "$berth_ginkgo" ]]; then
+  echo "build-conformance.sh: k8s.io/kubernetes $kube_version wants ginkgo $ginkgo_version, berth's go.mod has $berth_ginkgo" >&2
+  exit 1
+fi
+
+# e2e.test --version prints component-base's gitVersion, set here as upstream's builds set it.
+if [[ -x "$CONF_DIR/e2e.test" ]] && [[ "$("$CONF_DIR/e2e.test" --version 2>/dev/null)" == "$kube_version" ]]; then
+  log "e2e.test $kube_version already built"
+else
+  log "building e2e.test $kube_version (10+ minutes cold on 2 cores)"
+  ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
+  go test -c -tags conformance -trimpath -ldflags "$ldflags" -o "$CONF_DIR/e2e.test" ./hack/conformance/e2e
+fi
+
+stamp="$CONF_DIR/.ginkgo.version"
+if [[ -x "$CONF_DIR/ginkgo" && "$(cat "$stamp" 2>/dev/null)" == "$ginkgo_version" ]]; then
+  log "ginkgo $ginkgo_version already built"
+else
+  log "building ginkgo $ginkgo_version"
+  go build -trimpath -o "$CONF_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+  echo "$ginkgo_version" >"$stamp"
+fi
+stamp="$CONF_DIR/.agnhost.version"
+if [[ -x "$CONF_DIR/agnhost" && "$(cat "$stamp" 2>/dev/null)" == "$kube_version" ]]; then
+  log "agnhost from $kube_version already built"
+else
+  log "building agnhost from k8s.io/kubernetes $kube_version (scratch module)"
+  dir="$CONF_DIR/agnhost-mod"
+  mkdir -p "$dir"
+  kdir=$(go mod download -json "k8s.io/kubernetes@$kube_version" | jq -r .Dir)
+  cp "$kdir/go.mod" "$dir/go.mod"
+  cp "$kdir/go.sum" "$dir/go.sum"
+  chmod u+w "$dir/go.mod" "$dir/go.sum"
+  staging_version=${kube_version/#v1./v0.}
+  (
+    cd "$dir"
+    go mod edit -module berth.local/conformance/agnhost
+    args=(-require="k8s.io/kubernetes@$kube_version")
+    for staging in $(go mod edit -json | jq -r '.Replace[] | select(.New.Path | startswith("./staging/")) | .Old.Path'); do
+      args+=(-dropreplace="$staging" -require="$staging@$staging_version")
+    done
+    go mod edit "${args[@]}"
+    GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost
+  )
+  echo "$kube_version" >"$stamp"
+fi
+log "e2e.test, ginkgo and agnhost in $CONF_DIR"

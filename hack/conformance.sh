@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# Kubernetes conformance: upstream's e2e.test (v1.37.2, hack/build-conformance.sh)
+# against a fresh single-node berth cluster, offline. Every image the tests
+# pull comes from hack/testregistry --conformance on loopback, through the
+# local runtime's --registry-mirror. Two passes, as upstream runs them: the
+# [Conformance] tests that are not [Serial] with `ginkgo --procs N`, then the
+# [Serial] ones alone. hack/tools/conformance-report merges their JUnit into
+# the results file (one line per test), names the tests that passed before
+# and fail now first, and writes the per-test table into docs/conformance.md.
+#
+#   hack/conformance.sh [--focus RE] [--skip RE] [--shard N/M] [--list FILE]
+#                       [--procs N] [--timeout DURATION] [--results FILE] [--no-doc] [--fresh]
+#                       [--no-preflight]
+#
+#   --focus RE      only the [Conformance] tests whose text matches RE (Ginkgo regexp)
+#   --skip RE       leave out the tests whose text matches RE
+#   --shard N/M     the Nth of M shards of the list (round robin over the sorted names)
+#   --list FILE     only the tests named in FILE, one a line (hack/conformance-ci.txt)
+#   --procs N       parallel Ginkgo processes of the first pass (default 2)
+#   --timeout D     Ginkgo's deadline for each pass (default 3h)
+#   --results FILE  results file to compare with and update (default docs/conformance-results.tsv)
+#   --no-doc        leave docs/conformance.md alone
+#   --fresh         forget the previous results of tests this run does not report
+#   --no-preflight  start e2e.test even without the default/kubernetes Service or
+#                   kube-root-ca.crt in a new namespace after 30 s (see the pre-flight below)
+#
+# Exits non-zero if a test failed or the suite's set-up failed. Needs root and
+# hack/setup.sh; builds e2e.test, ginkgo and agnhost on first use. JUnit and
+# logs are kept in _output/conformance/reports/<time>/.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+CONF_DIR="$OUT_DIR/conformance"
+MIRRORED_HOSTS=(registry.k8s.io gcr.io docker.io)
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
+NODE_NAME=berth-conformance
+
+preflight_check=1 focus="" skip="" shard="" list="" procs=2 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
+usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+while (($#)); do
+  case $1 in
+  --focus) focus=$2; shift 2 ;;
+  --skip) skip=$2; shift 2 ;;
+  --shard) shard=$2; shift 2 ;;
+  --list) list=$2; shift 2 ;;
+  --procs) procs=$2; shift 2 ;;
+  --timeout) timeout=$2; shift 2 ;;
+  --results) results=$2; shift 2 ;;
+  --no-doc) doc=0; shift ;;
+  --fresh) fresh=(--fresh); shift ;;
+  --no-preflight) preflight_check=0; shift ;;
+  -h | --help) usage ;;
+  *) echo "conformance.sh: unknown argument $1" >&2; usage ;;
+  esac
+done
+if [[ -n "$focus" && ( -n "$list" || -n "$shard" ) ]]; then
+  echo "conformance.sh: --focus selects by regexp, --list and --shard by name; use one or the other" >&2
+  exit 2
+fi
+[[ -z "$list" || -f "$list" ]] || { echo "conformance.sh: no list file $list" >&2; exit 2; }
+[[ -z "$list" ]] || list=$(cd "$(dirname "$list")" && pwd)/$(basename "$list")
+
+if ((EUID != 0)); then echo "conformance.sh: must run as root" >&2; exit 1; fi
+for bin in "$BERTH_BIN" "$OUT_DIR/berth-runtime" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/crictl"; do
+  [[ -x "$bin" ]] || { echo "conformance.sh: $bin missing; run hack/setup.sh" >&2; exit 1; }
+done
+"$REPO_ROOT/hack/build-conformance.sh"
+log "conformance: building the report tool"
+go build -o "$CONF_DIR/conformance-report" ./hack/tools/conformance-report
+REPORT_TOOL="$CONF_DIR/conformance-report"
+
+started=$(date +%s)
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+REPORT_DIR="$CONF_DIR/reports/$stamp"
+mkdir -p "$REPORT_DIR"
+WORK=$(mktemp -d /tmp/berth-conformance.XXXXXX)
+# Traversable, as /var/lib is: a user-namespaced pod's root reaches its files below.
+chmod 711 "$WORK"
+registry_pid="" server_pid=""
+
+# crictl_rm SOCKET: stop and remove every pod the runtime on SOCKET holds.
+crictl_rm() { "$TOOLS_DIR/crictl" --runtime-endpoint "unix://$1" --timeout 60s rmp -fa >/dev/null 2>&1; }
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    crictl_rm "$WORK/run/runtime.sock"
+    kill -TERM "$server_pid"
+    wait "$server_pid" 2>/dev/null
+  fi
+  cp "$WORK/server.log" "$WORK/registry.log" "$REPORT_DIR/" 2>/dev/null
+  # Pods outlive the server by design, and its agent may have started one
+  # after the crictl above: a runtime of our own on the same state removes
+  # whatever is left.
+  if [[ -d "$WORK/data/runtime-state" ]]; then
+    "$BERTH_BIN" runtime --root "$WORK/data/runtime" --state-dir "$WORK/data/runtime-state" \
+      --listen "unix://$WORK/cleanup.sock" --disable-nri >"$REPORT_DIR/cleanup-runtime.log" 2>&1 &
+    local rt=$! i
+    for i in $(seq 60); do [[ -S "$WORK/cleanup.sock" ]] && break; sleep 1; done
+    crictl_rm "$WORK/cleanup.sock" || echo "conformance.sh: could not remove the pods left in $WORK" >&2
+    kill -TERM "$rt"
+    wait "$rt" 2>/dev/null
+  fi
+  if [[ -n "$registry_pid" ]]; then
+    kill -TERM -- "-$registry_pid" 2>/dev/null || kill -TERM "$registry_pid" 2>/dev/null
+    wait "$registry_pid" 2>/dev/null
+  fi
+  # Deepest mounts first.
+  findmnt -rn -o TARGET | grep -F "$WORK/" | sort -r | while read -r m; do umount -l "$m"; done
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "conformance: listing the [Conformance] tests of e2e.test"
+"$CONF_DIR/e2e.test" --list-conformance-tests >"$WORK/conformance.yaml"
+total=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" | wc -l)
+serial=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" --serial=true | wc -l)
+log "conformance: e2e.test lists $total conformance tests, $serial of them [Serial]"
+
+log "conformance: starting the offline image registry"
+set -m
+go run ./hack/testregistry --listen 127.0.0.1:0 --conformance --ready-file "$WORK/registry.addr" \
+  >"$WORK/registry.log" 2>&1 &
+registry_pid=$!
+set +m
+for _ in $(seq 600); do
+  [[ -s "$WORK/registry.addr" ]] && break
+  kill -0 "$registry_pid" 2>/dev/null || { cat "$WORK/registry.log" >&2; exit 1; }
+  sleep 1
+done
+[[ -s "$WORK/registry.addr" ]] || { echo "conformance.sh: registry not ready after 600 s" >&2; exit 1; }
+REGISTRY=$(cat "$WORK/registry.addr")
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mirrors=(--insecure-registry "$REGISTRY")
+for host in "${MIRRORED_HOSTS[@]}"; do mirrors+=(--registry-mirror "$host=http://$REGISTRY"); done
+log "conformance: starting berth server on 127.0.0.1:$port with node $NODE_NAME (images from $REGISTRY)"
+"$BERTH_BIN" server --data-dir "$WORK/data" --socket-dir "$WORK/run" --bind-address 127.0.0.1 --port "$port" \
+  --node-name "$NODE_NAME" --node-ip 127.0.0.1 --agent-port 0 --pause-image "$PAUSE_IMAGE" "${mirrors[@]}" \
+  >"$WORK/server.log" 2>&1 &
+server_pid=$!
+KUBECONFIG_FILE="$WORK/data/admin.kubeconfig"
+kubectl() { "$BERTH_BIN" kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+for _ in $(seq 180); do
+  kill -0 "$server_pid" 2>/dev/null || { tail -n 50 "$WORK/server.log" >&2; echo "conformance.sh: berth server exited" >&2; exit 1; }
+  [[ -s "$KUBECONFIG_FILE" ]] && [[ -n "$(kubectl get node "$NODE_NAME" -o name 2>/dev/null)" ]] && break
+  sleep 1
+done
+kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=180s >/dev/null ||
+  { tail -n 50 "$WORK/server.log" >&2; echo "conformance.sh: node $NODE_NAME not Ready after 180 s" >&2; exit 1; }
+# e2e.test counts a node schedulable only without the node lifecycle
+# controller's not-ready taint, and otherwise re-checks it only every 30 s.
+for _ in $(seq 120); do
+  [[ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}' 2>/dev/null)" != *node.kubernetes.io/not-ready* ]] && break
+  sleep 1
+done
+taints=$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}')
+[[ "$taints" != *node.kubernetes.io/not-ready* ]] ||
+  log "conformance: node $NODE_NAME still has the not-ready taint after 120 s ($taints); e2e.test will wait for it"
+cp "$KUBECONFIG_FILE" "$REPORT_DIR/admin.kubeconfig"
+# What discovery serves: the report tool calls a 404 naming anything else "blocked".
+kubectl api-resources -o name >"$REPORT_DIR/api-resources.txt"
+
+# e2e.test runs kubectl as one executable.
+KUBECTL="$WORK/kubectl"
+printf '#!/bin/sh\nexec %q kubectl "$@"\n' "$BERTH_BIN" >"$KUBECTL"
+chmod 755 "$KUBECTL"
+
+# Pre-flight: what e2e.test needs before any test can run. Its set-up reads
+# the default/kubernetes Service, and every test first waits up to 2 minutes
+# for kube-root-ca.crt in its new namespace and fails without it: without a
+# publisher a full run would spend hours failing that way. One namespace
+# tells in 30 s. If either is missing, e2e.test is not started and the
+# results say why (--no-preflight starts it anyway).
+preflight=""
+if ((preflight_check)); then
+  missing=()
+  kubectl get service kubernetes -n default -o name >/dev/null 2>&1 ||
+    missing+=("no default/kubernetes Service (e2e.test's set-up reads it)")
+  kubectl create namespace conformance-preflight >/dev/null 2>&1 || true
+  for _ in $(seq 30); do
+    kubectl get configmap kube-root-ca.crt -n conformance-preflight -o name >/dev/null 2>&1 && break
+    sleep 1
+  done
+  kubectl get configmap kube-root-ca.crt -n conformance-preflight -o name >/dev/null 2>&1 ||
+    missing+=("no kube-root-ca.crt ConfigMap in a new namespace after 30 s (every test waits 2 min for it, then fails)")
+  kubectl delete namespace conformance-preflight --wait=false >/dev/null 2>&1 || true
+  if ((${#missing[@]})); then
+    preflight=$(printf '%s; ' "${missing[@]}")
+    preflight="${preflight%; }; e2e.test not started"
+  fi
+fi
+
+# pass NAME PROCS LABELS FOCUS: one ginkgo run; its JUnit is junit_NAME_01.xml.
+pass() {
+  local name=$1 n=$2 labels=$3 pass_focus=$4 rc=0
+  local args=(--procs="$n" --timeout="$timeout" --no-color --label-filter="$labels")
+  [[ -z "$pass_focus" ]] || args+=(--focus="$pass_focus")
+  [[ -z "$skip" ]] || args+=(--skip="$skip")
+  log "conformance: $name pass (ginkgo --procs $n, labels $labels)"
+  "$CONF_DIR/ginkgo" "${args[@]}" "$CONF_DIR/e2e.test" -- \
+    --provider=local --kubeconfig="$KUBECONFIG_FILE" --kubectl-path="$KUBECTL" \
+    --report-dir="$REPORT_DIR" --report-prefix="${name}_" \
+    >"$REPORT_DIR/$name.log" 2>&1 || rc=$?
+  log "conformance: $name pass exited $rc (log $REPORT_DIR/$name.log)"
+  grep -E '^(Ran [0-9]+ of|FAIL!|SUCCESS!|\[FAIL\]|  \[FAIL\]|.*SynchronizedBeforeSuite.*FAILED)' "$REPORT_DIR/$name.log" | head -n 40 >&2 || true
+}
+
+select_focus() {
+  local sel=(select --conformance "$WORK/conformance.yaml" --serial="$1")
+  [[ -z "$list" ]] || sel+=(--list "$list")
+  [[ -z "$shard" ]] || sel+=(--shard "$shard")
+  "$REPORT_TOOL" "${sel[@]}"
+}
+if [[ -n "$preflight" ]]; then
+  log "conformance: pre-flight failed: $preflight"
+elif [[ -n "$list" || -n "$shard" ]]; then
+  parallel_focus=$(select_focus false)
+  serial_focus=$(select_focus true)
+  [[ -n "$parallel_focus" ]] && pass parallel "$procs" 'Conformance && !Serial' "$parallel_focus"
+  [[ -n "$serial_focus" ]] && pass serial 1 'Conformance && Serial' "$serial_focus"
+else
+  pass parallel "$procs" 'Conformance && !Serial' "$focus"
+  pass serial 1 'Conformance && Serial' "$focus"
+fi
+
+shopt -s nullglob
+junit=("$REPORT_DIR"/junit_*.xml)
+setup_args=()
+[[ -z "$preflight" ]] || setup_args=(--setup-failure "$preflight")
+if ((${#junit[@]} == 0)) && [[ -z "$preflight" ]]; then
+  echo "conformance.sh: no JUnit report in $REPORT_DIR; e2e.test did not get to write one (see its logs there)" >&2
+  exit 1
+fi
+doc_args=()
+((doc == 0)) || doc_args=(--doc "$REPO_ROOT/docs/conformance.md")
+args_text="hack/conformance.sh"
+[[ -z "$focus" ]] || args_text+=" --focus '$focus'"
+[[ -z "$skip" ]] || args_text+=" --skip '$skip'"
+[[ -z "$shard" ]] || args_text+=" --shard $shard"
+[[ -z "$list" ]] || args_text+=" --list ${list#"$REPO_ROOT/"}"
+report_rc=0
+"$REPORT_TOOL" merge --conformance "$WORK/conformance.yaml" --results "$results" \
+  --blocked "$REPO_ROOT/hack/conformance-blocked.txt" --discovery "$REPORT_DIR/api-resources.txt" "${doc_args[@]}" "${fresh[@]}" "${setup_args[@]}" \
+  --run "$(date -u +%F)" --command "$args_text" "${junit[@]}" >"$REPORT_DIR/summary.txt" || report_rc=$?
+cat "$REPORT_DIR/summary.txt"
+echo "conformance: $(($(date +%s) - started)) s end to end; JUnit, logs and summary in $REPORT_DIR"
+exit "$report_rc"

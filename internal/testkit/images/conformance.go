@@ -1,0 +1,258 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// ConformanceRegistryHosts are the registry hosts in the conformance
+// images' names; a runtime under the conformance suite mirrors each of them
+// to the test registry. gcr.io is mirrored too, so that the suite's
+// private-registry image (gcr.io/k8s-authenticated-test/agnhost), which the
+// test registry does not serve, fails to pull as the tests expect, without
+// leaving the machine.
+var ConformanceRegistryHosts = []string{"registry.k8s.io", "gcr.io", "docker.io"}
+
+// Conformance image references: k8s.io/kubernetes test/utils/image
+// (manifest.go, v1.37.2) for the images the [Conformance] tests pull.
+const (
+	ConformanceAgnhost     = "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
+	ConformanceAgnhostPrev = "registry.k8s.io/e2e-test-images/agnhost:2.55"
+	ConformanceBusybox     = "registry.k8s.io/e2e-test-images/busybox:1.37.0-2"
+	ConformancePause       = "registry.k8s.io/pause:3.10.2"
+	ConformanceNginx       = "registry.k8s.io/e2e-test-images/nginx:1.27.0-2"
+	ConformanceNginxNew    = "registry.k8s.io/e2e-test-images/nginx:1.28.0-2"
+	ConformanceNonewprivs  = "registry.k8s.io/e2e-test-images/nonewprivs:1.4"
+	ConformanceNonRoot     = "registry.k8s.io/e2e-test-images/nonroot:1.5"
+	ConformanceKitten      = "registry.k8s.io/e2e-test-images/kitten:1.8"
+	ConformanceNautilus    = "registry.k8s.io/e2e-test-images/nautilus:1.8"
+)
+
+// ConformanceOptions configures ConformanceCatalogue.
+type ConformanceOptions struct {
+	// Busybox is a statically linked busybox (Debian's busybox-static).
+	Busybox string
+	// Agnhost is a static build of k8s.io/kubernetes/test/images/agnhost
+	// (hack/build-conformance.sh writes _output/conformance/agnhost).
+	Agnhost string
+	// KubernetesDir is the k8s.io/kubernetes module's source directory,
+	// for the files upstream's Dockerfiles add (agnhost's porter
+	// certificate, kitten's and nautilus's pages).
+	KubernetesDir string
+	// HostTools are host executables put into the agnhost images at the
+	// same path with every shared library they load (curl, bash: upstream's
+	// agnhost is alpine with them installed; busybox has neither).
+	HostTools []string
+}
+
+// agnhostUsers are upstream agnhost's image users: user-defined-in-image
+// (1000) in group-defined-in-image (50000), for the supplemental-groups tests.
+const (
+	agnhostPasswd = passwd + "user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh\n"
+	agnhostGroup  = group + "user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n"
+)
+
+// ConformanceCatalogue builds the images the Kubernetes v1.37.2 conformance
+// tests pull, under their upstream names. All start from one busybox-static
+// layer; agnhost adds upstream's agnhost binary and the tools its tests exec.
+func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, error) {
+	if opts.Busybox == "" || opts.Agnhost == "" || opts.KubernetesDir == "" {
+		return nil, fmt.Errorf("conformance catalogue: Busybox, Agnhost and KubernetesDir are all needed")
+	}
+	bb, err := os.ReadFile(opts.Busybox)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: read busybox: %w", err)
+	}
+	applets, err := appletList(ctx, opts.Busybox)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
+	}
+	agnhost, err := os.ReadFile(opts.Agnhost)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: read agnhost: %w", err)
+	}
+	if err := requireStatic(agnhost); err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %s: %w", opts.Agnhost, err)
+	}
+	read := func(rel string) []byte {
+		b, rerr := os.ReadFile(filepath.Join(opts.KubernetesDir, rel))
+		if rerr != nil && err == nil {
+			err = fmt.Errorf("conformance catalogue: %w", rerr)
+		}
+		return b
+	}
+	crt, key := read("test/images/agnhost/porter/localhost.crt"), read("test/images/agnhost/porter/localhost.key")
+	kittenJPG, kittenJSON := read("test/images/kitten/html/kitten.jpg"), read("test/images/kitten/html/data.json")
+	nautilusJPG, nautilusJSON := read("test/images/nautilus/html/nautilus.jpg"), read("test/images/nautilus/html/data.json")
+	if err != nil {
+		return nil, err
+	}
+	tools, err := hostTools(opts.HostTools)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
+	}
+	var progs programs
+	pause, err := progs.get(ctx, "pause")
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
+	}
+	nginx, err := progs.get(ctx, "nginx")
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
+	}
+	nnp, err := progs.get(ctx, "nonewprivs")
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
+	}
+
+	base := sharedLayer("busybox-static "+opts.Busybox, busyboxRoot(bb, applets, nil))
+	agnhostLayer := sharedLayer("agnhost, its tools, users and files", agnhostEntries(agnhost, tools, crt, key))
+	set := Set{}
+	add := func(about string, s spec, refs ...string) {
+		img, berr := build(s)
+		if berr != nil && err == nil {
+			err = fmt.Errorf("conformance catalogue: %s: %w", refs[0], berr)
+		}
+		for _, ref := range refs {
+			set[ref] = Artifact{Image: img, About: about}
+		}
+	}
+	agnhostConfig := v1.Config{
+		Entrypoint: []string{"/agnhost"},
+		Cmd:        []string{"pause"},
+		ExposedPorts: map[string]struct{}{
+			"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {},
+		},
+	}
+	add("upstream agnhost (static, built from k8s.io/kubernetes) on busybox-static, with "+toolNames(opts.HostTools)+
+		"; ENTRYPOINT /agnhost, CMD pause; the one build stands for both tags",
+		spec{layers: []layerSpec{base, agnhostLayer}, config: agnhostConfig},
+		ConformanceAgnhost, ConformanceAgnhostPrev)
+	for _, site := range []struct {
+		ref, name string
+		jpg, json []byte
+	}{
+		{ConformanceKitten, "kitten", kittenJPG, kittenJSON},
+		{ConformanceNautilus, "nautilus", nautilusJPG, nautilusJSON},
+	} {
+		add("agnhost with upstream's "+site.name+".jpg and data.json; CMD test-webserver", spec{layers: []layerSpec{base, agnhostLayer, {
+			createdBy: "add " + site.name + ".jpg and data.json",
+			entries: []Entry{
+				File("/"+site.name+".jpg", 0o644, site.jpg),
+				File("/data.json", 0o644, site.json),
+			},
+		}}, config: v1.Config{Entrypoint: agnhostConfig.Entrypoint, Cmd: []string{"test-webserver"}, ExposedPorts: agnhostConfig.ExposedPorts}},
+			site.ref)
+	}
+	add("busybox-static, CMD sh", spec{layers: []layerSpec{base}, config: v1.Config{Cmd: []string{"sh"}}}, ConformanceBusybox)
+	add("static C pause, USER 65535:65535", pauseSpec(pause), ConformancePause)
+	add("nginx stand-in on port 80 (C master process running busybox httpd on /usr/share/nginx/html)",
+		nginxSpec(base, nginx, nil), ConformanceNginx, ConformanceNginxNew)
+	add("setuid-root /usr/local/bin/nnp printing \"Effective uid: N\"; CMD nnp", spec{layers: []layerSpec{base, {
+		createdBy: "add setuid /usr/local/bin/nnp",
+		entries:   []Entry{File("/usr/local/bin/nnp", 0o4755, nnp)},
+	}}, config: v1.Config{Cmd: []string{"nnp"}}}, ConformanceNonewprivs)
+	add("busybox-static with USER 1234", spec{layers: []layerSpec{base}, config: v1.Config{Cmd: []string{"sh"}, User: "1234"}},
+		ConformanceNonRoot)
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// agnhostEntries is the layer upstream's agnhost Dockerfile adds to its base.
+func agnhostEntries(agnhost []byte, tools []hostFile, crt, key []byte) []Entry {
+	var entries []Entry
+	have := map[string]bool{"/": true}
+	for _, d := range baseDirs {
+		have[path.Clean(d.Header.Name)] = true
+	}
+	var paths []string
+	for _, f := range tools {
+		paths = append(paths, f.path)
+	}
+	for _, d := range parentDirs(paths, have) {
+		entries = append(entries, Dir(d, 0o755))
+	}
+	for _, f := range tools {
+		entries = append(entries, File(f.path, 0o755, f.data))
+	}
+	return append(entries,
+		File("/agnhost", 0o755, agnhost),
+		Symlink("/agnhost-2", "agnhost"),
+		Dir("/uploads", 0o755),
+		File("/localhost.crt", 0o644, crt),
+		File("/localhost.key", 0o600, key),
+		File("/etc/passwd", 0o644, []byte(agnhostPasswd)),
+		File("/etc/group", 0o644, []byte(agnhostGroup)),
+		Dir("/home/user-defined-in-image", 0o755).Owned(1000, 1000),
+	)
+}
+
+// hostTools reads each executable and, transitively, every shared library
+// it loads, each once, at its host path.
+func hostTools(paths []string) ([]hostFile, error) {
+	var files []hostFile
+	seen := map[string]bool{}
+	var visit func(p string, data []byte) error
+	visit = func(p string, data []byte) error {
+		if seen[p] {
+			return nil
+		}
+		seen[p] = true
+		files = append(files, hostFile{path: p, data: data})
+		libs, err := sharedLibs(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		for _, l := range libs {
+			if err := visit(l.path, l.data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("host tool: %w", err)
+		}
+		if err := visit(p, data); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// requireStatic fails if binary asks for a program interpreter.
+func requireStatic(binary []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(binary))
+	if err != nil {
+		return fmt.Errorf("read ELF: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("dynamically linked; build it with CGO_ENABLED=0")
+		}
+	}
+	return nil
+}
+
+func toolNames(paths []string) string {
+	if len(paths) == 0 {
+		return "busybox's applets only"
+	}
+	s := "busybox's applets"
+	for _, p := range paths {
+		s += ", " + path.Base(p)
+	}
+	return s
+}

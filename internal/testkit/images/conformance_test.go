@@ -1,0 +1,152 @@
+package images
+
+import (
+	"archive/tar"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
+)
+
+// conformanceCatalogue builds the conformance set with the static C pause
+// standing in for agnhost (any static executable will do for the layout)
+// and a fake k8s.io/kubernetes tree holding the files the images copy.
+func conformanceCatalogue(t *testing.T) Set {
+	t.Helper()
+	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic)
+	var progs programs
+	pause, err := progs.get(t.Context(), "pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	agnhost := filepath.Join(dir, "agnhost")
+	kube := filepath.Join(dir, "kubernetes")
+	files := map[string]string{
+		agnhost: string(pause),
+		filepath.Join(kube, "test/images/agnhost/porter/localhost.crt"): "CRT",
+		filepath.Join(kube, "test/images/agnhost/porter/localhost.key"): "KEY",
+		filepath.Join(kube, "test/images/kitten/html/kitten.jpg"):       "KITTEN-JPG",
+		filepath.Join(kube, "test/images/kitten/html/data.json"):        `{"image":"kitten"}`,
+		filepath.Join(kube, "test/images/nautilus/html/nautilus.jpg"):   "NAUTILUS-JPG",
+		filepath.Join(kube, "test/images/nautilus/html/data.json"):      `{"image":"nautilus"}`,
+	}
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tools := []string{}
+	for _, p := range []string{"/usr/bin/curl", "/bin/bash"} {
+		if _, err := os.Stat(p); err == nil {
+			tools = append(tools, p)
+		}
+	}
+	set, err := ConformanceCatalogue(t.Context(), ConformanceOptions{
+		Busybox: hostcheck.BusyboxPath, Agnhost: agnhost, KubernetesDir: kube, HostTools: tools,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
+	set := conformanceCatalogue(t)
+	for _, ref := range []string{ConformanceAgnhost, ConformanceAgnhostPrev, ConformanceBusybox, ConformancePause,
+		ConformanceNginx, ConformanceNginxNew, ConformanceNonewprivs, ConformanceNonRoot, ConformanceKitten, ConformanceNautilus} {
+		if a, ok := set[ref]; !ok || a.Image == nil {
+			t.Errorf("conformance catalogue lacks %s", ref)
+		}
+	}
+	if len(set) != 10 {
+		t.Errorf("conformance catalogue has %d references, want 10: %v", len(set), set.Names())
+	}
+
+	agnhost := set[ConformanceAgnhost].Image
+	cf, err := agnhost.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cf.Config.Entrypoint, " ") != "/agnhost" || strings.Join(cf.Config.Cmd, " ") != "pause" {
+		t.Errorf("agnhost ENTRYPOINT %q CMD %q, want /agnhost and pause", cf.Config.Entrypoint, cf.Config.Cmd)
+	}
+	merged := flattenHeaders(t, agnhost)
+	for name, typ := range map[string]byte{
+		"agnhost": tar.TypeReg, "agnhost-2": tar.TypeSymlink, "uploads": tar.TypeDir,
+		"localhost.crt": tar.TypeReg, "localhost.key": tar.TypeReg, "bin/sh": tar.TypeLink,
+		"bin/nc": tar.TypeLink, "home/user-defined-in-image": tar.TypeDir,
+	} {
+		if h := merged[name]; h == nil || h.Typeflag != typ {
+			t.Errorf("agnhost image: %s is %v, want type %c", name, h, typ)
+		}
+	}
+	if h := merged["home/user-defined-in-image"]; h != nil && (h.Uid != 1000 || h.Gid != 1000) {
+		t.Errorf("user-defined-in-image's home owned by %d:%d, want 1000:1000", h.Uid, h.Gid)
+	}
+
+	for ref, want := range map[string]string{ConformanceKitten: "kitten.jpg", ConformanceNautilus: "nautilus.jpg"} {
+		m := flattenHeaders(t, set[ref].Image)
+		if m[want] == nil || m["data.json"] == nil || m["agnhost"] == nil {
+			t.Errorf("%s lacks /%s, /data.json or /agnhost", ref, want)
+		}
+		cf, err := set[ref].Image.ConfigFile()
+		if err != nil || strings.Join(cf.Config.Cmd, " ") != "test-webserver" {
+			t.Errorf("%s CMD %v (%v), want test-webserver", ref, cf.Config.Cmd, err)
+		}
+	}
+	if d1, d2 := digestOf(t, set, ConformanceAgnhost), digestOf(t, set, ConformanceAgnhostPrev); d1 != d2 {
+		t.Errorf("the two agnhost tags are %s and %s, want one build", d1, d2)
+	}
+	if h := flattenHeaders(t, set[ConformanceNonewprivs].Image)["usr/local/bin/nnp"]; h == nil || h.Mode&0o4000 == 0 {
+		t.Errorf("nonewprivs: /usr/local/bin/nnp %v, want setuid", h)
+	}
+	for ref, user := range map[string]string{ConformanceNonRoot: "1234", ConformancePause: "65535:65535"} {
+		cf, err := set[ref].Image.ConfigFile()
+		if err != nil || cf.Config.User != user {
+			t.Errorf("%s USER %q (%v), want %q", ref, cf.Config.User, err, user)
+		}
+	}
+}
+
+func TestConformanceCatalogueRefusesDynamicAgnhost(t *testing.T) {
+	hostcheck.Require(t, hostcheck.BusyboxStatic)
+	_, err := ConformanceCatalogue(t.Context(), ConformanceOptions{
+		Busybox: hostcheck.BusyboxPath, Agnhost: "/usr/bin/env", KubernetesDir: t.TempDir(),
+	})
+	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("a dynamically linked agnhost: got %v, want a refusal naming CGO_ENABLED=0", err)
+	}
+}
+
+// TestConformanceAgnhostToolsRunChrooted runs the host tools copied into the
+// agnhost image with their libraries, and resolves upstream's image users.
+func TestConformanceAgnhostToolsRunChrooted(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	set := conformanceCatalogue(t)
+	dir := extract(t, set[ConformanceAgnhost].Image)
+	script := "id user-defined-in-image; ls /uploads && echo uploads-ok"
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/curl")); err == nil {
+		script += "; curl --version | head -n 1"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bin/bash")); err == nil {
+		script += "; bash -c 'echo bash-ok'"
+	}
+	out := chrootOutput(t, dir, "0:0", "/bin/sh", "-c", script)
+	for _, want := range []string{"uid=1000(user-defined-in-image)", "50000(group-defined-in-image)", "uploads-ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("chrooted agnhost image: output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(script, "curl") && !strings.Contains(out, "curl ") {
+		t.Errorf("curl did not run in the image:\n%s", out)
+	}
+	if strings.Contains(script, "bash -c") && !strings.Contains(out, "bash-ok") {
+		t.Errorf("bash did not run in the image:\n%s", out)
+	}
+}
