@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
@@ -53,7 +51,7 @@ func (m *Manager) envFor(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 		}
 		if ok {
 			if e.ValueFrom == nil {
-				v = expand(v, values, services) // a literal value may use variables defined before it, and the services' 
+				v = expand(v, values, services) // a literal value may use variables defined before it, and the services'
 			}
 			set(e.Name, v)
 		}
@@ -116,7 +114,7 @@ func (m *Manager) envValue(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 		v, err := m.fieldValue(pod, src.FieldRef.FieldPath)
 		return v, err == nil, err
 	case src.ResourceFieldRef != nil:
-		v, err := resourceValue(c, src.ResourceFieldRef)
+		v, err := m.containerResourceValue(ctx, pod, c, src.ResourceFieldRef)
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
@@ -149,57 +147,4 @@ func missing(opt *bool, err error) error {
 		return nil
 	}
 	return err
-}
-
-func (m *Manager) fieldValue(pod *corev1.Pod, path string) (string, error) {
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return m.cfg.NodeIP, nil
-	case "status.podIP":
-		return pod.Status.PodIP, nil
-	}
-	for prefix, src := range map[string]map[string]string{"metadata.labels['": pod.Labels, "metadata.annotations['": pod.Annotations} {
-		if len(path) > len(prefix)+2 && path[:len(prefix)] == prefix && path[len(path)-2:] == "']" {
-			return src[path[len(prefix):len(path)-2]], nil
-		}
-	}
-	return "", fmt.Errorf("unsupported fieldRef %q", path)
-}
-
-// resourceValue renders a container's request or limit in the divisor's
-// unit, rounded up as upstream does.
-func resourceValue(c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	var q resource.Quantity
-	switch ref.Resource {
-	case "limits.cpu":
-		q = c.Resources.Limits[corev1.ResourceCPU]
-	case "limits.memory":
-		q = c.Resources.Limits[corev1.ResourceMemory]
-	case "requests.cpu":
-		q = c.Resources.Requests[corev1.ResourceCPU]
-	case "requests.memory":
-		q = c.Resources.Requests[corev1.ResourceMemory]
-	default:
-		return "", fmt.Errorf("unsupported resourceFieldRef %q", ref.Resource)
-	}
-	if ref.Resource == "limits.cpu" || ref.Resource == "requests.cpu" {
-		m := (q.MilliValue() + divisor.MilliValue() - 1) / divisor.MilliValue()
-		return strconv.FormatInt(m, 10), nil
-	}
-	v := (q.Value() + divisor.Value() - 1) / divisor.Value()
-	return strconv.FormatInt(v, 10), nil
 }

@@ -43,12 +43,8 @@ func (m *Manager) podStatus(ctx context.Context, pod *corev1.Pod, st podState, w
 		if err != nil {
 			return status, fmt.Errorf("sandbox status %s: %w", sb.Id, err)
 		}
-		if n := resp.Status.GetNetwork(); n != nil && n.Ip != "" {
-			status.PodIP = n.Ip
-			status.PodIPs = []corev1.PodIP{{IP: n.Ip}}
-			for _, ip := range n.AdditionalIps {
-				status.PodIPs = append(status.PodIPs, corev1.PodIP{IP: ip.Ip})
-			}
+		if ips := sandboxIPs(resp.Status.GetNetwork()); len(ips) > 0 {
+			status.PodIP, status.PodIPs = ips[0].IP, ips
 		}
 	} else if pod.Spec.HostNetwork && sandboxReady {
 		status.PodIP, status.PodIPs = m.cfg.NodeIP, []corev1.PodIP{{IP: m.cfg.NodeIP}}
@@ -326,4 +322,16 @@ func (s *sentStatuses) forget(uid types.UID) {
 // status read back from the server compares equal to a freshly computed one.
 func apiTime(ns int64) metav1.Time {
 	return metav1.NewTime(time.Unix(0, ns).Truncate(time.Second))
+}
+
+// sandboxIPs are a sandbox's IPs, the primary first, as pod status lists them.
+func sandboxIPs(n *runtimeapi.PodSandboxNetworkStatus) []corev1.PodIP {
+	if n.GetIp() == "" {
+		return nil
+	}
+	ips := []corev1.PodIP{{IP: n.GetIp()}}
+	for _, ip := range n.GetAdditionalIps() {
+		ips = append(ips, corev1.PodIP{IP: ip.GetIp()})
+	}
+	return ips
 }

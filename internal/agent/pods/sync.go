@@ -254,7 +254,7 @@ func (s *syncRun) start(ctx context.Context, c *corev1.Container, init bool, att
 		s.waiting[c.Name] = waiting{reasonErrImagePull, err.Error()}
 		return
 	}
-	cfg, err := s.m.containerConfig(ctx, s.pod, c, init, attempt, image, s.volumes)
+	cfg, err := s.m.containerConfig(ctx, s.podAsStarted(ctx), c, init, attempt, image, s.volumes)
 	if err != nil {
 		s.waiting[c.Name] = waiting{reasonCreateConfigError, err.Error()}
 		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
@@ -275,6 +275,25 @@ func (s *syncRun) start(ctx context.Context, c *corev1.Container, init bool, att
 	s.m.event(s.pod, corev1.EventTypeNormal, "Started", "Started container "+c.Name)
 	s.postStart(ctx, c, resp.ContainerId)
 	s.pruneOld(ctx, c.Name)
+}
+
+// podAsStarted is the pod with its sandbox's IPs in its status, which the
+// API object gets only with the next status write: the downward API of the
+// container about to start reads them, as the kubelet passes them in.
+func (s *syncRun) podAsStarted(ctx context.Context) *corev1.Pod {
+	if s.pod.Spec.HostNetwork {
+		pod := *s.pod
+		pod.Status.PodIP, pod.Status.PodIPs = s.m.cfg.NodeIP, []corev1.PodIP{{IP: s.m.cfg.NodeIP}}
+		return &pod
+	}
+	resp, err := s.m.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: s.sandbox.Id})
+	ips := sandboxIPs(resp.GetStatus().GetNetwork())
+	if err != nil || len(ips) == 0 {
+		return s.pod
+	}
+	pod := *s.pod
+	pod.Status.PodIP, pod.Status.PodIPs = ips[0].IP, ips
+	return &pod
 }
 
 // startCreated starts a container the runtime created but never started

@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +51,7 @@ func (m *Manager) prepareVolume(ctx context.Context, pod *corev1.Pod, v corev1.V
 		files, err := m.secretFiles(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
 		return dir, writeVolumeFiles(dir, files, v.Secret.DefaultMode, err)
 	case v.DownwardAPI != nil:
-		files, err := m.downwardFiles(pod, v.DownwardAPI.Items)
+		files, err := m.downwardFiles(ctx, pod, v.DownwardAPI.Items)
 		return dir, writeVolumeFiles(dir, files, v.DownwardAPI.DefaultMode, err)
 	case v.Projected != nil:
 		files, err := m.projectedFiles(ctx, pod, v.Projected)
@@ -219,49 +217,6 @@ func (m *Manager) secretFiles(ctx context.Context, ns, name string, items []core
 	return project(s.Data, items)
 }
 
-func (m *Manager) downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for _, it := range items {
-		var v string
-		var err error
-		switch {
-		case it.FieldRef != nil && it.FieldRef.FieldPath == "metadata.labels":
-			v = formatMap(pod.Labels)
-		case it.FieldRef != nil && it.FieldRef.FieldPath == "metadata.annotations":
-			v = formatMap(pod.Annotations)
-		case it.FieldRef != nil:
-			v, err = m.fieldValue(pod, it.FieldRef.FieldPath)
-		case it.ResourceFieldRef != nil:
-			v, err = resourceValue(containerNamed(pod, it.ResourceFieldRef.ContainerName), it.ResourceFieldRef)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[it.Path] = []byte(v)
-	}
-	return out, nil
-}
-
-func containerNamed(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return &corev1.Container{}
-}
-
-// formatMap renders labels or annotations as the downward API does: one
-// key="value" line each, sorted.
-func formatMap(m map[string]string) string {
-	lines := make([]string, 0, len(m))
-	for k, v := range m {
-		lines = append(lines, fmt.Sprintf("%s=%q", k, v))
-	}
-	slices.Sort(lines)
-	return strings.Join(lines, "\n")
-}
-
 func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, src := range p.Sources {
@@ -273,7 +228,7 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 		case src.Secret != nil:
 			files, err = m.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
 		case src.DownwardAPI != nil:
-			files, err = m.downwardFiles(pod, src.DownwardAPI.Items)
+			files, err = m.downwardFiles(ctx, pod, src.DownwardAPI.Items)
 		case src.ServiceAccountToken != nil:
 			files, err = m.serviceAccountTokenFiles(ctx, pod, src.ServiceAccountToken)
 		default:
