@@ -255,4 +255,3 @@ func TestEndpointsAndSlicesAreValidatedAsUpstream(t *testing.T) {
 		t.Fatalf("slices of ext: %v, %d items", err, len(list.Items))
 	}
 }
-

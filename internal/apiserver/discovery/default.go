@@ -13,7 +13,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), discoveryV1(), eventsV1(), coordinationV1(), certificatesV1(), RBAC(), Authorization()} {
+	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization()} {
 		all = append(all, group...)
 	}
 	return all
