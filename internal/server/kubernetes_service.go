@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -40,6 +41,10 @@ const (
 type kubernetesService struct {
 	config kubernetesservice.Config
 	leases *storeLeases
+	// noAddress, when set, says why this replica lists no endpoint: the
+	// Service is still kept, as kube-apiserver's "none" reconciler does.
+	noAddress error
+	logger    *slog.Logger
 }
 
 // newKubernetesService prepares the controller's configuration: the
@@ -55,10 +60,7 @@ func newKubernetesService(cfg Config, st store.Interface) (*kubernetesService, e
 	if err != nil {
 		return nil, fmt.Errorf("the kubernetes service's IP in %s: %w", serviceRange, err)
 	}
-	public, err := cfg.advertisedAddress()
-	if err != nil {
-		return nil, err
-	}
+	public, noAddress := cfg.advertisedAddress()
 	expiring, ok := st.(store.Expiring)
 	if !ok {
 		return nil, errors.New("the store has no expiring keys for the API server's endpoint leases")
@@ -68,7 +70,9 @@ func newKubernetesService(cfg Config, st store.Interface) (*kubernetesService, e
 			PublicIP: public, ServiceIP: serviceIP, ServicePort: 443, PublicServicePort: cfg.Port,
 			EndpointInterval: kubernetesServiceInterval,
 		},
-		leases: &storeLeases{store: st, expiring: expiring, ttl: masterLeaseTTL},
+		leases:    &storeLeases{store: st, expiring: expiring, ttl: masterLeaseTTL},
+		noAddress: noAddress,
+		logger:    cfg.Logger.With("component", "kubernetes-service"),
 	}, nil
 }
 
@@ -83,6 +87,10 @@ func (k *kubernetesService) start(ctx context.Context, lb *inprocess.Loopback) (
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
 	config := k.config
 	config.EndpointReconciler = reconcilers.NewLeaseEndpointReconciler(reconcilers.NewEndpointsAdapter(client.CoreV1(), client.DiscoveryV1()), k.leases)
+	if k.noAddress != nil {
+		k.logger.Warn("the kubernetes Service lists no endpoint for this server", "err", k.noAddress)
+		config.EndpointReconciler = reconcilers.NewNoneEndpointReconciler()
+	}
 	ctrl := kubernetesservice.New(config, client, factory.Core().V1().Services())
 	factory.Start(ctx.Done())
 	ctrl.Start(ctx.Done())
