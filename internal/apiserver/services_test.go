@@ -33,18 +33,28 @@ func TestKubectlCreatesAndExposesServices(t *testing.T) {
 	}
 	k.Must("", []string{"get", "service", "my", "-o", "jsonpath={.spec.ports[0].port}:{.spec.ports[0].targetPort} {.spec.ipFamilyPolicy} {.spec.ipFamilies[0]}"},
 		"80:8080 SingleStack IPv4")
-	k.Must("", []string{"get", "svc"}, "my")
+	k.Must("", []string{"get", "svc"}, "NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "my", "ClusterIP", ip, "80/TCP")
 
 	k.Must("", []string{"create", "service", "nodeport", "np", "--tcp=443:8443"}, "service/np created")
 	port := k.Must("", []string{"get", "service", "np", "-o", "jsonpath={.spec.ports[0].nodePort}"})
 	if n, err := strconv.Atoi(port); err != nil || n < 30000 || n > 32767 {
 		t.Fatalf("nodePort %q is not in 30000-32767", port)
 	}
+	k.Must("", []string{"get", "svc", "np"}, "NodePort", "443:"+port+"/TCP")
 
 	createNodes(t, s, "node-1")
 	k.Must(kubectlPod, []string{"create", "-f", "-"}, "pod/web created")
 	k.Must("", []string{"expose", "pod", "web", "--port=80"}, "service/web exposed")
 	k.Must("", []string{"get", "service", "web", "-o", "jsonpath={.spec.selector.app} {.spec.ports[0].port} {.spec.type}"}, "web 80 ClusterIP")
+
+	k.Must("", []string{"get", "svc", "web", "-o", "wide"}, "SELECTOR", "app=web")
+	// Endpoints and slices print with kube-apiserver's columns.
+	k.Must("apiVersion: v1\nkind: Endpoints\nmetadata: {name: ext}\nsubsets: [{addresses: [{ip: 192.0.2.10}], ports: [{port: 80}]}]\n",
+		[]string{"create", "-f", "-"}, "endpoints/ext created")
+	k.Must("", []string{"get", "endpoints", "ext"}, "NAME", "ENDPOINTS", "192.0.2.10:80")
+	k.Must("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: ext-1}\naddressType: IPv4\nendpoints: [{addresses: [192.0.2.10]}]\nports: [{port: 80}]\n",
+		[]string{"create", "-f", "-"}, "endpointslice.discovery.k8s.io/ext-1 created")
+	k.Must("", []string{"get", "endpointslices"}, "ADDRESSTYPE", "PORTS", "ENDPOINTS", "ext-1", "IPv4", "192.0.2.10")
 
 	k.Must("", []string{"delete", "service", "my", "np", "web"}, `service "my" deleted`)
 }
