@@ -102,6 +102,9 @@ type Config struct {
 	// zero: 30000-32767). ParseServiceRanges parses both flags.
 	ServiceClusterIPRange *net.IPNet
 	ServiceNodePortRange  utilnet.PortRange
+	// ServiceAllocations, when set, is filled with the stored bitmaps
+	// Services allocate from, for the repair controllers.
+	ServiceAllocations *ServiceAllocations
 
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.

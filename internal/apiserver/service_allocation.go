@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/core/rangeallocation"
 	"k8s.io/kubernetes/pkg/registry/core/service/ipallocator"
 	"k8s.io/kubernetes/pkg/registry/core/service/portallocator"
 	svcstorage "k8s.io/kubernetes/pkg/registry/core/service/storage"
@@ -50,17 +51,21 @@ func newServiceAllocation(_ context.Context, cfg *Config) (*writeHooks, error) {
 	if netutils.IsIPv6CIDR(cidr) {
 		family = api.IPv6Protocol
 	}
-	ips, err := ipallocator.New(cidr, storedRangeFactory(cfg.Store, serviceIPsKey, api.Resource("serviceipallocations")))
+	var ipBitmap, portBitmap *storedRange
+	ips, err := ipallocator.New(cidr, storedRangeFactory(cfg.Store, serviceIPsKey, api.Resource("serviceipallocations"), &ipBitmap))
 	if err != nil {
 		return nil, fmt.Errorf("service cluster IP range %s: %w", cidr, err)
 	}
-	ports, err := portallocator.New(cfg.ServiceNodePortRange, storedRangeFactory(cfg.Store, serviceNodePortsKey, api.Resource("servicenodeportallocations")))
+	ports, err := portallocator.New(cfg.ServiceNodePortRange, storedRangeFactory(cfg.Store, serviceNodePortsKey, api.Resource("servicenodeportallocations"), &portBitmap))
 	if err != nil {
 		return nil, fmt.Errorf("service node port range %s: %w", cfg.ServiceNodePortRange.String(), err)
 	}
 	rest, _, _, err := svcstorage.NewREST(withoutStorage, family, map[api.IPFamily]ipallocator.Interface{family: ips}, ports, nil, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("upstream service registry: %w", err)
+	}
+	if cfg.ServiceAllocations != nil {
+		*cfg.ServiceAllocations = ServiceAllocations{ClusterIPRange: cidr, ClusterIPs: ipBitmap, NodePortRange: cfg.ServiceNodePortRange, NodePorts: portBitmap}
 	}
 	hooks := rest.Store
 	return &writeHooks{
@@ -86,6 +91,18 @@ func newServiceAllocation(_ context.Context, cfg *Config) (*writeHooks, error) {
 			hooks.AfterDelete(internalService(obj), options)
 		},
 	}, nil
+}
+
+// ServiceAllocations are the stored bitmaps Services allocate from, for
+// upstream's repair controllers (ipallocator/controller and
+// portallocator/controller), which release what no Service holds (a create
+// that died between allocating and storing) and re-record what Services
+// hold (a bitmap lost, or a range changed).
+type ServiceAllocations struct {
+	ClusterIPRange *net.IPNet
+	ClusterIPs     rangeallocation.RangeRegistry
+	NodePortRange  utilnet.PortRange
+	NodePorts      rangeallocation.RangeRegistry
 }
 
 // internalService is obj, a v1 Service, defaulted as upstream's decoding

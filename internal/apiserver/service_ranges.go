@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/core/rangeallocation"
 	"k8s.io/kubernetes/pkg/registry/core/service/allocator"
 
 	"github.com/berth/berth/internal/store"
@@ -41,7 +43,10 @@ type storedRange struct {
 	last int64
 }
 
-var _ allocator.Interface = (*storedRange)(nil)
+var (
+	_ allocator.Interface           = (*storedRange)(nil)
+	_ rangeallocation.RangeRegistry = (*storedRange)(nil)
+)
 
 // storedRangeTimeout bounds one allocation's store round trips: upstream's
 // allocator interfaces take no context.
@@ -54,10 +59,11 @@ var rangeCodec = func() runtime.Codec {
 }()
 
 // storedRangeFactory makes upstream's ip and port allocators keep their
-// bitmap at key.
-func storedRangeFactory(s store.Interface, key string, resource schema.GroupResource) allocator.AllocatorWithOffsetFactory {
+// bitmap at key; made is set to the bitmap made.
+func storedRangeFactory(s store.Interface, key string, resource schema.GroupResource, made **storedRange) allocator.AllocatorWithOffsetFactory {
 	return func(max int, rangeSpec string, offset int) (allocator.Interface, error) {
-		return &storedRange{bitmap: allocator.NewAllocationMapWithOffset(max, rangeSpec, offset), store: s, key: key, resource: resource}, nil
+		*made = &storedRange{bitmap: allocator.NewAllocationMapWithOffset(max, rangeSpec, offset), store: s, key: key, resource: resource}
+		return *made, nil
 	}
 }
 
@@ -169,3 +175,63 @@ func (r *storedRange) ForEach(fn func(int)) { r.bitmap.ForEach(fn) }
 func (r *storedRange) Has(offset int) bool  { return r.bitmap.Has(offset) }
 func (r *storedRange) Free() int            { return r.bitmap.Free() }
 func (r *storedRange) Destroy()             {}
+
+// Get implements rangeallocation.RangeRegistry for upstream's repair
+// controllers: the stored bitmap, with its revision as resourceVersion, or
+// an empty one when none is stored yet.
+func (r *storedRange) Get() (*api.RangeAllocation, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), storedRangeTimeout)
+	defer cancel()
+	kv, err := r.store.Get(ctx, r.key)
+	if errors.Is(err, store.ErrNotFound) {
+		return &api.RangeAllocation{}, nil
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading %s: %w", r.key, err))
+	}
+	stored := &api.RangeAllocation{}
+	if _, _, err := rangeCodec.Decode(kv.Value, nil, stored); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("decoding %s: %w", r.key, err))
+	}
+	stored.ResourceVersion = strconv.FormatInt(kv.ModRevision, 10)
+	return stored, nil
+}
+
+// CreateOrUpdate implements rangeallocation.RangeRegistry: it stores
+// snapshot if the stored bitmap is still the one read at its
+// resourceVersion (or, without one, if none is stored), as upstream's
+// allocator/storage.Etcd does, and answers a Conflict otherwise.
+func (r *storedRange) CreateOrUpdate(snapshot *api.RangeAllocation) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), storedRangeTimeout)
+	defer cancel()
+	toStore := snapshot.DeepCopy()
+	toStore.ResourceVersion = ""
+	value, err := runtime.Encode(rangeCodec, toStore)
+	if err != nil {
+		return err
+	}
+	var rev int64
+	if snapshot.ResourceVersion == "" {
+		rev, err = r.store.Create(ctx, r.key, value)
+	} else {
+		expected, perr := strconv.ParseInt(snapshot.ResourceVersion, 10, 64)
+		if perr != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: %v", snapshot.ResourceVersion, perr))
+		}
+		rev, err = r.store.Update(ctx, r.key, expected, value)
+	}
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrAlreadyExists) || errors.Is(err, store.ErrNotFound) {
+		return apierrors.NewConflict(r.resource, "", errors.New("the stored allocation changed since it was read"))
+	}
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("writing %s: %w", r.key, err))
+	}
+	if err := r.bitmap.Restore(snapshot.Range, snapshot.Data); err != nil {
+		r.last = 0
+		return err
+	}
+	r.last = rev
+	return nil
+}

@@ -143,6 +143,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	apiCfg.ServiceAllocations = &apiserver.ServiceAllocations{}
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
 	if err != nil {
@@ -152,7 +153,8 @@ func Run(ctx context.Context, cfg Config) error {
 	waitRBAC := access.start(apiCtx)
 	waitPodSecurity := podSecurity.start(apiCtx)
 	defer func() { stopAPI(); waitRBAC(); waitPodSecurity() }()
-	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, kubeService)
+	services := &serviceLoops{kubernetes: kubeService, allocations: apiCfg.ServiceAllocations}
+	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, services)
 }
 
 // History kept in etcd: compacting every 5 minutes (kube-apiserver's
@@ -166,7 +168,7 @@ const (
 // serve runs the HTTPS server, and the in-process one (socket pairs) for the
 // server's own clients, until ctx ends; stopAPI ends the API's long requests
 // (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens, kubeService *kubernetesService) error {
+func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens, services *serviceLoops) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -214,7 +216,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 		return err
 	}
 	waitTokens := tokens.start(compCtx)
-	waitKubeService, err := kubeService.start(compCtx, lb)
+	waitServices, err := services.start(compCtx, lb)
 	if err != nil {
 		return err
 	}
@@ -250,7 +252,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	waitComponents()
 	waitGraph()
 	waitTokens()
-	waitKubeService()
+	waitServices()
 	log.Info("shutdown: control loops stopped")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
