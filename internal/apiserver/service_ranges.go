@@ -39,7 +39,8 @@ type storedRange struct {
 	store    store.Interface
 	key      string
 	resource schema.GroupResource
-	// last is the revision bitmap reflects; 0 when it must be re-read.
+	// last is the revision bitmap reflects: 0 when nothing is stored yet,
+	// -1 when the bitmap may hold a change that was never stored.
 	last int64
 }
 
@@ -78,10 +79,13 @@ func (r *storedRange) update(change func() error) error {
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		err := r.tryUpdate(ctx, change)
+		if err == nil {
+			return nil
+		}
+		r.last = -1 // the bitmap may hold what was not stored: re-read it
 		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrAlreadyExists) {
 			return err
 		}
-		r.last = 0 // someone else wrote it: re-read
 		if attempt >= maxConflictRetries {
 			return apierrors.NewConflict(r.resource, "", err)
 		}
@@ -92,7 +96,7 @@ func (r *storedRange) tryUpdate(ctx context.Context, change func() error) error 
 	kv, err := r.store.Get(ctx, r.key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if r.last != 0 {
+		if r.last != 0 { // stored before, or changed without storing: start empty
 			spec, _ := r.bitmap.Snapshot()
 			if err := r.bitmap.Restore(spec, nil); err != nil {
 				return err
