@@ -33,6 +33,7 @@ func serviceResources() []*resource {
 		},
 		{
 			gvr: core.WithResource("endpoints"), kind: "Endpoints", singular: "endpoints", shortNames: []string{"ep"}, namespaced: true,
+			//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
 			newObj: newOf[corev1.Endpoints](), newList: newOf[corev1.EndpointsList](),
 			registry: &registryKind{strategy: endpointsregistry.Strategy, newInternal: func() runtime.Object { return &api.Endpoints{} }},
 		},

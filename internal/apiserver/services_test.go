@@ -238,6 +238,7 @@ func TestInvalidServicesAreRefusedAsUpstreamRefusesThem(t *testing.T) {
 func TestEndpointsAndSlicesAreValidatedAsUpstream(t *testing.T) {
 	s := newTestServer(t)
 	ctx := testContext(t)
+	//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
 	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Subsets: []corev1.EndpointSubset{{
 		Addresses: []corev1.EndpointAddress{{IP: "192.0.2.10"}}, Ports: []corev1.EndpointPort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}}
 	if _, err := s.client.CoreV1().Endpoints("default").Create(ctx, eps, metav1.CreateOptions{}); err != nil {

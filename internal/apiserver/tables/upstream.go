@@ -25,7 +25,8 @@ import (
 // clock at the time of printing.
 func upstreamPrinters() map[schema.GroupKind]printer {
 	return map[schema.GroupKind]printer{
-		{Kind: "Service"}:   upstreamPrinter[*corev1.Service](func() runtime.Object { return &api.Service{} }),
+		{Kind: "Service"}: upstreamPrinter[*corev1.Service](func() runtime.Object { return &api.Service{} }),
+		//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
 		{Kind: "Endpoints"}: upstreamPrinter[*corev1.Endpoints](func() runtime.Object { return &api.Endpoints{} }),
 		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: upstreamPrinter[*discoveryv1.EndpointSlice](func() runtime.Object { return &discoveryapi.EndpointSlice{} }),
 	}
