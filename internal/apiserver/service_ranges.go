@@ -77,7 +77,9 @@ func (r *storedRange) update(change func() error) error {
 	defer r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storedRangeTimeout)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
+	// As upstream's GuaranteedUpdate, a lost race is retried for as long as
+	// the deadline allows: each round, some replica's write wins.
+	for {
 		err := r.tryUpdate(ctx, change)
 		if err == nil {
 			return nil
@@ -86,7 +88,7 @@ func (r *storedRange) update(change func() error) error {
 		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrAlreadyExists) {
 			return err
 		}
-		if attempt >= maxConflictRetries {
+		if ctx.Err() != nil {
 			return apierrors.NewConflict(r.resource, "", err)
 		}
 	}
