@@ -56,7 +56,15 @@ func TestKubectlCreatesAndExposesServices(t *testing.T) {
 		[]string{"create", "-f", "-"}, "endpointslice.discovery.k8s.io/ext-1 created")
 	k.Must("", []string{"get", "endpointslices"}, "ADDRESSTYPE", "PORTS", "ENDPOINTS", "ext-1", "IPv4", "192.0.2.10")
 
-	k.Must("", []string{"delete", "service", "my", "np", "web"}, `service "my" deleted`)
+	// Re-applying a manifest that names no clusterIP keeps the allocated
+	// one (upstream's patchAllocatedValues) and frees nothing.
+	applied := "apiVersion: v1\nkind: Service\nmetadata: {name: applied}\nspec: {selector: {app: web}, ports: [{port: 80}]}\n"
+	k.Must(applied, []string{"apply", "-f", "-"}, "service/applied created")
+	first := k.Must("", []string{"get", "service", "applied", "-o", "jsonpath={.spec.clusterIP}"})
+	k.Must(strings.Replace(applied, "port: 80", "port: 81", 1), []string{"apply", "-f", "-"}, "service/applied configured")
+	k.Must("", []string{"get", "service", "applied", "-o", "jsonpath={.spec.clusterIP} {.spec.ports[0].port}"}, first+" 81")
+
+	k.Must("", []string{"delete", "service", "my", "np", "web", "applied"}, `service "my" deleted`)
 }
 
 // rangeUsed is how many items the stored bitmap at key holds.
