@@ -77,4 +77,3 @@ func waitKubernetesEndpoints(t *testing.T, cs kubernetes.Interface, want ...stri
 		return nil
 	})
 }
-
