@@ -41,6 +41,15 @@ func TestDynamicCRUDEveryResource(t *testing.T) {
 			obj: map[string]any{"kind": "Secret", "apiVersion": "v1", "stringData": map[string]any{"k": "v"}}},
 		{gvr: schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"},
 			obj: map[string]any{"kind": "ServiceAccount", "apiVersion": "v1"}},
+		{gvr: schema.GroupVersionResource{Version: "v1", Resource: "services"},
+			obj: map[string]any{"kind": "Service", "apiVersion": "v1", "spec": map[string]any{
+				"type": "NodePort", "ports": []any{map[string]any{"port": int64(80)}}}}},
+		{gvr: schema.GroupVersionResource{Version: "v1", Resource: "endpoints"},
+			obj: map[string]any{"kind": "Endpoints", "apiVersion": "v1", "subsets": []any{map[string]any{
+				"addresses": []any{map[string]any{"ip": "192.0.2.1"}}, "ports": []any{map[string]any{"port": int64(80)}}}}}},
+		{gvr: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
+			obj: map[string]any{"kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1", "addressType": "IPv4",
+				"endpoints": []any{map[string]any{"addresses": []any{"192.0.2.1"}}}}},
 		{gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
 			obj: map[string]any{"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "spec": map[string]any{"holderIdentity": "a"}}},
 		{gvr: schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"},

@@ -61,7 +61,8 @@ func newOf[T any, PT interface {
 //     (volumebinding/volume_binding.go), eventhandlers.go;
 //   - volumeattachments: NodeVolumeLimits (nodevolumelimits/csi.go),
 //     eventhandlers.go;
-//   - services, replicationcontrollers, replicasets, statefulsets:
+//   - replicationcontrollers, replicasets, statefulsets (and services,
+//     which berth stores):
 //     PodTopologySpread's default constraints, which take a pod's selector
 //     from its Service and controller (podtopologyspread/plugin.go);
 //   - poddisruptionbudgets: DefaultPreemption's PDB lister
@@ -77,7 +78,6 @@ func newOf[T any, PT interface {
 func emptyCollections() []emptyCollection {
 	const (
 		volumes   = "persistent volumes"
-		services  = "services"
 		workloads = "workload controllers"
 		budgets   = "disruption budgets"
 		dra       = "dynamic resource allocation"
@@ -95,8 +95,6 @@ func emptyCollections() []emptyCollection {
 			newOf[corev1.PersistentVolume](), newOf[corev1.PersistentVolumeList](), volumes, "pv"),
 		empty(core.WithResource("persistentvolumeclaims"), "PersistentVolumeClaim", true,
 			newOf[corev1.PersistentVolumeClaim](), newOf[corev1.PersistentVolumeClaimList](), volumes, "pvc"),
-		inAll(empty(core.WithResource("services"), "Service", true,
-			newOf[corev1.Service](), newOf[corev1.ServiceList](), services, "svc")),
 		inAll(empty(core.WithResource("replicationcontrollers"), "ReplicationController", true,
 			newOf[corev1.ReplicationController](), newOf[corev1.ReplicationControllerList](), workloads, "rc")),
 		inAll(empty(apps.WithResource("replicasets"), "ReplicaSet", true,

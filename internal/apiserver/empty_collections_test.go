@@ -46,6 +46,12 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 	{Group: "resource.k8s.io", Version: "v1", Resource: "devicetaintrules"},
 }
 
+// storedCollections are the collections kube-scheduler watches that berth
+// stores and serves writable: they must not be read-only.
+var storedCollections = map[schema.GroupVersionResource]bool{
+	{Version: "v1", Resource: "services"}: true,
+}
+
 // TestKubeSchedulerInformersSyncOnEmptyCollections starts client-go's
 // typed shared informers (protobuf) for every collection kube-scheduler
 // waits on, as system:kube-scheduler under the bootstrap policy, and
@@ -101,8 +107,12 @@ func TestEmptyCollectionsInDiscoveryReadOnly(t *testing.T) {
 				t.Errorf("%s discovery lacks %s", name, gvr)
 				continue
 			}
-			if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
-				t.Errorf("%s discovery: %s verbs %v, want get, list, watch", name, gvr, r.Verbs)
+			want := []string{"get", "list", "watch"}
+			if storedCollections[gvr] {
+				want = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+			}
+			if !slices.Equal(r.Verbs, want) {
+				t.Errorf("%s discovery: %s verbs %v, want %v", name, gvr, r.Verbs, want)
 			}
 		}
 	}
@@ -178,6 +188,11 @@ func TestEmptyCollectionsRefuseWrites(t *testing.T) {
 		}
 	}
 	assertStoreUnchanged(t, s, before)
+	// Services were one of these collections; berth stores them now.
+	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"ports":[{"port":80}]}}`
+	if code, status := rawRequest(t, s, "POST", "/api/v1/namespaces/default/services", "application/json", []byte(svc)); code != http.StatusCreated {
+		t.Errorf("POST a service: %d %+v, want 201", code, status)
+	}
 }
 
 // TestEmptyCollectionReads covers what readers rely on: 404 for any name,

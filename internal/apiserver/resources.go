@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,8 @@ type resource struct {
 	stored *storedForm
 	// indexFields index watchers by exact-match field selectors.
 	indexFields []string
+	// newHooks, when set, builds the hooks run around the kind's writes.
+	newHooks func(ctx context.Context, cfg *Config) (*writeHooks, error)
 	// shortLived marks objects kept only for Config.EventTTL after their
 	// last write, and read from the store rather than a watch cache (events).
 	shortLived bool
@@ -127,7 +131,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, rbacResources()...)
+	}, append(serviceResources(), rbacResources()...)...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.

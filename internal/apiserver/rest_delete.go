@@ -73,6 +73,7 @@ func (r *resourceREST) tryDelete(ctx context.Context, name string, deleteValidat
 	if _, err := r.delete(ctx, r.keyFor(ctx, name), rev, obj); err != nil {
 		return nil, false, r.retryOrError(err, name)
 	}
+	r.hooks.deleted(obj, options)
 	return obj, true, nil
 }
 

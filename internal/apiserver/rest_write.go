@@ -24,6 +24,8 @@ type resourceREST struct {
 	// namespaceLive rejects writes into a missing or terminating namespace
 	// (upstream's NamespaceLifecycle admission); nil for cluster-scoped kinds.
 	namespaceLive func(ctx context.Context, namespace string) error
+	// hooks, when set, run around writes as upstream's store hooks do.
+	hooks *writeHooks
 }
 
 var (
@@ -42,7 +44,7 @@ const maxConflictRetries = 16
 func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
 
 // Create implements rest.Creater.
-func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (_ runtime.Object, err error) {
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -54,6 +56,11 @@ func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createVal
 	if r.res.namespaced && accessor.GetNamespace() == "" {
 		accessor.SetNamespace(genericapirequest.NamespaceValue(ctx))
 	}
+	finish, err := r.hooks.startCreate(ctx, obj, options)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { finish(err == nil) }()
 	if err := rest.BeforeCreate(r.strategy, ctx, obj); err != nil {
 		return nil, err
 	}
@@ -119,7 +126,7 @@ var errRetryUpdate = errors.New("retry update")
 
 // tryUpdate makes one attempt, starting from the store's object or, unless
 // fromStore, the cache's (copied: cached objects are shared).
-func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions, fromStore bool) (runtime.Object, bool, error) {
+func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions, fromStore bool) (_ runtime.Object, _ bool, err error) {
 	old, rev, err := r.getCachedOrStored(ctx, name, fromStore)
 	if err == nil && !fromStore {
 		old = old.DeepCopyObject()
@@ -143,6 +150,11 @@ func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.
 		return nil, false, r.storeError(store.ErrConflict, name)
 	}
 	accessor.SetResourceVersion(oldAccessor.GetResourceVersion())
+	finish, err := r.hooks.startUpdate(ctx, obj, old, options)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { finish(err == nil) }()
 	if err := rest.BeforeUpdate(r.strategy, ctx, obj, old); err != nil {
 		return nil, false, err
 	}
@@ -156,8 +168,11 @@ func (r *resourceREST) tryUpdate(ctx context.Context, name string, objInfo rest.
 	}
 	if deletionFinished(accessor) && !namespaceContentPending(obj) {
 		// The last finalizer went away on an object already being deleted.
-		_, err := r.delete(ctx, r.keyFor(ctx, name), rev, old)
-		return obj, false, r.retryOrError(err, name)
+		if _, err := r.delete(ctx, r.keyFor(ctx, name), rev, old); err != nil {
+			return nil, false, r.retryOrError(err, name)
+		}
+		r.hooks.deleted(old, &metav1.DeleteOptions{})
+		return obj, false, nil
 	}
 	data, err := r.encode(obj)
 	if err != nil {

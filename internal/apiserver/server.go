@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/audit"
@@ -94,6 +96,16 @@ type Config struct {
 	// memory contents and cost CPU).
 	EnableProfiling bool
 
+	// ServiceClusterIPRange is where Services' cluster IPs come from
+	// (--service-cluster-ip-range; nil: 10.96.0.0/12, as kubeadm), and
+	// ServiceNodePortRange their node ports (--service-node-port-range;
+	// zero: 30000-32767). ParseServiceRanges parses both flags.
+	ServiceClusterIPRange *net.IPNet
+	ServiceNodePortRange  utilnet.PortRange
+	// ServiceAllocations, when set, is filled with the stored bitmaps
+	// Services allocate from, for the repair controllers.
+	ServiceAllocations *ServiceAllocations
+
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
 	newReader readerFactory
@@ -133,6 +145,18 @@ func (c *Config) complete() error {
 	}
 	if c.EventTTL <= 0 {
 		c.EventTTL = defaultEventTTL
+	}
+	if c.ServiceClusterIPRange == nil || c.ServiceNodePortRange.Size == 0 {
+		cidr, ports, err := ParseServiceRanges("", "")
+		if err != nil {
+			return err
+		}
+		if c.ServiceClusterIPRange == nil {
+			c.ServiceClusterIPRange = cidr
+		}
+		if c.ServiceNodePortRange.Size == 0 {
+			c.ServiceNodePortRange = ports
+		}
 	}
 	if c.newReader == nil {
 		var cacheMetrics *watchcache.Metrics
@@ -332,10 +356,17 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, 
 		return nil, fmt.Errorf("reader for %s: %w", res.gvr, err)
 	}
 	objects.reader = reader
+	var hooks *writeHooks
+	if res.newHooks != nil {
+		if hooks, err = res.newHooks(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", res.gvr, err)
+		}
+	}
 	return &resourceREST{
 		objectStore: objects,
 		strategy:    res.writeStrategy(c.scheme),
 		table:       table,
+		hooks:       hooks,
 	}, nil
 }
 
@@ -343,6 +374,7 @@ func newResourceREST(ctx context.Context, cfg *Config, c codecs, res *resource, 
 func (r *resourceREST) forStatus(subresource string) *resourceREST {
 	status := *r
 	status.strategy = r.strategy.forSubresource(subresource)
+	status.hooks = r.hooks.forStatus()
 	return &status
 }
 

@@ -47,8 +47,8 @@ func BootstrapPolicy() []Binding {
 			rule(readWrite, "coordination.k8s.io", "leases"),
 			// What kube-scheduler's default profile and DRA manager list and
 			// watch besides (upstream's system:kube-scheduler and
-			// system:volume-scheduler roles): berth serves these collections
-			// read-only and empty (internal/apiserver/empty_collections.go).
+			// system:volume-scheduler roles): services are stored, the others
+			// served read-only and empty (internal/apiserver/empty_collections.go).
 			rule(read, "", "persistentvolumes", "persistentvolumeclaims", "services", "replicationcontrollers"),
 			rule(read, "apps", "replicasets", "statefulsets"),
 			rule(read, "policy", "poddisruptionbudgets"),
@@ -60,6 +60,14 @@ func BootstrapPolicy() []Binding {
 			rule(readWrite, "", "nodes", "pods", "namespaces", "configmaps", "secrets", "serviceaccounts"),
 			rule([]string{"update", "patch"}, "", "nodes/status", "pods/status", "namespaces/finalize", "namespaces/status"),
 			rule(readWrite, "coordination.k8s.io", "leases"),
+			// Upstream's endpoint-controller, endpointslice-controller and
+			// endpointslicemirroring-controller roles (bootstrappolicy's
+			// controller_policy.go): services read, endpoints and slices written.
+			rule(read, "", "services"),
+			rule(readWrite, "", "endpoints"),
+			rule([]string{"create"}, "", "endpoints/restricted"),
+			rule([]string{"update"}, "", "services/finalizers", "endpoints/finalizers"),
+			rule(readWrite, "discovery.k8s.io", "endpointslices"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
 			// The ClusterRole aggregation controller writes rules it does not

@@ -19,6 +19,7 @@ import (
 	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
+	"github.com/berth/berth/internal/controller/endpoints"
 	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
@@ -86,6 +87,9 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			Client: client, Metadata: meta, LocalMetadata: localMetadata,
 			Logger: c.Logger.With("component", "garbage-collector"),
 		}).Run(ctx)
+	}})
+	out = append(out, component{name: "endpoints", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return endpoints.Run(ctx, endpoints.Config{Client: client, Logger: c.Logger.With("component", "endpoints")})
 	}})
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {

@@ -13,7 +13,10 @@ import (
 	"strconv"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
 	"github.com/berth/berth/internal/admission/podsecurity"
+	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/audit"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/dirperm"
@@ -44,6 +47,17 @@ type Config struct {
 	// into one NodeCIDRMaskSize-bit podCIDR per Node; empty turns it off.
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
+
+	// ServiceClusterIPRange and ServiceNodePortRange are where Services'
+	// cluster IPs and node ports come from (empty: 10.96.0.0/12, as
+	// kubeadm, and 30000-32767); the first IP of the range is the
+	// kubernetes Service's.
+	ServiceClusterIPRange string
+	ServiceNodePortRange  string
+	// AdvertiseAddress is the address the kubernetes Service's endpoints
+	// name for this server; empty: the bind address unless it is
+	// unspecified or loopback, else the host's default address.
+	AdvertiseAddress string
 
 	DisableAgent     bool
 	DisableScheduler bool // let an external scheduler (e.g. kube-scheduler) bind pods
@@ -133,6 +147,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--cluster-cidr/--node-cidr-mask-size: %w", err)
 		}
 	}
+	if _, _, err := c.serviceRanges(); err != nil {
+		return err
+	}
+	if c.AdvertiseAddress != "" {
+		if ip := net.ParseIP(c.AdvertiseAddress); ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+			return fmt.Errorf("--advertise-address %q is not an address clients can reach", c.AdvertiseAddress)
+		}
+	}
 	if len(c.EtcdServers) > 0 {
 		for flag, v := range map[string]string{"--etcd-cafile": c.EtcdCAFile, "--etcd-certfile": c.EtcdCertFile, "--etcd-keyfile": c.EtcdKeyFile} {
 			if v == "" {
@@ -144,6 +166,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// serviceRanges parses --service-cluster-ip-range and --service-node-port-range.
+func (c *Config) serviceRanges() (*net.IPNet, utilnet.PortRange, error) {
+	return apiserver.ParseServiceRanges(c.ServiceClusterIPRange, c.ServiceNodePortRange)
 }
 
 // Address is host:port the API listens on.

@@ -135,6 +135,14 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCfg.EnableProfiling = cfg.Profiling
 	apiCfg.LocalReads = local
 	apiCfg.EventTTL = cfg.EventTTL
+	if apiCfg.ServiceClusterIPRange, apiCfg.ServiceNodePortRange, err = cfg.serviceRanges(); err != nil {
+		return err
+	}
+	kubeService, err := newKubernetesService(cfg, st)
+	if err != nil {
+		return err
+	}
+	apiCfg.ServiceAllocations = &apiserver.ServiceAllocations{}
 	auditLog.configure(&apiCfg)
 	handler, err := apiserver.New(apiCtx, apiCfg)
 	if err != nil {
@@ -144,7 +152,8 @@ func Run(ctx context.Context, cfg Config) error {
 	waitRBAC := access.start(apiCtx)
 	waitAdmission := plugins.start(apiCtx)
 	defer func() { stopAPI(); waitRBAC(); waitAdmission() }()
-	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens)
+	services := &serviceLoops{kubernetes: kubeService, allocations: apiCfg.ServiceAllocations}
+	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, services)
 }
 
 // History kept in etcd: compacting every 5 minutes (kube-apiserver's
@@ -158,7 +167,7 @@ const (
 // serve runs the HTTPS server, and the in-process one (socket pairs) for the
 // server's own clients, until ctx ends; stopAPI ends the API's long requests
 // (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens) error {
+func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens, services *serviceLoops) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -206,6 +215,10 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 		return err
 	}
 	waitTokens := tokens.start(compCtx)
+	waitServices, err := services.start(compCtx, lb)
+	if err != nil {
+		return err
+	}
 	if err := ensureDefaultToken(compCtx, cfg, lb, cluster); err != nil {
 		return err
 	}
@@ -238,6 +251,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	waitComponents()
 	waitGraph()
 	waitTokens()
+	waitServices()
 	log.Info("shutdown: control loops stopped")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()

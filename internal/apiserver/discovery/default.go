@@ -13,7 +13,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), certificatesV1(), RBAC(), Authorization()} {
+	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization()} {
 		all = append(all, group...)
 	}
 	return all
@@ -25,6 +25,8 @@ func core() []Resource {
 			Verbs: []string{"create"}},
 		{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", SingularName: "configmap", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"cm"}},
+		{Version: "v1", Resource: "endpoints", Kind: "Endpoints", SingularName: "endpoints", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"ep"}},
 		{Version: "v1", Resource: "events", Kind: "Event", SingularName: "event", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"ev"}},
 		{Version: "v1", Resource: "namespaces", Kind: "Namespace", SingularName: "namespace",
@@ -50,9 +52,19 @@ func core() []Resource {
 			}},
 		{Version: "v1", Resource: "secrets", Kind: "Secret", SingularName: "secret", Namespaced: true,
 			Verbs: crudVerbs},
+		{Version: "v1", Resource: "services", Kind: "Service", SingularName: "service", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"svc"}, Categories: []string{"all"},
+			Subresources: []Subresource{{Name: "status", Kind: "Service", Verbs: statusVerbs}}},
 		{Version: "v1", Resource: "serviceaccounts", Kind: "ServiceAccount", SingularName: "serviceaccount", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"sa"},
 			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Verbs: []string{"create"}}}},
+	}
+}
+
+func discoveryV1() []Resource {
+	return []Resource{
+		{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Kind: "EndpointSlice", SingularName: "endpointslice", Namespaced: true,
+			Verbs: crudVerbs},
 	}
 }
 

@@ -118,6 +118,9 @@ func printers() map[schema.GroupKind]printer {
 		{Group: "coordination.k8s.io", Kind: "Lease"}: leasePrinter(),
 		{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}: csrPrinter(),
 	}
+	for gk, p := range upstreamPrinters() {
+		all[gk] = p
+	}
 	for kind, p := range rbacPrinters() {
 		all[schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: kind}] = p
 	}

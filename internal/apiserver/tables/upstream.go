@@ -1,0 +1,61 @@
+package tables
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	// The internal types and conversions upstream's printers take.
+	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	discoveryapi "k8s.io/kubernetes/pkg/apis/discovery"
+	_ "k8s.io/kubernetes/pkg/apis/discovery/install"
+	kubeprinters "k8s.io/kubernetes/pkg/printers"
+	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
+)
+
+// upstreamPrinters are kinds printed by kube-apiserver's own printers
+// (pkg/printers/internalversion), which take the internal types: each v1
+// object is converted for them. Their AGE cells are upstream's, from the
+// clock at the time of printing.
+func upstreamPrinters() map[schema.GroupKind]printer {
+	return map[schema.GroupKind]printer{
+		{Kind: "Service"}: upstreamPrinter[*corev1.Service](func() runtime.Object { return &api.Service{} }),
+		//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
+		{Kind: "Endpoints"}: upstreamPrinter[*corev1.Endpoints](func() runtime.Object { return &api.Endpoints{} }),
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: upstreamPrinter[*discoveryv1.EndpointSlice](func() runtime.Object { return &discoveryapi.EndpointSlice{} }),
+	}
+}
+
+func upstreamPrinter[T runtime.Object](newInternal func() runtime.Object) printer {
+	generator := kubeprinters.NewTableGenerator().With(printersinternal.AddHandlers)
+	// kube-apiserver's table convertor asks for the wide columns too;
+	// kubectl hides those of priority 1 unless -o wide.
+	options := kubeprinters.GenerateOptions{Wide: true}
+	header, err := generator.GenerateTable(newInternal(), options)
+	if err != nil {
+		panic(fmt.Sprintf("upstream printer of %T: %v", newInternal(), err)) // registered handlers print an empty object
+	}
+	return printer{columns: header.ColumnDefinitions, row: func(obj runtime.Object, _ time.Time) (metav1.TableRow, error) {
+		t, err := as[T](obj)
+		if err != nil {
+			return metav1.TableRow{}, err
+		}
+		in := newInternal()
+		if err := legacyscheme.Scheme.Convert(t, in, nil); err != nil {
+			return metav1.TableRow{}, err
+		}
+		table, err := generator.GenerateTable(in, options)
+		if err != nil || len(table.Rows) != 1 {
+			return metav1.TableRow{}, fmt.Errorf("printing a %T: %v (%d rows)", obj, err, len(table.Rows))
+		}
+		row := table.Rows[0]
+		row.Object = runtime.RawExtension{}
+		return row, nil
+	}}
+}

@@ -1,0 +1,73 @@
+// Package endpoints runs upstream's Endpoints, EndpointSlice and
+// EndpointSlice mirroring controllers (k8s.io/kubernetes/pkg/controller/
+// endpoint, endpointslice, endpointslicemirroring) with the settings
+// kube-controller-manager v1.37 gives them by default, over one set of
+// client-go informers. Only the wiring is berth's: which Endpoints and
+// EndpointSlices a Service's ready pods make is upstream's code.
+package endpoints
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/endpoint"
+	"k8s.io/kubernetes/pkg/controller/endpointslice"
+	"k8s.io/kubernetes/pkg/controller/endpointslicemirroring"
+
+	"github.com/berth/berth/internal/informeropts"
+)
+
+// kube-controller-manager's defaults (--concurrent-endpoint-syncs,
+// --concurrent-service-endpoint-syncs, --max-endpoints-per-slice,
+// --mirroring-concurrent-service-endpoint-syncs,
+// --mirroring-max-endpoints-per-subset; batch periods 0).
+const (
+	workers               = 5
+	maxEndpointsPerSlice  = 100
+	maxEndpointsPerSubset = 1000
+)
+
+// Config is what the controllers need.
+type Config struct {
+	Client kubernetes.Interface
+	Logger *slog.Logger
+}
+
+// Run runs the three controllers until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	// Upstream's controllers log through klog's contextual logger.
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("endpoints"))
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	pods, services, nodes := factory.Core().V1().Pods(), factory.Core().V1().Services(), factory.Core().V1().Nodes()
+	endpoints, slices := factory.Core().V1().Endpoints(), factory.Discovery().V1().EndpointSlices()
+
+	eps := endpoint.NewEndpointController(ctx, pods, services, endpoints, cfg.Client, 0)
+	sl := endpointslice.NewController(ctx, pods, services, nodes, slices, maxEndpointsPerSlice, cfg.Client, 0)
+	mirror := endpointslicemirroring.NewController(ctx, endpoints, slices, services, maxEndpointsPerSubset, cfg.Client, 0)
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			cfg.Logger.Warn("informer did not sync before the context ended", "type", typ.String())
+			return nil
+		}
+	}
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context, int){eps.Run, sl.Run, mirror.Run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(ctx, workers)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
