@@ -21,6 +21,13 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	if err != nil {
 		return nil, configError{err}
 	}
+	hosts, err := m.hostsMount(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
+	}
 	uid, username, err := m.imageUser(ctx, c.Image)
 	if err != nil {
 		return nil, err

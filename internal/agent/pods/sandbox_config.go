@@ -26,10 +26,7 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Po
 			labels[k] = v
 		}
 	}
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
-	}
+	hostname, _ := podHostnameAndDomain(pod, m.cfg.ClusterDomain)
 	if pod.Spec.HostNetwork {
 		hostname = "" // the runtime keeps the node's hostname
 	}

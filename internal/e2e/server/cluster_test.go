@@ -57,6 +57,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	checkPodStreams(t, srv, "hello")
 	checkPreviousLogs(t, cs, srv)
 	checkServiceAccountToken(t, srv, "hello")
+	checkEtcHosts(t, srv, "hello", running.Status.PodIP)
 	checkStaticToken(t, srv)
 	checkAcceptanceWorkload(t, cs, srv)
 	checkOwnUsersPod(t, cs, srv)

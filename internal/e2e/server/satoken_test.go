@@ -73,3 +73,13 @@ func checkServiceAccountToken(t *testing.T, srv *cluster.Server, pod string) {
 		t.Fatalf("listing kube-system secrets with the pod's token: %v; want 403 naming %s", err, who)
 	}
 }
+
+// checkEtcHosts: the pod's /etc/hosts is the agent's managed file, with
+// the pod's own name on its IP.
+func checkEtcHosts(t *testing.T, srv *cluster.Server, pod, ip string) {
+	t.Helper()
+	hosts := srv.Kubectl(t, "", "exec", pod, "--", "cat", "/etc/hosts")
+	if !strings.HasPrefix(hosts, "# Kubernetes-managed hosts file.") || !strings.Contains(hosts, ip+"\t"+pod) {
+		t.Errorf("/etc/hosts of %s (IP %s):\n%s", pod, ip, hosts)
+	}
+}
