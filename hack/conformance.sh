@@ -61,6 +61,9 @@ fi
 [[ -z "$list" ]] || list=$(cd "$(dirname "$list")" && pwd)/$(basename "$list")
 
 if ((EUID != 0)); then echo "conformance.sh: must run as root" >&2; exit 1; fi
+# The cluster under test is this checkout's berth, built now (cheap when current).
+log "conformance: building berth"
+"$REPO_ROOT/hack/build.sh" "$OUT_DIR"
 for bin in "$BERTH_BIN" "$OUT_DIR/berth-runtime" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/crictl"; do
   [[ -x "$bin" ]] || { echo "conformance.sh: $bin missing; run hack/setup.sh" >&2; exit 1; }
 done

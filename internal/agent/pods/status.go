@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
 // maxTerminationMessage is the kubelet's limit on a termination message.
@@ -93,7 +94,7 @@ func (m *Manager) containerStatus(pod *corev1.Pod, c *corev1.Container, st podSt
 	started := running && m.probeOK(latest.Id, c.StartupProbe, startup)
 	cs.Started = &started
 	cs.Ready = started && m.probeOK(latest.Id, c.ReadinessProbe, readiness)
-	if init {
+	if init && !podutil.IsRestartableInitContainer(c) {
 		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 	}
 	return cs
@@ -107,14 +108,53 @@ func (m *Manager) probeOK(id string, probe *corev1.Probe, kind probeKind) bool {
 	return ok
 }
 
+// initDone reports whether every regular init container succeeded and
+// every sidecar runs.
 func initDone(st podState, pod *corev1.Pod) bool {
-	for _, c := range pod.Spec.InitContainers {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		l := st.latest(c.Name)
-		if l == nil || l.State != runtimeapi.ContainerState_CONTAINER_EXITED || l.ExitCode != 0 {
+		switch {
+		case l == nil:
+			return false
+		case podutil.IsRestartableInitContainer(c):
+			if l.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return false
+			}
+		case l.State != runtimeapi.ContainerState_CONTAINER_EXITED || l.ExitCode != 0:
 			return false
 		}
 	}
 	return true
+}
+
+// initPending lists the init containers that keep the pod from being
+// initialized, as the kubelet judges: a regular one until it succeeded, a
+// sidecar until it started.
+func initPending(pod *corev1.Pod, st corev1.PodStatus) []string {
+	var pending []string
+	for i, ic := range st.InitContainerStatuses {
+		done := ic.Ready
+		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			done = ic.Started != nil && *ic.Started
+		}
+		if !done {
+			pending = append(pending, ic.Name)
+		}
+	}
+	return pending
+}
+
+// anyRegularContainerStarted reports whether a container of the pod (not
+// an init container) ever ran: past initialization, however its sidecars
+// fare since.
+func anyRegularContainerStarted(st corev1.PodStatus) bool {
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Manager) state(pod *corev1.Pod, c *corev1.Container, s *runtimeapi.ContainerStatus) corev1.ContainerState {
@@ -162,13 +202,14 @@ func (m *Manager) terminationMessage(pod *corev1.Pod, c *corev1.Container, s *ru
 
 // phase follows the kubelet's rules for regular containers.
 func phase(pod *corev1.Pod, st corev1.PodStatus) corev1.PodPhase {
-	for _, ic := range st.InitContainerStatuses {
-		if t := ic.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+	for i, ic := range st.InitContainerStatuses {
+		if t := ic.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever &&
+			!podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
 			return corev1.PodFailed
 		}
-		if !ic.Ready {
-			return corev1.PodPending
-		}
+	}
+	if len(initPending(pod, st)) > 0 && !anyRegularContainerStarted(st) {
+		return corev1.PodPending
 	}
 	var waitingN, running, succeeded, failed, stopped int
 	for _, cs := range st.ContainerStatuses {
@@ -209,19 +250,18 @@ func phase(pod *corev1.Pod, st corev1.PodStatus) corev1.PodPhase {
 
 func conditions(pod *corev1.Pod, st corev1.PodStatus, sandboxReady bool, now metav1.Time) []corev1.PodCondition {
 	var unready []string
+	for i, ic := range st.InitContainerStatuses {
+		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) && !ic.Ready {
+			unready = append(unready, ic.Name) // a sidecar counts among the pod's containers
+		}
+	}
 	for _, cs := range st.ContainerStatuses {
 		if !cs.Ready {
 			unready = append(unready, cs.Name)
 		}
 	}
-	initialized := true
-	var uninit []string
-	for _, ic := range st.InitContainerStatuses {
-		if !ic.Ready {
-			initialized = false
-			uninit = append(uninit, ic.Name)
-		}
-	}
+	uninit := initPending(pod, st)
+	initialized := len(uninit) == 0 || anyRegularContainerStarted(st)
 	terminal := isTerminal(st.Phase)
 	cond := func(t corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {
 		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: now}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
 // Upstream waiting reasons for containers.
@@ -166,19 +167,29 @@ func runtimeHandler(pod *corev1.Pod) string {
 }
 
 // runInitContainers runs the init containers one at a time, in order, and
-// reports whether all of them have succeeded.
+// reports whether the pod is initialized: every regular init container
+// succeeded and every sidecar (restartPolicy Always) has started. A sidecar
+// keeps running beside the containers and is restarted whenever it exits.
 func (s *syncRun) runInitContainers(ctx context.Context) bool {
 	for i := range s.pod.Spec.InitContainers {
 		c := &s.pod.Spec.InitContainers[i]
+		sidecar := podutil.IsRestartableInitContainer(c)
 		latest := s.state.latest(c.Name)
 		switch {
 		case latest == nil:
 			s.start(ctx, c, true, 0)
-		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0:
+		case sidecar && latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			if s.m.probeOK(latest.Id, c.StartupProbe, startup) {
+				continue
+			}
+		case !sidecar && latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0:
 			continue
 		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED:
-			if s.pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			if sidecar || s.pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 				s.restart(ctx, c, true, latest)
+			}
+			if sidecar && s.anyContainerStarted() {
+				continue // initialized already: the containers go on meanwhile
 			}
 		case latest.State == runtimeapi.ContainerState_CONTAINER_CREATED:
 			s.startCreated(ctx, c, latest)
@@ -189,6 +200,17 @@ func (s *syncRun) runInitContainers(ctx context.Context) bool {
 		return false
 	}
 	return true
+}
+
+// anyContainerStarted reports whether a regular container ever ran: the pod
+// was initialized once, and a sidecar's restart does not undo that.
+func (s *syncRun) anyContainerStarted() bool {
+	for _, c := range s.pod.Spec.Containers {
+		if s.state.latest(c.Name) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *syncRun) runContainers(ctx context.Context) {
