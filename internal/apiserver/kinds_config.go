@@ -5,6 +5,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/core/event"
 )
 
 // secretRules give the field selectors secrets are read by; upstream's
@@ -18,20 +21,17 @@ func secretRules() kindRules {
 	}
 }
 
-// coreEventRules give the field selectors core events are read by;
-// upstream's event strategy does the rest.
+// coreEventRules give the field selectors core events are read by,
+// upstream's own (event.ToSelectableFields: "source" falls back to the
+// reporting controller); upstream's event strategy does the rest.
 func coreEventRules() kindRules {
 	return kindRules{
 		fields: func(obj runtime.Object) fields.Set {
-			e := obj.(*corev1.Event)
-			return fields.Set{
-				"metadata.name": e.Name, "metadata.namespace": e.Namespace,
-				"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.namespace": e.InvolvedObject.Namespace,
-				"involvedObject.name": e.InvolvedObject.Name, "involvedObject.uid": string(e.InvolvedObject.UID),
-				"involvedObject.apiVersion": e.InvolvedObject.APIVersion, "involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
-				"involvedObject.fieldPath": e.InvolvedObject.FieldPath, "reason": e.Reason,
-				"reportingComponent": e.ReportingController, "source": e.Source.Component, "type": e.Type,
+			in := &api.Event{}
+			if err := legacyscheme.Scheme.Convert(obj, in, nil); err != nil {
+				panic(err) // generated conversions of a registered pair do not fail
 			}
+			return event.ToSelectableFields(in)
 		},
 	}
 }

@@ -229,6 +229,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		handler = requests.instrument(handler)
 	}
 	handler = filters.WithAuthorization(handler, cfg.Authorizer, c.negotiated)
+	handler = withImpersonation(handler, cfg.Authorizer, c.negotiated)
 	handler = filters.WithAudit(handler, cfg.AuditSink, cfg.AuditPolicy, longRunning)
 	unauthorized := filters.WithFailedAuthenticationAudit(filters.Unauthorized(c.negotiated), cfg.AuditSink, cfg.AuditPolicy)
 	handler = filters.WithAuthentication(handler, cfg.Authenticator, unauthorized, nil, nil)
