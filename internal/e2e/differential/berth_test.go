@@ -13,14 +13,15 @@ import (
 	"github.com/berth/berth/internal/testkit/cluster"
 )
 
-// startBerth runs berth server in the test's process with no local agent,
-// storing in etcd (as --etcd-servers does), and returns a client
-// configuration for its admin.
+// startBerth runs berth server in the test's process with no local agent
+// and no scheduler (kube-apiserver alone binds no pod either), storing in
+// etcd (as --etcd-servers does), and returns a client configuration for its
+// admin.
 func startBerth(t *testing.T, etcd *etcdMember) *rest.Config {
 	t.Helper()
 	srv := cluster.InProcess(t, "", func(ctx context.Context, dataDir string, port int) error {
 		return server.Run(ctx, server.Config{
-			DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true,
+			DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true, DisableScheduler: true,
 			EtcdServers: []string{etcd.Endpoint}, EtcdCAFile: etcd.CAFile, EtcdCertFile: etcd.CertFile, EtcdKeyFile: etcd.KeyFile,
 			Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})

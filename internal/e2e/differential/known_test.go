@@ -2,10 +2,10 @@ package differential
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -69,8 +69,7 @@ func report(t *testing.T, results []caseResult, known map[string]knownDifference
 		case len(aspects) == 0:
 			same++
 		case !listed:
-			unlisted = append(unlisted, fmt.Sprintf("%s %s\n    kube-apiserver: %s\n    berth:          %s",
-				r.ID, strings.Join(aspects, ","), brief(r.Upstream), brief(r.Berth)))
+			unlisted = append(unlisted, describe(r, aspects))
 			byCategory["unlisted"]++
 		default:
 			byCategory[k.category]++
@@ -106,14 +105,19 @@ func counts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// brief is an answer in one line, the object cut short.
-func brief(a answer) string {
-	data, _ := json.Marshal(a)
-	const max = 600
-	if len(data) > max {
-		return string(data[:max]) + "..."
+// describe says how the case's answers differ: code, reason and causes of
+// both, and where the objects, keys and stored versions differ.
+func describe(r caseResult, aspects []string) string {
+	u, b := r.Upstream, r.Berth
+	s := fmt.Sprintf("%s (%s): kube-apiserver %d %s %v, berth %d %s %v", r.ID, strings.Join(aspects, ","),
+		u.Code, u.Reason, u.Causes, b.Code, b.Reason, b.Causes)
+	for _, d := range objectDiff(u.Object, b.Object, 8) {
+		s += "\n    object" + d
 	}
-	return string(data)
+	if !reflect.DeepEqual(u.Keys, b.Keys) || !reflect.DeepEqual(u.Stored, b.Stored) {
+		s += fmt.Sprintf("\n    stored: %v %v vs %v %v", u.Keys, u.Stored, b.Keys, b.Stored)
+	}
+	return s
 }
 
 func osMkdir(dir string) error { return os.MkdirAll(dir, 0o700) }

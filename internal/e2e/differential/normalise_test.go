@@ -8,8 +8,8 @@ import (
 // The normalisations, applied alike to both servers' objects, drop or mask
 // what differs between any two runs of the same server:
 //
-//   - metadata.uid, metadata.resourceVersion, metadata.creationTimestamp:
-//     assigned per object and write;
+//   - metadata.uid, metadata.resourceVersion, metadata.creationTimestamp,
+//     and a Status's details.uid: assigned per object and write;
 //   - metadata.deletionTimestamp: the time of the delete, kept as "<time>"
 //     so its presence still counts;
 //   - metadata.managedFields[].time: the time of each manager's write;
@@ -35,6 +35,9 @@ var allocated = map[string]bool{"clusterIP": true, "clusterIPs": true, "nodePort
 
 // normaliseObject normalises one object (not a list).
 func normaliseObject(obj map[string]any) any {
+	if details, ok := obj["details"].(map[string]any); ok && obj["kind"] == "Status" {
+		delete(details, "uid")
+	}
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		delete(md, "uid")
 		delete(md, "resourceVersion")
