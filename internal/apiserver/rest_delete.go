@@ -46,14 +46,25 @@ func (r *resourceREST) deleteObject(ctx context.Context, name string, deleteVali
 // deleted object, as upstream's stores that set ReturnDeletedObject
 // (pkg/registry/.../storage/storage.go).
 var returnsDeletedObject = map[schema.GroupResource]bool{
-	{Resource: "pods"}: true, {Resource: "namespaces"}: true, {Resource: "serviceaccounts"}: true,
-	{Resource: "services"}: true, {Resource: "podtemplates"}: true, {Resource: "resourcequotas"}: true,
-	{Resource: "persistentvolumes"}: true, {Resource: "persistentvolumeclaims"}: true,
-	{Group: "storage.k8s.io", Resource: "storageclasses"}: true, {Group: "storage.k8s.io", Resource: "csidrivers"}: true,
-	{Group: "storage.k8s.io", Resource: "csinodes"}: true, {Group: "storage.k8s.io", Resource: "volumeattachments"}: true,
+	{Resource: "pods"}:                   true,
+	{Resource: "namespaces"}:             true,
+	{Resource: "serviceaccounts"}:        true,
+	{Resource: "services"}:               true,
+	{Resource: "podtemplates"}:           true,
+	{Resource: "resourcequotas"}:         true,
+	{Resource: "persistentvolumes"}:      true,
+	{Resource: "persistentvolumeclaims"}: true,
+
+	{Group: "storage.k8s.io", Resource: "storageclasses"}:          true,
+	{Group: "storage.k8s.io", Resource: "csidrivers"}:              true,
+	{Group: "storage.k8s.io", Resource: "csinodes"}:                true,
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:       true,
 	{Group: "storage.k8s.io", Resource: "volumeattributesclasses"}: true,
-	{Group: "resource.k8s.io", Resource: "resourceclaims"}: true, {Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}: true,
-	{Group: "resource.k8s.io", Resource: "resourceslices"}: true, {Group: "resource.k8s.io", Resource: "deviceclasses"}: true,
+
+	{Group: "resource.k8s.io", Resource: "resourceclaims"}:             true,
+	{Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}:     true,
+	{Group: "resource.k8s.io", Resource: "resourceslices"}:             true,
+	{Group: "resource.k8s.io", Resource: "deviceclasses"}:              true,
 	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}: true,
 }
 

@@ -1,9 +1,6 @@
 package differential
 
-import (
-	"regexp"
-	"strings"
-)
+import "regexp"
 
 // The normalisations, applied alike to both servers' objects, drop or mask
 // what differs between any two runs of the same server:
@@ -105,10 +102,4 @@ func maskValues(v any, key string) any {
 		return x
 	}
 	return v
-}
-
-// isList reports whether a JSON object is a list (its kind ends in List).
-func isList(obj map[string]any) bool {
-	kind, _ := obj["kind"].(string)
-	return strings.HasSuffix(kind, "List")
 }
