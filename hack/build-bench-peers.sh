@@ -37,7 +37,7 @@ build_kube() {
 	local ver="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
 	if [[ $component == kube-apiserver ]]; then
 		echo "building $component $KUBE_VERSION from berth's module (hack/peers/$component)"
-		(cd "$root" && GOFLAGS= go build -ldflags "$ver" -o "$bin" "./hack/peers/$component")
+		(cd "$root" && GOFLAGS= go build -tags upstream -ldflags "$ver" -o "$bin" "./hack/peers/$component")
 		echo "built $bin"
 		return
 	fi

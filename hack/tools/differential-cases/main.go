@@ -1,3 +1,5 @@
+//go:build upstream
+
 // Command differential-cases writes the differential test's cases
 // (internal/e2e/differential/testdata/cases.json) from upstream's own
 // storage test data: k8s.io/kubernetes/test/integration/etcd's
@@ -6,9 +8,11 @@
 // resource. It keeps the core group (core/v1) and discovery.k8s.io/v1
 // EndpointSlices, in the namespace the test uses.
 //
-//	go run ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
+//	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
-// hack/verify.sh runs it and fails if the checked-in file differs.
+// hack/verify.sh runs it and fails if the checked-in file differs. Built
+// only with -tags upstream, so that go vet, staticcheck and the unit tests
+// over ./... do not compile the upstream test packages it imports.
 package main
 
 import (
