@@ -21,6 +21,9 @@ export BERTH_STRICT_HOST=1
 # with its runtime, containerd) that share host-wide resources (the NRI
 # socket, the default CNI bridge), and must not run side by side.
 mapfile -t excluded < <(grep -v '^#' hack/unit-exclude.txt | awk 'NF {print "./" $1}')
+# The differential test's kube-apiserver, built here (from berth's module,
+# sharing its build cache) rather than inside the test's timeout.
+"$REPO_ROOT/hack/build-bench-peers.sh" kube-apiserver
 log "go test (root): the packages hack/unit-exclude.txt lists"
 go test -p 1 -count=1 -timeout 25m "${excluded[@]}"
 if [[ -s "$SKIPPED" ]]; then

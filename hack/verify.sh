@@ -7,7 +7,9 @@
 #  - go.mod and go.sum (go mod tidy -diff);
 #  - bench/scheduler/default.pgo, a link to cmd/berth/default.pgo;
 #  - docs/benchmarks.md's sections, each between the start and end markers
-#    the bench programs rewrite.
+#    the bench programs rewrite;
+#  - the differential test's cases (internal/e2e/differential/testdata/
+#    cases.json), by hack/tools/differential-cases from upstream's storage data.
 # The profile and the benchmark figures are measurements, not derived from
 # the source, so only their wiring is checked (hack/pgo.sh and make bench-*
 # remake them). Prints a diff and fails on any difference.
@@ -61,7 +63,16 @@ verify_bench_markers() {
   done
 }
 
+verify_differential_cases() {
+  local file=internal/e2e/differential/testdata/cases.json
+  log "verify: regenerating $file"
+  go run -tags upstream ./hack/tools/differential-cases >"$WORK/cases.json" || { problem "hack/tools/differential-cases failed"; return; }
+  diff -u "$file" "$WORK/cases.json" ||
+    problem "$file is stale: run go run -tags upstream ./hack/tools/differential-cases > $file"
+}
+
 verify_openapi
+verify_differential_cases
 verify_go_mod
 verify_pgo_link
 verify_bench_markers

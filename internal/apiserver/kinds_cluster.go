@@ -2,8 +2,8 @@ package apiserver
 
 import (
 	"context"
-
 	"fmt"
+	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	k8sv1 "k8s.io/kubernetes/pkg/apis/core/v1"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 )
 
 // finalizerKubernetes is the namespace finalizer the namespace controller removes.
@@ -22,6 +25,7 @@ func namespaceRules() kindRules {
 	return kindRules{
 		name:      apivalidation.NameIsDNSLabel,
 		hasStatus: true,
+		validate:  validateNamespaceSpec,
 		prepareForCreate: func(_ context.Context, obj runtime.Object) {
 			ns := obj.(*corev1.Namespace)
 			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
@@ -43,6 +47,23 @@ func namespaceRules() kindRules {
 			return fields.Set{"metadata.name": ns.Name, "status.phase": string(ns.Status.Phase)}
 		},
 	}
+}
+
+// validateNamespaceSpec checks a namespace's spec with upstream's
+// ValidateNamespace (metadata is checked generically): each of
+// spec.finalizers a qualified or standard finalizer name.
+func validateNamespaceSpec(obj runtime.Object) field.ErrorList {
+	var ns api.Namespace
+	if err := k8sv1.Convert_v1_Namespace_To_core_Namespace(obj.(*corev1.Namespace), &ns, nil); err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+	}
+	var errs field.ErrorList
+	for _, err := range corevalidation.ValidateNamespace(&ns) {
+		if strings.HasPrefix(err.Field, "spec.") {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // validateNamespaceFinalizers checks spec.finalizers as upstream's

@@ -78,7 +78,6 @@ func (n *namespaceREST) markTerminating(ctx context.Context, name string, delete
 	}
 	now := metav1.Now()
 	ns.DeletionTimestamp = &now
-	ns.DeletionGracePeriodSeconds = new(int64)
 	ns.Status.Phase = corev1.NamespaceTerminating
 	applyPropagationFinalizers(ns, namespacePropagation(options))
 	if isDryRun(options.DryRun) {

@@ -99,6 +99,14 @@ func TestInvalidObjectsOfOtherCoreKindsAreRefusedAsUpstream(t *testing.T) {
 			TypeMeta:   metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 			ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k"}}},
 		}, "metadata.taints[0].effect"},
+		{"namespace with a finalizer that is no name", "/api/v1/namespaces", &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "fin"}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"bad/fin/alizer"}},
+		}, "spec.finalizers"},
+		{"namespace with a finalizer neither standard nor qualified", "/api/v1/namespaces", &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "fin2"}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"mine"}},
+		}, "spec.finalizers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

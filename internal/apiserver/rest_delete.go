@@ -9,6 +9,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -16,7 +17,17 @@ import (
 // object only got marked (graceful deletion, or finalizers still pending).
 // The propagation policy becomes the owner's garbage-collection finalizer
 // (rest_delete_propagation.go); the garbage collector acts on it.
+// A delete that removed the object answers as deletedAnswer says.
 func (r *resourceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	obj, deleted, err := r.deleteObject(ctx, name, deleteValidation, options)
+	if err == nil && deleted {
+		obj = r.deletedAnswer(obj)
+	}
+	return obj, deleted, err
+}
+
+// deleteObject is Delete answering with the object itself.
+func (r *resourceREST) deleteObject(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	if options == nil {
 		options = &metav1.DeleteOptions{}
 	}
@@ -29,6 +40,49 @@ func (r *resourceREST) Delete(ctx context.Context, name string, deleteValidation
 			return obj, deleted, err
 		}
 	}
+}
+
+// returnsDeletedObject are the resources whose delete answers with the
+// deleted object, as upstream's stores that set ReturnDeletedObject
+// (pkg/registry/.../storage/storage.go).
+var returnsDeletedObject = map[schema.GroupResource]bool{
+	{Resource: "pods"}:                   true,
+	{Resource: "namespaces"}:             true,
+	{Resource: "serviceaccounts"}:        true,
+	{Resource: "services"}:               true,
+	{Resource: "podtemplates"}:           true,
+	{Resource: "resourcequotas"}:         true,
+	{Resource: "persistentvolumes"}:      true,
+	{Resource: "persistentvolumeclaims"}: true,
+
+	{Group: "storage.k8s.io", Resource: "storageclasses"}:          true,
+	{Group: "storage.k8s.io", Resource: "csidrivers"}:              true,
+	{Group: "storage.k8s.io", Resource: "csinodes"}:                true,
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:       true,
+	{Group: "storage.k8s.io", Resource: "volumeattributesclasses"}: true,
+
+	{Group: "resource.k8s.io", Resource: "resourceclaims"}:             true,
+	{Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}:     true,
+	{Group: "resource.k8s.io", Resource: "resourceslices"}:             true,
+	{Group: "resource.k8s.io", Resource: "deviceclasses"}:              true,
+	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}: true,
+}
+
+// deletedAnswer is what a delete that removed obj answers: obj itself for
+// the resources returnsDeletedObject lists, otherwise a Success Status
+// naming it, as upstream's store (finalizeDelete) answers.
+func (r *resourceREST) deletedAnswer(obj runtime.Object) runtime.Object {
+	gr := r.groupResource()
+	if returnsDeletedObject[gr] {
+		return obj
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return obj
+	}
+	return &metav1.Status{Status: metav1.StatusSuccess, Details: &metav1.StatusDetails{
+		Name: accessor.GetName(), Group: gr.Group, Kind: gr.Resource, UID: accessor.GetUID(),
+	}}
 }
 
 func (r *resourceREST) tryDelete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
@@ -109,7 +163,7 @@ func (r *resourceREST) DeleteCollection(ctx context.Context, deleteValidation re
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		obj, _, err := r.Delete(withObjectNamespace(ctx, accessor.GetNamespace()), accessor.GetName(), deleteValidation, options)
+		obj, _, err := r.deleteObject(withObjectNamespace(ctx, accessor.GetNamespace()), accessor.GetName(), deleteValidation, options)
 		if apierrors.IsNotFound(err) {
 			continue // deleted concurrently: that is what was asked
 		}

@@ -1,0 +1,95 @@
+//go:build upstream
+
+// Command differential-cases writes the differential test's cases
+// (internal/e2e/differential/testdata/cases.json) from upstream's own
+// storage test data: k8s.io/kubernetes/test/integration/etcd's
+// GetEtcdStorageDataForNamespace, the stub object, its mutations, the etcd
+// key and the storage version kube-apiserver's integration tests expect per
+// resource. It keeps the core group (core/v1) and discovery.k8s.io/v1
+// EndpointSlices, in the namespace the test uses.
+//
+//	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
+//
+// hack/verify.sh runs it and fails if the checked-in file differs. Built
+// only with -tags upstream, so that go vet, staticcheck and the unit tests
+// over ./... do not compile the upstream test packages it imports.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+
+	etcddata "k8s.io/kubernetes/test/integration/etcd"
+)
+
+// namespace is the differential test's namespace for namespaced resources.
+const namespace = "differential"
+
+// Case is one resource's upstream data, as the test reads it.
+type Case struct {
+	Group             string `json:"group"`
+	Version           string `json:"version"`
+	Resource          string `json:"resource"`
+	Stub              string `json:"stub"`
+	MutatedStub       string `json:"mutatedStub,omitempty"`
+	StatusStub        string `json:"statusStub"`
+	MutatedStatusStub string `json:"mutatedStatusStub"`
+	ExpectedEtcdPath  string `json:"expectedEtcdPath"`
+	// ExpectedStorageVersion is "group/version" (or "version" for the core
+	// group) the stored object's apiVersion must be.
+	ExpectedStorageVersion string `json:"expectedStorageVersion"`
+	ExpectedStorageKind    string `json:"expectedStorageKind,omitempty"`
+}
+
+// File is cases.json.
+type File struct {
+	Source    string `json:"source"`
+	Namespace string `json:"namespace"`
+	Cases     []Case `json:"cases"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "differential-cases:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	f := File{Source: "k8s.io/kubernetes/test/integration/etcd GetEtcdStorageDataForNamespace", Namespace: namespace}
+	for gvr, d := range etcddata.GetEtcdStorageDataForNamespace(namespace) {
+		if gvr.Group != "" && (gvr.Group != "discovery.k8s.io" || gvr.Resource != "endpointslices") {
+			continue
+		}
+		if d.RemovedVersion != "" || len(d.Prerequisites) > 0 {
+			return fmt.Errorf("%s: prerequisites or a removed version, which the test does not handle", gvr)
+		}
+		c := Case{
+			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
+			Stub: d.Stub, MutatedStub: d.MutatedStub,
+			StatusStub: d.GetStatusStub(), MutatedStatusStub: d.GetMutatedStatusStub(),
+			ExpectedEtcdPath:       d.ExpectedEtcdPath,
+			ExpectedStorageVersion: gvr.GroupVersion().String(),
+		}
+		if d.ExpectedGVK != nil {
+			c.ExpectedStorageVersion = d.ExpectedGVK.GroupVersion().String()
+			c.ExpectedStorageKind = d.ExpectedGVK.Kind
+		}
+		f.Cases = append(f.Cases, c)
+	}
+	sort.Slice(f.Cases, func(i, j int) bool {
+		a, b := f.Cases[i], f.Cases[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		return a.Resource < b.Resource
+	})
+	out, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(append(out, '\n'))
+	return err
+}
