@@ -24,7 +24,8 @@ func serviceResources() []*resource {
 	return []*resource{
 		{
 			gvr: core.WithResource("services"), kind: "Service", singular: "service", shortNames: []string{"svc"}, namespaced: true,
-			newObj: newOf[corev1.Service](), newList: newOf[corev1.ServiceList](),
+			storagePath: "services/specs", // kube-apiserver's key
+			newObj:      newOf[corev1.Service](), newList: newOf[corev1.ServiceList](),
 			rules: kindRules{fields: serviceFields},
 			registry: &registryKind{strategy: service.Strategy, newInternal: func() runtime.Object { return &api.Service{} },
 				subresources: map[string]upstreamStrategy{"status": service.StatusStrategy}},
@@ -33,6 +34,7 @@ func serviceResources() []*resource {
 		},
 		{
 			gvr: core.WithResource("endpoints"), kind: "Endpoints", singular: "endpoints", shortNames: []string{"ep"}, namespaced: true,
+			storagePath: "services/endpoints", // kube-apiserver's key
 			//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
 			newObj: newOf[corev1.Endpoints](), newList: newOf[corev1.EndpointsList](),
 			registry: &registryKind{strategy: endpointsregistry.Strategy, newInternal: func() runtime.Object { return &api.Endpoints{} }},

@@ -43,6 +43,9 @@ type resource struct {
 	// shortLived marks objects kept only for Config.EventTTL after their
 	// last write, and read from the store rather than a watch cache (events).
 	shortLived bool
+	// storagePath, when set, is kube-apiserver's etcd path of the kind
+	// where it is not the resource's name ("services/specs").
+	storagePath string
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -151,6 +154,9 @@ func (r *resource) storageGroupVersion() schema.GroupVersion {
 
 // keyPrefix is the store prefix of the resource's objects.
 func (r *resource) keyPrefix() string {
+	if r.storagePath != "" {
+		return "/registry/" + r.storagePath
+	}
 	return "/registry/" + r.gvr.Resource // as upstream: no group in the key
 }
 
