@@ -76,9 +76,10 @@ func ensureDefaultToken(ctx context.Context, cfg Config, lb *inprocess.Loopback,
 			return nil
 		}
 		select {
-		case <-ctx.Done():
-			return nil // shutting down: not a failure
 		case <-retryCtx.Done():
+			if ctx.Err() != nil {
+				return nil // shutting down: not a failure (retryCtx ends with ctx)
+			}
 			return fmt.Errorf("default join token in %s: %w", path, err)
 		case <-time.After(time.Second):
 		}
