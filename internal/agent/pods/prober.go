@@ -2,11 +2,9 @@ package pods
 
 import (
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"k8s.io/kubernetes/pkg/probe"
+	httpprobe "k8s.io/kubernetes/pkg/probe/http"
 )
 
 type probeKind string
@@ -239,42 +239,25 @@ func probeHost(pod *corev1.Pod, host string) string {
 	return pod.Status.PodIP
 }
 
+// probeHTTP is an HTTP probe or hook as the kubelet makes it: upstream's
+// request (the path's query kept, the probe's headers, kube-probe's user
+// agent) and prober (2xx and 3xx succeed, HTTPS unverified, redirects to
+// other hosts not followed).
 func (m *Manager) probeHTTP(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
-	port, err := resolvePort(g.Port, c)
+	req, err := httpprobe.NewRequestForHTTPGetAction(g, c, pod.Status.PodIP, "probe")
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if g.Scheme == corev1.URISchemeHTTPS {
-		scheme = "https"
+	timeout := time.Second
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
 	}
-	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(probeHost(pod, g.Host), strconv.Itoa(port)), Path: g.Path}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
+	result, output, err := httpprobe.New(false).Probe(req.WithContext(ctx), timeout)
+	switch {
+	case err != nil:
 		return err
-	}
-	req.Header.Set("User-Agent", "berth-probe")
-	for _, hdr := range g.HTTPHeaders {
-		req.Header.Add(hdr.Name, hdr.Value)
-	}
-	// As upstream, HTTPS probes do not verify the container's certificate,
-	// and redirects to other hosts are not followed.
-	client := &http.Client{
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true},
-		CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if r.URL.Host != u.Host {
-				return http.ErrUseLastResponse
-			}
-			return nil
-		},
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+	case result == probe.Failure:
+		return errors.New(output)
 	}
 	return nil
 }
