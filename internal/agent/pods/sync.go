@@ -66,7 +66,14 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 			return syncResult{}, m.reject(ctx, pod, r)
 		}
 	}
+	left, hasDeadline := m.untilDeadline(pod)
+	if hasDeadline && left <= 0 {
+		return m.failPastDeadline(ctx, pod, st)
+	}
 	s := &syncRun{m: m, pod: pod, state: st, waiting: map[string]waiting{}}
+	if hasDeadline {
+		s.requeueIn(left)
+	}
 	if err := s.ensureSandbox(ctx); err != nil {
 		s.waitAll(reasonContainerCreating, err.Error())
 	} else if s.volumes, err = m.prepareVolumes(ctx, pod); err != nil {

@@ -18,24 +18,7 @@ import (
 // the pod object is deleted for good (grace 0, only this UID).
 func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (syncResult, error) {
 	m.prober.stopPod(pod.UID)
-	grace := m.preStop(ctx, pod, st, pod.Status.PodIP)
-	var wg sync.WaitGroup
-	for name, instances := range st.containers {
-		for _, c := range instances {
-			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
-				continue
-			}
-			m.event(pod, corev1.EventTypeNormal, "Killing", "Stopping container "+name)
-			wg.Add(1)
-			go func(id string) {
-				defer wg.Done()
-				if _, err := m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: grace}); err != nil {
-					m.log.Warn("stop container", "id", id, "err", err)
-				}
-			}(c.Id)
-		}
-	}
-	wg.Wait()
+	m.stopContainers(ctx, pod, st, m.preStop(ctx, pod, st, pod.Status.PodIP))
 	m.stopSandboxes(ctx, st)
 	st, err := observe(ctx, m.rt, string(pod.UID))
 	if err != nil {
@@ -60,6 +43,28 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (
 	}
 	m.log.Info("pod terminated", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
 	return syncResult{done: true}, nil
+}
+
+// stopContainers gives every running container of the pod SIGTERM and
+// grace seconds (CRI StopContainer's timeout) before the runtime kills it.
+func (m *Manager) stopContainers(ctx context.Context, pod *corev1.Pod, st podState, grace int64) {
+	var wg sync.WaitGroup
+	for name, instances := range st.containers {
+		for _, c := range instances {
+			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+				continue
+			}
+			m.event(pod, corev1.EventTypeNormal, "Killing", "Stopping container "+name)
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				if _, err := m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: grace}); err != nil {
+					m.log.Warn("stop container", "id", id, "err", err)
+				}
+			}(c.Id)
+		}
+	}
+	wg.Wait()
 }
 
 // cleanup removes what the runtime still holds of a pod the API no longer
