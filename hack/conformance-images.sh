@@ -39,17 +39,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-set -m
-go run ./hack/testregistry --listen 127.0.0.1:0 --conformance --ready-file "$WORK/registry.addr" >"$WORK/registry.log" 2>&1 &
-registry_pid=$!
-set +m
-for _ in $(seq 600); do
-  [[ -s "$WORK/registry.addr" ]] && break
-  kill -0 "$registry_pid" 2>/dev/null || { cat "$WORK/registry.log" >&2; exit 1; }
-  sleep 1
-done
-[[ -s "$WORK/registry.addr" ]] || { echo "conformance-images.sh: registry not ready after 600 s" >&2; exit 1; }
-REGISTRY=$(cat "$WORK/registry.addr")
+start_test_registry conformance "$WORK" || exit 1
 "$BERTH_BIN" runtime --root "$WORK/root" --state-dir "$WORK/state" --listen "unix://$SOCK" --disable-nri \
   --pause-image registry.k8s.io/pause:3.10.2 --insecure-registry "$REGISTRY" \
   --registry-mirror "registry.k8s.io=http://$REGISTRY" --registry-mirror "gcr.io=http://$REGISTRY" \

@@ -62,8 +62,7 @@ fi
 
 if ((EUID != 0)); then echo "conformance.sh: must run as root" >&2; exit 1; fi
 # The cluster under test is this checkout's berth, built now (cheap when current).
-log "conformance: building berth"
-"$REPO_ROOT/hack/build.sh" "$OUT_DIR"
+build_berth
 for bin in "$BERTH_BIN" "$OUT_DIR/berth-runtime" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/crictl"; do
   [[ -x "$bin" ]] || { echo "conformance.sh: $bin missing; run hack/setup.sh" >&2; exit 1; }
 done
@@ -124,18 +123,7 @@ serial=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" --serial=tru
 log "conformance: e2e.test lists $total conformance tests, $serial of them [Serial]"
 
 log "conformance: starting the offline image registry"
-set -m
-go run ./hack/testregistry --listen 127.0.0.1:0 --conformance --ready-file "$WORK/registry.addr" \
-  >"$WORK/registry.log" 2>&1 &
-registry_pid=$!
-set +m
-for _ in $(seq 600); do
-  [[ -s "$WORK/registry.addr" ]] && break
-  kill -0 "$registry_pid" 2>/dev/null || { cat "$WORK/registry.log" >&2; exit 1; }
-  sleep 1
-done
-[[ -s "$WORK/registry.addr" ]] || { echo "conformance.sh: registry not ready after 600 s" >&2; exit 1; }
-REGISTRY=$(cat "$WORK/registry.addr")
+start_test_registry conformance "$WORK" || exit 1
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mirrors=(--insecure-registry "$REGISTRY")

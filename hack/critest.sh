@@ -52,19 +52,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 log "critest: starting the offline test registry"
-# Own process group so cleanup stops `go run` and the registry it execs.
-set -m
-go run ./hack/testregistry --listen 127.0.0.1:0 --critest --ready-file "$WORK/registry.addr" \
-  >"$WORK/registry.log" 2>&1 &
-registry_pid=$!
-set +m
-for _ in $(seq 600); do
-  [[ -s "$WORK/registry.addr" ]] && break
-  kill -0 "$registry_pid" 2>/dev/null || { cat "$WORK/registry.log" >&2; exit 1; }
-  sleep 1
-done
-[[ -s "$WORK/registry.addr" ]] || { echo "critest.sh: registry not ready" >&2; exit 1; }
-REGISTRY=$(cat "$WORK/registry.addr")
+start_test_registry critest "$WORK" || exit 1
 
 log "critest: starting berth runtime on $ENDPOINT (images from $REGISTRY)"
 mirrors=()

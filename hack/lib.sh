@@ -81,3 +81,23 @@ build_berth() {
   log "building berth"
   "$REPO_ROOT/hack/build.sh" "$OUT_DIR"
 }
+
+# start_test_registry MODE DIR runs hack/testregistry --MODE (critest,
+# conformance) on loopback in a process group of its own (so stopping
+# -$registry_pid also stops the registry `go run` execs), logging to
+# DIR/registry.log, and returns once it serves: registry_pid and REGISTRY
+# (HOST:PORT) are set.
+start_test_registry() {
+  local mode=$1 dir=$2
+  set -m
+  go run ./hack/testregistry --listen 127.0.0.1:0 "--$mode" --ready-file "$dir/registry.addr" >"$dir/registry.log" 2>&1 &
+  registry_pid=$!
+  set +m
+  for _ in $(seq 600); do
+    [[ -s "$dir/registry.addr" ]] && break
+    kill -0 "$registry_pid" 2>/dev/null || { cat "$dir/registry.log" >&2; return 1; }
+    sleep 1
+  done
+  [[ -s "$dir/registry.addr" ]] || { echo "test registry ($mode) not ready after 600 s" >&2; return 1; }
+  REGISTRY=$(cat "$dir/registry.addr")
+}
