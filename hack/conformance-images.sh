@@ -28,12 +28,8 @@ cleanup() {
     kill -TERM "$runtime_pid"
     wait "$runtime_pid" 2>/dev/null
   fi
-  if [[ -n "$registry_pid" ]]; then
-    kill -TERM -- "-$registry_pid" 2>/dev/null || kill -TERM "$registry_pid" 2>/dev/null
-    wait "$registry_pid" 2>/dev/null
-  fi
-  findmnt -rn -o TARGET | grep -F "$WORK/" | sort -r | while read -r m; do umount -l "$m"; done
-  rm -rf "$WORK"
+  stop_test_registry
+  remove_scratch "$WORK"
   exit "$rc"
 }
 trap cleanup EXIT

@@ -38,15 +38,10 @@ cleanup() {
     kill -TERM "$runtime_pid"
     wait "$runtime_pid" 2>/dev/null
   fi
-  if [[ -n "$registry_pid" ]]; then
-    kill -TERM -- "-$registry_pid" 2>/dev/null || kill -TERM "$registry_pid" 2>/dev/null
-    wait "$registry_pid" 2>/dev/null
-  fi
-  # Deepest mounts first.
-  findmnt -rn -o TARGET | grep -F "$WORK/" | sort -r | while read -r m; do umount -l "$m"; done
+  stop_test_registry
   # critest's HostIpc specs create segments in the host IPC namespace.
   comm -13 <(echo "$SHM_BEFORE") <(shm_ids) | while read -r id; do [[ -n "$id" ]] && ipcrm -m "$id"; done
-  rm -rf "$WORK"
+  remove_scratch "$WORK"
   exit "$rc"
 }
 trap cleanup EXIT INT TERM

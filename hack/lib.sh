@@ -101,3 +101,18 @@ start_test_registry() {
   [[ -s "$dir/registry.addr" ]] || { echo "test registry ($mode) not ready after 600 s" >&2; return 1; }
   REGISTRY=$(cat "$dir/registry.addr")
 }
+
+# stop_test_registry stops what start_test_registry started, if anything.
+stop_test_registry() {
+  [[ -n "${registry_pid:-}" ]] || return 0
+  kill -TERM -- "-$registry_pid" 2>/dev/null || kill -TERM "$registry_pid" 2>/dev/null
+  wait "$registry_pid" 2>/dev/null
+}
+
+# remove_scratch DIR unmounts everything mounted below DIR, deepest first,
+# then removes it.
+remove_scratch() {
+  local dir=$1
+  findmnt -rn -o TARGET | grep -F "$dir/" | sort -r | while read -r m; do umount -l "$m"; done
+  rm -rf "$dir"
+}

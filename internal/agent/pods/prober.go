@@ -239,6 +239,10 @@ func probeHost(pod *corev1.Pod, host string) string {
 	return pod.Status.PodIP
 }
 
+// httpProber is upstream's HTTP prober, one for every probe as the
+// kubelet holds one (it keeps its transport).
+var httpProber = httpprobe.New(false)
+
 // probeHTTP is an HTTP probe or hook as the kubelet makes it: upstream's
 // request (the path's query kept, the probe's headers, kube-probe's user
 // agent) and prober (2xx and 3xx succeed, HTTPS unverified, redirects to
@@ -252,7 +256,7 @@ func (m *Manager) probeHTTP(ctx context.Context, pod *corev1.Pod, c *corev1.Cont
 	if deadline, ok := ctx.Deadline(); ok {
 		timeout = time.Until(deadline)
 	}
-	result, output, err := httpprobe.New(false).Probe(req.WithContext(ctx), timeout)
+	result, output, err := httpProber.Probe(req.WithContext(ctx), timeout)
 	switch {
 	case err != nil:
 		return err
