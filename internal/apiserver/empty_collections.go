@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -49,10 +48,9 @@ func newOf[T any, PT interface {
 
 // emptyCollections are the collections kube-scheduler v1.37's default
 // profile and its DRA manager list and watch that berth does not store
-// (pods, nodes and namespaces it does), scoped and short-named as upstream.
-// Where each comes from in k8s.io/kubernetes/pkg/scheduler:
-//   - persistentvolumes, persistentvolumeclaims, storageclasses:
-//     eventhandlers.go (PV, PVC, StorageClass events) and the listers of the
+// (pods, nodes, volumes and claims it does), scoped and short-named as
+// upstream. Where each comes from in k8s.io/kubernetes/pkg/scheduler:
+//   - storageclasses: eventhandlers.go (StorageClass events) and the listers of the
 //     VolumeBinding, VolumeRestrictions, VolumeZone and NodeVolumeLimits
 //     plugins (framework/plugins/volume*, nodevolumelimits/csi.go);
 //   - csinodes: scheduler.go's shared CSI manager, VolumeBinding,
@@ -61,7 +59,7 @@ func newOf[T any, PT interface {
 //     (volumebinding/volume_binding.go), eventhandlers.go;
 //   - volumeattachments: NodeVolumeLimits (nodevolumelimits/csi.go),
 //     eventhandlers.go;
-//   - replicationcontrollers, replicasets, statefulsets (and services,
+//   - replicasets, statefulsets (and services and replicationcontrollers,
 //     which berth stores):
 //     PodTopologySpread's default constraints, which take a pod's selector
 //     from its Service and controller (podtopologyspread/plugin.go);
@@ -82,7 +80,7 @@ func emptyCollections() []emptyCollection {
 		budgets   = "disruption budgets"
 		dra       = "dynamic resource allocation"
 	)
-	core, apps := corev1.SchemeGroupVersion, appsv1.SchemeGroupVersion
+	apps := appsv1.SchemeGroupVersion
 	storage, dynamic := storagev1.SchemeGroupVersion, resourcev1.SchemeGroupVersion
 	all := []string{"all"}
 	empty := func(gvr schema.GroupVersionResource, kind string, namespaced bool, newObj, newList func() runtime.Object, lacks string, shortNames ...string) emptyCollection {
@@ -91,12 +89,6 @@ func emptyCollections() []emptyCollection {
 	}
 	inAll := func(c emptyCollection) emptyCollection { c.categories = all; return c }
 	return []emptyCollection{
-		empty(core.WithResource("persistentvolumes"), "PersistentVolume", false,
-			newOf[corev1.PersistentVolume](), newOf[corev1.PersistentVolumeList](), volumes, "pv"),
-		empty(core.WithResource("persistentvolumeclaims"), "PersistentVolumeClaim", true,
-			newOf[corev1.PersistentVolumeClaim](), newOf[corev1.PersistentVolumeClaimList](), volumes, "pvc"),
-		inAll(empty(core.WithResource("replicationcontrollers"), "ReplicationController", true,
-			newOf[corev1.ReplicationController](), newOf[corev1.ReplicationControllerList](), workloads, "rc")),
 		inAll(empty(apps.WithResource("replicasets"), "ReplicaSet", true,
 			newOf[appsv1.ReplicaSet](), newOf[appsv1.ReplicaSetList](), workloads, "rs")),
 		inAll(empty(apps.WithResource("statefulsets"), "StatefulSet", true,

@@ -49,7 +49,10 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 // storedCollections are the collections kube-scheduler watches that berth
 // stores and serves writable: they must not be read-only.
 var storedCollections = map[schema.GroupVersionResource]bool{
-	{Version: "v1", Resource: "services"}: true,
+	{Version: "v1", Resource: "services"}:               true,
+	{Version: "v1", Resource: "persistentvolumes"}:      true,
+	{Version: "v1", Resource: "persistentvolumeclaims"}: true,
+	{Version: "v1", Resource: "replicationcontrollers"}: true,
 }
 
 // TestKubeSchedulerInformersSyncOnEmptyCollections starts client-go's
@@ -143,7 +146,7 @@ func TestKubectlGetEmptyCollection(t *testing.T) {
 	s := newTestServer(t)
 	k := newKubectl(t, s)
 	k.Must("", []string{"get", "storageclasses"}, "No resources found")
-	k.Must("", []string{"get", "pvc"}, "No resources found in default namespace.")
+	k.Must("", []string{"get", "pdb"}, "No resources found in default namespace.")
 	k.Must("", []string{"get", "csinodes", "-o", "json"}, `"kind": "List"`, `"items": []`)
 	k.Must("", []string{"explain", "storageclass"}, "provisioner")
 	out, ok := k.Run("", nil, "get", "storageclass", "fast")
@@ -163,11 +166,11 @@ func TestEmptyCollectionsRefuseWrites(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	before := storeRevision(t, s)
-	pvc := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"default"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}`
+	pdb := `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"data","namespace":"default"},"spec":{"minAvailable":1}}`
 	claim := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"gpu","namespace":"default"},"spec":{}}`
 	sc := `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"example.com/none"}`
 	for _, target := range []struct{ collection, name, body, lacks string }{
-		{"/api/v1/namespaces/default/persistentvolumeclaims", "data", pvc, "persistent volumes"},
+		{"/apis/policy/v1/namespaces/default/poddisruptionbudgets", "data", pdb, "disruption budgets"},
 		{"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", "gpu", claim, "dynamic resource allocation"},
 		{"/apis/storage.k8s.io/v1/storageclasses", "fast", sc, "persistent volumes"},
 	} {
@@ -227,7 +230,7 @@ func TestEmptyCollectionReads(t *testing.T) {
 	}
 	// Raw: client-go would retry this 504 for ten seconds.
 	future := strconv.FormatInt(storeRevision(t, s)+100, 10)
-	code, status := rawRequest(t, s, "GET", "/api/v1/namespaces/default/persistentvolumeclaims?resourceVersion="+future, "", nil)
+	code, status := rawRequest(t, s, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets?resourceVersion="+future, "", nil)
 	if code != http.StatusGatewayTimeout || status.Details == nil || len(status.Details.Causes) != 1 ||
 		status.Details.Causes[0].Type != metav1.CauseTypeResourceVersionTooLarge {
 		t.Fatalf("list at a revision not reached: %d %+v, want 504 Too large resource version", code, status)

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -134,7 +135,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, append(serviceResources(), rbacResources()...)...)
+	}, slices.Concat(serviceResources(), workloadResources(), policyResources(), volumeResources(), rbacResources())...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.

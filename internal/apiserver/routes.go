@@ -65,6 +65,8 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 		case "token":
 			tokens := &tokenREST{serviceAccounts: r, pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()], tokens: a.serviceAccountTokens}
 			ep, err = f.createEndpoint(res, sub, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), tokens, r)
+		case "scale":
+			ep, err = f.scaleEndpoint(res, &scaleREST{controllers: r})
 		case "eviction":
 			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r}, r)
 		default:

@@ -68,6 +68,10 @@ func BootstrapPolicy() []Binding {
 			rule([]string{"create"}, "", "endpoints/restricted"),
 			rule([]string{"update"}, "", "services/finalizers", "endpoints/finalizers"),
 			rule(readWrite, "discovery.k8s.io", "endpointslices"),
+			// Upstream's replication-controller and resourcequota-controller
+			// roles: controllers and quotas read, their status written.
+			rule(read, "", "replicationcontrollers", "resourcequotas"),
+			rule([]string{"update"}, "", "replicationcontrollers/status", "replicationcontrollers/finalizers", "resourcequotas/status"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
 			// The ClusterRole aggregation controller writes rules it does not

@@ -5,7 +5,10 @@
 package informeropts
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -56,4 +59,33 @@ func ReadThrough(factory informers.SharedInformerFactory, obj runtime.Object, lw
 		// Only if called after the informer started: a bug in the caller.
 		panic(fmt.Sprintf("informeropts.ReadThrough on a started informer: %v", err))
 	}
+}
+
+// Workers is one controller's Run with its worker count, for RunControllers.
+func Workers(run func(ctx context.Context, workers int), n int) func(context.Context) {
+	return func(ctx context.Context) { run(ctx, n) }
+}
+
+// RunControllers starts factory's informers, waits for their caches, then
+// runs every controller until ctx ends, as kube-controller-manager runs
+// upstream's controllers over its shared informers. A cache that has not
+// synced when ctx ends is logged, and nothing runs.
+func RunControllers(ctx context.Context, factory informers.SharedInformerFactory, logger *slog.Logger, controllers ...func(context.Context)) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			logger.Warn("informer did not sync before the context ended", "type", typ.String())
+			return nil
+		}
+	}
+	var wg sync.WaitGroup
+	for _, run := range controllers {
+		wg.Go(func() { run(ctx) })
+	}
+	wg.Wait()
+	return nil
 }

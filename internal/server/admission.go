@@ -7,7 +7,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 
 	"github.com/berth/berth/internal/admission/internalform"
@@ -19,23 +23,38 @@ import (
 )
 
 // admissionPlugins are the admission plugins that read the cluster:
-// kube-apiserver's ServiceAccount plugin (upstream's own, on the internal
-// form) and PodSecurity. Their informers come from one factory whose
-// informers read through to the watch cache (LocalReads) once the API
-// server exists, and list only once started, after it.
+// kube-apiserver's LimitRanger, ServiceAccount and ResourceQuota plugins
+// (upstream's own, on the internal form) and PodSecurity. Their informers
+// come from one factory whose informers read through to the watch cache
+// (LocalReads) once the API server exists, and list only once started,
+// after it.
 type admissionPlugins struct {
 	factory        informers.SharedInformerFactory
+	limitRanger    admission.Interface
 	serviceAccount admission.Interface
 	podSecurity    *podsecurity.Plugin
+	resourceQuota  admission.Interface
 }
 
-func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, reg prometheus.Registerer) (*admissionPlugins, error) {
+// newAdmissionPlugins builds the plugins; stop ends the quota plugin's
+// evaluator workers.
+func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, reg prometheus.Registerer, stop <-chan struct{}) (*admissionPlugins, error) {
 	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("admission plugins: %w", err)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &corev1.ServiceAccount{}, localOnceServed(local, "serviceaccounts"))
+	informeropts.ReadThrough(factory, &corev1.LimitRange{}, localOnceServed(local, "limitranges"))
+	informeropts.ReadThrough(factory, &corev1.ResourceQuota{}, localOnceServed(local, "resourcequotas"))
+	limits, err := newLimitRanger(client, factory)
+	if err != nil {
+		return nil, err
+	}
+	quota, err := newResourceQuota(client, factory, stop)
+	if err != nil {
+		return nil, err
+	}
 	sa := serviceaccount.NewServiceAccount()
 	sa.SetExternalKubeClientSet(client)
 	sa.SetExternalKubeInformerFactory(factory)
@@ -46,15 +65,58 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
-	return &admissionPlugins{factory: factory, serviceAccount: internalform.Wrap(sa), podSecurity: ps}, nil
+	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.Wrap(sa), podSecurity: ps, resourceQuota: quota}, nil
+}
+
+// newLimitRanger is upstream's LimitRanger: container and pod defaults and
+// bounds from the namespace's LimitRanges.
+func newLimitRanger(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+	plugin, err := limitranger.NewLimitRanger(&limitranger.DefaultLimitRangerActions{})
+	if err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", limitranger.PluginName, err)
+	}
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetExternalKubeInformerFactory(factory)
+	if err := plugin.ValidateInitialization(); err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", limitranger.PluginName, err)
+	}
+	// The plugin acts on pods and claims only (DefaultLimitRangerActions).
+	return internalform.WrapKinds(plugin, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(),
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
+}
+
+// newResourceQuota is upstream's ResourceQuota plugin with upstream's
+// evaluators, as kube-apiserver configures it (five evaluator workers, no
+// configuration file): it refuses what would exceed a namespace's quota
+// and records the new usage in the quota's status. It is not converted to
+// the internal form: it counts most kinds by their metadata, and its pod,
+// service and claim evaluators take v1 objects as they are.
+func newResourceQuota(client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (admission.Interface, error) {
+	plugin, err := resourcequota.NewResourceQuota(nil, 5)
+	if err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", resourcequota.PluginName, err)
+	}
+	config, err := quotainstall.NewQuotaConfigurationForAdmission(factory, nil)
+	if err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", resourcequota.PluginName, err)
+	}
+	plugin.SetDrainedNotification(stop)
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetExternalKubeInformerFactory(factory)
+	plugin.SetQuotaConfiguration(config)
+	if err := plugin.ValidateInitialization(); err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", resourcequota.PluginName, err)
+	}
+	return plugin, nil
 }
 
 // chain runs the plugins with berth's own, in kube-apiserver's order:
-// ServiceAccount (defaults the account, checks it exists, mounts
-// kube-api-access-*), NodeRestriction, PodSecurity (so it judges the pod as
-// it will run), then RBAC's escalation check.
+// LimitRanger (resource defaults), ServiceAccount (defaults the account,
+// checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
+// (so it judges the pod as it will run), RBAC's escalation check, and
+// ResourceQuota last, so that it charges what the others let through.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
-	return admission.NewChainHandler(p.serviceAccount, nodeRestriction, p.podSecurity, escalation)
+	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, escalation, p.resourceQuota)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.

@@ -23,6 +23,8 @@ import (
 	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
+	"github.com/berth/berth/internal/controller/replication"
+	"github.com/berth/berth/internal/controller/resourcequota"
 	"github.com/berth/berth/internal/controller/tokencleaner"
 	"github.com/berth/berth/internal/leader"
 	"github.com/berth/berth/internal/pki"
@@ -72,13 +74,9 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
 	}})
 	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
+		meta, err := metadataClient(lb, pki.ControllerIdentity)
 		if err != nil {
 			return err
-		}
-		meta, err := metadata.NewForConfig(restCfg)
-		if err != nil {
-			return fmt.Errorf("garbage-collector metadata client: %w", err)
 		}
 		localMetadata := func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
 			return local.MetadataListWatch(ctx, authenticatedUser(pki.ControllerIdentity), gvr)
@@ -87,6 +85,16 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			Client: client, Metadata: meta, LocalMetadata: localMetadata,
 			Logger: c.Logger.With("component", "garbage-collector"),
 		}).Run(ctx)
+	}})
+	out = append(out, component{name: "replication", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return replication.Run(ctx, replication.Config{Client: client, Logger: c.Logger.With("component", "replication")})
+	}})
+	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		meta, err := metadataClient(lb, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return resourcequota.Run(ctx, resourcequota.Config{Client: client, Metadata: meta, Logger: c.Logger.With("component", "resourcequota")})
 	}})
 	out = append(out, component{name: "endpoints", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return endpoints.Run(ctx, endpoints.Config{Client: client, Logger: c.Logger.With("component", "endpoints")})
@@ -127,6 +135,19 @@ func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, lo
 		}()
 	}
 	return wg.Wait, nil
+}
+
+// metadataClient is a metadata-only client of the server's own API as id, in-process.
+func metadataClient(lb *inprocess.Loopback, id pki.Identity) (metadata.Interface, error) {
+	restCfg, err := loopbackConfig(lb, id)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := metadata.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	return meta, nil
 }
 
 // loopbackClient is a client of the server's own API as id, in-process.

@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	metrics, local := prometheus.NewRegistry(), apiserver.NewLocalReads()
-	plugins, err := newAdmissionPlugins(cfg, lb, local, metrics)
+	plugins, err := newAdmissionPlugins(cfg, lb, local, metrics, apiCtx.Done())
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	// The core group's internal types and conversions in the legacy scheme.
@@ -23,8 +24,24 @@ func Wrap(plugin admission.Interface) admission.Interface {
 	return &wrapped{plugin: plugin}
 }
 
+// WrapKinds is Wrap for a plugin that acts on the given kinds only: other
+// requests skip it, and are not converted for it.
+func WrapKinds(plugin admission.Interface, kinds ...schema.GroupKind) admission.Interface {
+	only := map[schema.GroupKind]bool{}
+	for _, k := range kinds {
+		only[k] = true
+	}
+	return &wrapped{plugin: plugin, only: only}
+}
+
 type wrapped struct {
 	plugin admission.Interface
+	// only, when set, are the kinds the plugin acts on.
+	only map[schema.GroupKind]bool
+}
+
+func (w *wrapped) skips(a admission.Attributes) bool {
+	return w.only != nil && !w.only[a.GetKind().GroupKind()]
 }
 
 var (
@@ -38,7 +55,7 @@ func (w *wrapped) Handles(op admission.Operation) bool { return w.plugin.Handles
 // back into the request's object.
 func (w *wrapped) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	plugin, ok := w.plugin.(admission.MutationInterface)
-	if !ok {
+	if !ok || w.skips(a) {
 		return nil
 	}
 	internal, err := internalAttributesOf(a)
@@ -60,7 +77,7 @@ func (w *wrapped) Admit(ctx context.Context, a admission.Attributes, o admission
 // Validate runs a validating plugin on the internal form.
 func (w *wrapped) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	plugin, ok := w.plugin.(admission.ValidationInterface)
-	if !ok {
+	if !ok || w.skips(a) {
 		return nil
 	}
 	internal, err := internalAttributesOf(a)

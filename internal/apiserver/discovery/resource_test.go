@@ -15,6 +15,8 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 	want := map[string]bool{ // group/resource -> namespaced
 		"/namespaces": false, "/pods": true, "/nodes": false, "/events": true, "/configmaps": true,
 		"/secrets": true, "/serviceaccounts": true, "/bindings": true, "/services": true, "/endpoints": true,
+		"/podtemplates": true, "/replicationcontrollers": true, "/resourcequotas": true, "/limitranges": true,
+		"/persistentvolumes": false, "/persistentvolumeclaims": true,
 		"discovery.k8s.io/endpointslices": true, "events.k8s.io/events": true,
 		"coordination.k8s.io/leases": true, "certificates.k8s.io/certificatesigningrequests": false,
 		"rbac.authorization.k8s.io/roles": true, "rbac.authorization.k8s.io/rolebindings": true,

@@ -29,6 +29,11 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
 		{Kind: "Endpoints"}: upstreamPrinter[*corev1.Endpoints](func() runtime.Object { return &api.Endpoints{} }),
 		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: upstreamPrinter[*discoveryv1.EndpointSlice](func() runtime.Object { return &discoveryapi.EndpointSlice{} }),
+		{Kind: "PodTemplate"}:                              upstreamPrinter[*corev1.PodTemplate](func() runtime.Object { return &api.PodTemplate{} }),
+		{Kind: "ReplicationController"}:                    upstreamPrinter[*corev1.ReplicationController](func() runtime.Object { return &api.ReplicationController{} }),
+		{Kind: "ResourceQuota"}:                            upstreamPrinter[*corev1.ResourceQuota](func() runtime.Object { return &api.ResourceQuota{} }),
+		{Kind: "PersistentVolume"}:                         upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
+		{Kind: "PersistentVolumeClaim"}:                    upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
 	}
 }
 

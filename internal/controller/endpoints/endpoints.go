@@ -9,7 +9,6 @@ package endpoints
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -39,9 +38,6 @@ type Config struct {
 
 // Run runs the three controllers until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
 	// Upstream's controllers log through klog's contextual logger.
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("endpoints"))
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
@@ -52,22 +48,6 @@ func Run(ctx context.Context, cfg Config) error {
 	sl := endpointslice.NewController(ctx, pods, services, nodes, slices, maxEndpointsPerSlice, cfg.Client, 0)
 	mirror := endpointslicemirroring.NewController(ctx, endpoints, slices, services, maxEndpointsPerSubset, cfg.Client, 0)
 
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			cfg.Logger.Warn("informer did not sync before the context ended", "type", typ.String())
-			return nil
-		}
-	}
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context, int){eps.Run, sl.Run, mirror.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run(ctx, workers)
-		}()
-	}
-	wg.Wait()
-	return nil
+	return informeropts.RunControllers(ctx, factory, cfg.Logger,
+		informeropts.Workers(eps.Run, workers), informeropts.Workers(sl.Run, workers), informeropts.Workers(mirror.Run, workers))
 }

@@ -1,0 +1,122 @@
+package apiserver
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// TestReplicationControllerScale reads and writes a ReplicationController's
+// replicas through its scale subresource, as kubectl scale and the
+// autoscalers do, with upstream's validation and preconditions.
+func TestReplicationControllerScale(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	ctx := testContext(t)
+	rcs := s.client.CoreV1().ReplicationControllers("default")
+	rc, err := rcs.Create(ctx, &corev1.ReplicationController{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "web"}, Template: &corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if rc.Spec.Replicas == nil || *rc.Spec.Replicas != 1 {
+		t.Fatalf("spec.replicas defaults to 1, got %v", rc.Spec.Replicas)
+	}
+	scale, err := rcs.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get scale: %v", err)
+	}
+	if scale.Spec.Replicas != 1 || scale.Status.Selector != "app=web" || scale.UID != rc.UID {
+		t.Fatalf("scale = %+v, want 1 replica, selector app=web, the controller's uid", scale)
+	}
+	scale.Spec.Replicas = 3
+	if _, err := rcs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update scale: %v", err)
+	}
+	if got, _ := rcs.Get(ctx, "web", metav1.GetOptions{}); got == nil || *got.Spec.Replicas != 3 {
+		t.Fatalf("the controller's replicas after scaling to 3: %v", got)
+	}
+	// The scale's resourceVersion is a precondition: the stale one conflicts.
+	if _, err := rcs.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("update with a stale resourceVersion: %v, want a conflict", err)
+	}
+	patch := []byte(`{"spec":{"replicas":-1}}`)
+	_, err = rcs.Patch(ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{}, "scale")
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicas") {
+		t.Fatalf("negative replicas: %v, want Invalid on spec.replicas", err)
+	}
+	if _, err := rcs.GetScale(ctx, "missing", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("scale of a missing controller: %v, want NotFound", err)
+	}
+}
+
+// TestCoreKindsUseUpstreamRules creates each newly served core kind once
+// valid and once invalid: the defaults and the refusals are upstream's.
+func TestCoreKindsUseUpstreamRules(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	ctx := testContext(t)
+	core := s.client.CoreV1()
+
+	pv, err := core.PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/pv-1"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pv: %v", err)
+	}
+	if pv.Status.Phase != corev1.VolumePending || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+		t.Fatalf("pv status %q reclaim %q, want Pending and Retain", pv.Status.Phase, pv.Spec.PersistentVolumeReclaimPolicy)
+	}
+	_, err = core.PersistentVolumes().Create(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-2"}}, metav1.CreateOptions{})
+	wantInvalid(t, err, "spec.capacity", "")
+	wantInvalid(t, err, "spec.accessModes", "")
+
+	pvc, err := core.PersistentVolumeClaims("default").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "claim"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pvc: %v", err)
+	}
+	if pvc.Spec.VolumeMode == nil || *pvc.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
+		t.Fatalf("pvc volumeMode %v, want Filesystem", pvc.Spec.VolumeMode)
+	}
+	_, err = core.PersistentVolumeClaims("default").Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}, metav1.CreateOptions{})
+	wantInvalid(t, err, "spec.accessModes", "")
+	wantInvalid(t, err, "spec.resources[storage]", "")
+
+	_, err = core.ResourceQuotas("default").Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: apiresource.MustParse("-1")}},
+	}, metav1.CreateOptions{})
+	wantInvalid(t, err, "spec.hard[pods]", "")
+	_, err = core.LimitRanges("default").Create(ctx, &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Name: "l"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("100m")}, Min: corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("200m")}}}},
+	}, metav1.CreateOptions{})
+	wantInvalid(t, err, "spec.limits[0].min[cpu]", "")
+	_, err = core.PodTemplates("default").Create(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"},
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}}, metav1.CreateOptions{})
+	wantInvalid(t, err, "template.spec.containers[0].image", "")
+	_, err = core.ReplicationControllers("default").Create(ctx, &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "rc"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](1)}}, metav1.CreateOptions{})
+	wantInvalid(t, err, "spec.template", "")
+}
