@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // endpointKey addresses one resource or subresource.
@@ -45,7 +46,11 @@ type scopeFactory struct {
 
 func (f *scopeFactory) scope(res *resource, kind schema.GroupVersionKind, subresource string, table rest.TableConvertor) (*handlers.RequestScope, error) {
 	s := f.codecs.scheme
-	fieldManager, err := newFieldManager(f.typeConverter, s, kind, subresource)
+	var reset map[fieldpath.APIVersion]*fieldpath.Set
+	if kind == res.gvk() {
+		reset = resetFieldsOf(res, subresource)
+	}
+	fieldManager, err := newFieldManager(f.typeConverter, s, kind, subresource, reset)
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", kind, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
@@ -24,14 +26,18 @@ import (
 // Its type converter does not check Go-typed objects against their
 // schema (structsUnchecked). Kinds that are only ever request bodies get a
 // converter that sees no fields in them (consumedRequestKinds).
-func newFieldManager(typeConverter managedfields.TypeConverter, s *runtime.Scheme, kind schema.GroupVersionKind, subresource string) (*managedfields.FieldManager, error) {
+//
+// resetFields are the fields the kind's strategy resets on this endpoint
+// (a main resource's status, a status subresource's spec): as upstream,
+// nobody is recorded as managing them there.
+func newFieldManager(typeConverter managedfields.TypeConverter, s *runtime.Scheme, kind schema.GroupVersionKind, subresource string, resetFields map[fieldpath.APIVersion]*fieldpath.Set) (*managedfields.FieldManager, error) {
 	if consumedRequestKinds[kind] {
 		typeConverter = noFields{}
 	} else {
 		typeConverter = newStructsUnchecked(typeConverter)
 	}
 	return managedfields.NewDefaultFieldManager(typeConverter, runtime.UnsafeObjectConvertor(s), s, s,
-		kind, kind.GroupVersion(), subresource, nil)
+		kind, kind.GroupVersion(), subresource, fieldpath.NewExcludeFilterSetMap(resetFields))
 }
 
 // consumedRequestKinds are kinds posted to a subresource that acts on them
@@ -54,4 +60,21 @@ func (noFields) ObjectToTyped(runtime.Object, ...typed.ValidationOptions) (*type
 
 func (noFields) TypedToObject(*typed.TypedValue) (runtime.Object, error) {
 	return nil, errors.New("request-only kinds cannot be applied")
+}
+
+// resetFieldsOf is what r's upstream strategy resets on subresource ("" for
+// the main resource), or nil for kinds on berth's own rules and for
+// subresources that write another kind (scale, binding).
+func resetFieldsOf(r *resource, subresource string) map[fieldpath.APIVersion]*fieldpath.Set {
+	if r.registry == nil {
+		return nil
+	}
+	strategy := r.registry.strategy
+	if subresource != "" {
+		strategy = r.registry.subresources[subresource]
+	}
+	if reset, ok := strategy.(rest.ResetFieldsStrategy); ok {
+		return reset.GetResetFields()
+	}
+	return nil
 }

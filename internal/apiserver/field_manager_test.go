@@ -142,7 +142,7 @@ func TestConsumedRequestKindsGetNoManagedFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fm, err := newFieldManager(typeConverter, scheme, kinds[0], "")
+		fm, err := newFieldManager(typeConverter, scheme, kinds[0], "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func podFieldManagers(t *testing.T) (upstream, berth *managedfields.FieldManager
 	if err != nil {
 		t.Fatal(err)
 	}
-	if berth, err = newFieldManager(typeConverter, scheme, kind, ""); err != nil {
+	if berth, err = newFieldManager(typeConverter, scheme, kind, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	return upstream, berth

@@ -3,7 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,35 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	api "k8s.io/kubernetes/pkg/apis/core"
-	k8sv1 "k8s.io/kubernetes/pkg/apis/core/v1"
-	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 )
 
 // finalizerKubernetes is the namespace finalizer the namespace controller removes.
 const finalizerKubernetes corev1.FinalizerName = "kubernetes"
 
+// namespaceRules give the field selectors namespaces are read by;
+// upstream's namespace strategies do the rest.
 func namespaceRules() kindRules {
 	return kindRules{
-		name:      apivalidation.NameIsDNSLabel,
-		hasStatus: true,
-		validate:  validateNamespaceSpec,
-		prepareForCreate: func(_ context.Context, obj runtime.Object) {
-			ns := obj.(*corev1.Namespace)
-			ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
-			if !hasNamespaceFinalizer(ns.Spec.Finalizers) {
-				ns.Spec.Finalizers = append(ns.Spec.Finalizers, finalizerKubernetes)
-			}
-		},
-		// As upstream, spec.finalizers change only through namespaces/finalize:
-		// an update of the namespace itself keeps them.
-		prepareForUpdate: func(obj, old runtime.Object) {
-			obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
-		},
-		partUpdates: map[string]partUpdate{"finalize": {
-			prepare:  copyStatus,
-			validate: validateNamespaceFinalizers,
-		}},
 		fields: func(obj runtime.Object) fields.Set {
 			ns := obj.(*corev1.Namespace)
 			return fields.Set{"metadata.name": ns.Name, "status.phase": string(ns.Status.Phase)}
@@ -49,41 +29,8 @@ func namespaceRules() kindRules {
 	}
 }
 
-// validateNamespaceSpec checks a namespace's spec with upstream's
-// ValidateNamespace (metadata is checked generically): each of
-// spec.finalizers a qualified or standard finalizer name.
-func validateNamespaceSpec(obj runtime.Object) field.ErrorList {
-	var ns api.Namespace
-	if err := k8sv1.Convert_v1_Namespace_To_core_Namespace(obj.(*corev1.Namespace), &ns, nil); err != nil {
-		return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
-	}
-	var errs field.ErrorList
-	for _, err := range corevalidation.ValidateNamespace(&ns) {
-		if strings.HasPrefix(err.Field, "spec.") {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// validateNamespaceFinalizers checks spec.finalizers as upstream's
-// namespaces/finalize does: each a qualified name.
-func validateNamespaceFinalizers(obj runtime.Object) field.ErrorList {
-	var errs field.ErrorList
-	path := field.NewPath("spec", "finalizers")
-	for i, f := range obj.(*corev1.Namespace).Spec.Finalizers {
-		errs = append(errs, apivalidation.ValidateFinalizerName(string(f), path.Index(i))...)
-	}
-	return errs
-}
-
 func hasNamespaceFinalizer(finalizers []corev1.FinalizerName) bool {
-	for _, f := range finalizers {
-		if f == finalizerKubernetes {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(finalizers, finalizerKubernetes)
 }
 
 // nodeRules give the field selectors nodes are read by; upstream's node

@@ -26,7 +26,8 @@ func workloadResources() []*resource {
 		{
 			gvr: core.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
 			shortNames: []string{"rc"}, namespaced: true,
-			newObj: newOf[corev1.ReplicationController](), newList: newOf[corev1.ReplicationControllerList](),
+			storagePath: "controllers", // kube-apiserver's key
+			newObj:      newOf[corev1.ReplicationController](), newList: newOf[corev1.ReplicationControllerList](),
 			rules: kindRules{fields: upstreamFields(func() runtime.Object { return &api.ReplicationController{} }, replicationcontroller.GetAttrs)},
 			registry: &registryKind{strategy: replicationcontroller.Strategy, newInternal: func() runtime.Object { return &api.ReplicationController{} },
 				subresources: map[string]upstreamStrategy{"status": replicationcontroller.StatusStrategy}},

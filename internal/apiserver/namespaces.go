@@ -79,7 +79,7 @@ func (n *namespaceREST) markTerminating(ctx context.Context, name string, delete
 	now := metav1.Now()
 	ns.DeletionTimestamp = &now
 	ns.Status.Phase = corev1.NamespaceTerminating
-	applyPropagationFinalizers(ns, namespacePropagation(options))
+	applyPropagationFinalizers(ns, namespacePropagation(options), "")
 	if isDryRun(options.DryRun) {
 		return ns, nil
 	}

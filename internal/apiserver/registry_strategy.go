@@ -90,6 +90,10 @@ func (s registryStrategy) PrepareForCreate(ctx context.Context, obj runtime.Obje
 	in := s.toInternal(obj)
 	s.upstream.PrepareForCreate(ctx, in)
 	fromInternal(in, obj)
+	// kube-apiserver defaults what it reads back from storage, so what a
+	// strategy cleared and the defaults fill (a claim's Pending phase) is
+	// in its answer and every read: berth defaults once, here.
+	legacyscheme.Scheme.Default(obj)
 }
 
 func (s registryStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
@@ -119,6 +123,7 @@ func (s registryStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime
 	in := s.toInternal(obj)
 	s.upstream.PrepareForUpdate(ctx, in, s.toInternal(old))
 	fromInternal(in, obj)
+	legacyscheme.Scheme.Default(obj) // as PrepareForCreate
 }
 
 func (s registryStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
@@ -127,6 +132,15 @@ func (s registryStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.O
 
 func (s registryStrategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	return s.upstream.WarningsOnUpdate(ctx, s.toInternal(obj), s.toInternal(old))
+}
+
+// DefaultGarbageCollectionPolicy is upstream's strategy's (core/v1
+// ReplicationControllers orphan their pods unless told otherwise).
+func (s registryStrategy) DefaultGarbageCollectionPolicy(ctx context.Context) rest.GarbageCollectionPolicy {
+	if gc, ok := s.upstream.(rest.GarbageCollectionDeleteStrategy); ok {
+		return gc.DefaultGarbageCollectionPolicy(ctx)
+	}
+	return rest.DeleteDependents
 }
 
 func (s registryStrategy) CheckGracefulDelete(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool {

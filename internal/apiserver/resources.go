@@ -14,6 +14,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/registry/core/configmap"
 	"k8s.io/kubernetes/pkg/registry/core/event"
+	"k8s.io/kubernetes/pkg/registry/core/namespace"
 	"k8s.io/kubernetes/pkg/registry/core/node"
 	"k8s.io/kubernetes/pkg/registry/core/pod"
 	"k8s.io/kubernetes/pkg/registry/core/secret"
@@ -78,6 +79,8 @@ func servedResources() []*resource {
 			gvr: core.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
 			newObj: func() runtime.Object { return &corev1.Namespace{} }, newList: func() runtime.Object { return &corev1.NamespaceList{} },
 			rules: namespaceRules(), subresources: []string{"status", "finalize"},
+			registry: &registryKind{strategy: namespace.Strategy, newInternal: func() runtime.Object { return &api.Namespace{} },
+				subresources: map[string]upstreamStrategy{"status": namespace.StatusStrategy, "finalize": namespace.FinalizeStrategy}},
 		},
 		{
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,

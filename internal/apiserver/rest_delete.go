@@ -110,7 +110,10 @@ func (r *resourceREST) tryDelete(ctx context.Context, name string, deleteValidat
 	if err != nil {
 		return nil, false, apierrors.NewInternalError(err)
 	}
-	changed := applyPropagationFinalizers(accessor, options) || graceful
+	changed := graceful
+	if policy := gcPolicy(ctx, r.strategy); policy != rest.Unsupported {
+		changed = applyPropagationFinalizers(accessor, options, defaultPropagation(policy)) || changed
+	}
 	held := len(accessor.GetFinalizers()) > 0
 	if !graceful && held && markDeletingForFinalizers(accessor, time.Now()) {
 		changed = true

@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"context"
 	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
 )
 
 // Deletion propagation, as upstream's generic registry does it: the API
@@ -16,6 +18,24 @@ import (
 
 // gcFinalizers are the two finalizers the garbage collector owns.
 var gcFinalizers = []string{metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents}
+
+// gcPolicy is the kind's default garbage-collection policy, as upstream's
+// store asks its delete strategy.
+func gcPolicy(ctx context.Context, strategy any) rest.GarbageCollectionPolicy {
+	if gc, ok := strategy.(rest.GarbageCollectionDeleteStrategy); ok {
+		return gc.DefaultGarbageCollectionPolicy(ctx)
+	}
+	return rest.DeleteDependents
+}
+
+// defaultPropagation is the propagation a kind's policy gives a delete
+// request that names none: orphan, or "" (background).
+func defaultPropagation(policy rest.GarbageCollectionPolicy) metav1.DeletionPropagation {
+	if policy == rest.OrphanDependents {
+		return metav1.DeletePropagationOrphan
+	}
+	return ""
+}
 
 // propagationFromOptions returns the policy the caller asked for, or ""
 // when the options are silent. The legacy orphanDependents field wins; the
@@ -51,11 +71,15 @@ func propagationFromFinalizers(finalizers []string) metav1.DeletionPropagation {
 
 // applyPropagationFinalizers sets the object's garbage-collection finalizer
 // to match the effective policy (the request's, else the one already
-// recorded, else background) and reports whether the finalizers changed.
-func applyPropagationFinalizers(accessor metav1.Object, options *metav1.DeleteOptions) bool {
+// recorded, else the kind's default, "" for background) and reports
+// whether the finalizers changed.
+func applyPropagationFinalizers(accessor metav1.Object, options *metav1.DeleteOptions, kindDefault metav1.DeletionPropagation) bool {
 	policy := propagationFromOptions(options)
 	if policy == "" {
 		policy = propagationFromFinalizers(accessor.GetFinalizers())
+	}
+	if policy == "" {
+		policy = kindDefault
 	}
 	old := accessor.GetFinalizers()
 	updated := slices.DeleteFunc(slices.Clone(old), func(f string) bool { return slices.Contains(gcFinalizers, f) })

@@ -68,9 +68,11 @@ func BootstrapPolicy() []Binding {
 			rule([]string{"create"}, "", "endpoints/restricted"),
 			rule([]string{"update"}, "", "services/finalizers", "endpoints/finalizers"),
 			rule(readWrite, "discovery.k8s.io", "endpointslices"),
-			// Upstream's replication-controller and resourcequota-controller
-			// roles: controllers and quotas read, their status written.
-			rule(read, "", "replicationcontrollers", "resourcequotas"),
+			// Upstream's replication-controller, resourcequota-controller,
+			// pvc-protection-controller and pv-protection-controller roles:
+			// controllers, quotas, claims and volumes read, status written
+			// (the protection finalizers are removed by the collector's rule).
+			rule(read, "", "replicationcontrollers", "resourcequotas", "persistentvolumes", "persistentvolumeclaims"),
 			rule([]string{"update"}, "", "replicationcontrollers/status", "replicationcontrollers/finalizers", "resourcequotas/status"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),

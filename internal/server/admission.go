@@ -13,6 +13,7 @@ import (
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
 
 	"github.com/berth/berth/internal/admission/internalform"
 	"github.com/berth/berth/internal/admission/podsecurity"
@@ -32,6 +33,7 @@ type admissionPlugins struct {
 	factory        informers.SharedInformerFactory
 	limitRanger    admission.Interface
 	serviceAccount admission.Interface
+	storageInUse   admission.Interface
 	podSecurity    *podsecurity.Plugin
 	resourceQuota  admission.Interface
 }
@@ -55,6 +57,10 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
+	storageInUse, err := newStorageObjectInUseProtection()
+	if err != nil {
+		return nil, err
+	}
 	sa := serviceaccount.NewServiceAccount()
 	sa.SetExternalKubeClientSet(client)
 	sa.SetExternalKubeInformerFactory(factory)
@@ -65,7 +71,8 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
-	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.Wrap(sa), podSecurity: ps, resourceQuota: quota}, nil
+	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.Wrap(sa), storageInUse: storageInUse,
+		podSecurity: ps, resourceQuota: quota}, nil
 }
 
 // newLimitRanger is upstream's LimitRanger: container and pod defaults and
@@ -82,6 +89,20 @@ func newLimitRanger(client kubernetes.Interface, factory informers.SharedInforme
 	}
 	// The plugin acts on pods and claims only (DefaultLimitRangerActions).
 	return internalform.WrapKinds(plugin, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(),
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
+}
+
+// newStorageObjectInUseProtection is upstream's StorageObjectInUseProtection
+// plugin: every new claim and volume gets its protection finalizer
+// (internal/controller/volumeprotection removes it).
+func newStorageObjectInUseProtection() (admission.Interface, error) {
+	plugins := admission.NewPlugins()
+	storageobjectinuseprotection.Register(plugins)
+	plugin, err := plugins.InitPlugin(storageobjectinuseprotection.PluginName, nil, admission.PluginInitializers{})
+	if err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", storageobjectinuseprotection.PluginName, err)
+	}
+	return internalform.WrapKinds(plugin, corev1.SchemeGroupVersion.WithKind("PersistentVolume").GroupKind(),
 		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
 }
 
@@ -113,10 +134,12 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // chain runs the plugins with berth's own, in kube-apiserver's order:
 // LimitRanger (resource defaults), ServiceAccount (defaults the account,
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
-// (so it judges the pod as it will run), RBAC's escalation check, and
-// ResourceQuota last, so that it charges what the others let through.
+// (so it judges the pod as it will run), StorageObjectInUseProtection,
+// RBAC's escalation check, and ResourceQuota last, so that it charges what
+// the others let through.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
-	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, escalation, p.resourceQuota)
+	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.storageInUse,
+		escalation, p.resourceQuota)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.

@@ -26,6 +26,7 @@ import (
 	"github.com/berth/berth/internal/controller/replication"
 	"github.com/berth/berth/internal/controller/resourcequota"
 	"github.com/berth/berth/internal/controller/tokencleaner"
+	"github.com/berth/berth/internal/controller/volumeprotection"
 	"github.com/berth/berth/internal/leader"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
@@ -95,6 +96,9 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			return err
 		}
 		return resourcequota.Run(ctx, resourcequota.Config{Client: client, Metadata: meta, Logger: c.Logger.With("component", "resourcequota")})
+	}})
+	out = append(out, component{name: "volume-protection", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return volumeprotection.Run(ctx, volumeprotection.Config{Client: client, Logger: c.Logger.With("component", "volume-protection")})
 	}})
 	out = append(out, component{name: "endpoints", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return endpoints.Run(ctx, endpoints.Config{Client: client, Logger: c.Logger.With("component", "endpoints")})

@@ -151,3 +151,63 @@ func waitForDefaultAccount(t *testing.T, accounts interface {
 		return err == nil
 	})
 }
+
+// A claim gets upstream's kubernetes.io/pvc-protection finalizer
+// (StorageObjectInUseProtection admission); deleting it marks it, and the
+// protection controller, seeing no pod use it, lets it go.
+func TestClaimProtectionFinalizerComesAndGoes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	ctx := context.Background()
+	claims := s.Admin.CoreV1().PersistentVolumeClaims("default")
+	claim, err := claims.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claim.Finalizers) != 1 || claim.Finalizers[0] != "kubernetes.io/pvc-protection" || claim.Status.Phase != corev1.ClaimPending {
+		t.Fatalf("claim finalizers %v phase %q, want [kubernetes.io/pvc-protection] and Pending", claim.Finalizers, claim.Status.Phase)
+	}
+	if err := claims.Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Until(t, time.Minute, "the unused claim to be deleted once its finalizer is removed", func() bool {
+		_, err := claims.Get(ctx, "data", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// Deleting a core/v1 ReplicationController without a propagation policy
+// orphans its pods, as upstream (the kind's default policy).
+func TestReplicationControllerDeleteOrphansItsPods(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	ctx := context.Background()
+	createNamespace(t, s.Admin, "orphans")
+	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("orphans"))
+	rcs := s.Admin.CoreV1().ReplicationControllers("orphans")
+	if _, err := rcs.Create(ctx, &corev1.ReplicationController{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](1), Selector: map[string]string{"app": "web"},
+			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := s.Admin.CoreV1().Pods("orphans")
+	wait.Until(t, time.Minute, "the controller's pod", func() bool {
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 1
+	})
+	if err := rcs.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Until(t, time.Minute, "the controller gone and its pod kept without an owner", func() bool {
+		_, err := rcs.Get(ctx, "web", metav1.GetOptions{})
+		list, lerr := pods.List(ctx, metav1.ListOptions{})
+		return apierrors.IsNotFound(err) && lerr == nil && len(list.Items) == 1 && len(list.Items[0].OwnerReferences) == 0
+	})
+}

@@ -49,6 +49,11 @@ func loadKnown(t *testing.T) map[string]knownDifference {
 	return known
 }
 
+// timingCategories are the categories whose difference depends on timing:
+// whether a controller berth server runs has acted by the time the stored
+// keys are read. A listed case of one may answer the same.
+var timingCategories = map[string]bool{"controllers-in-server": true}
+
 // report fails the test on every difference known-differences.txt does not
 // list and on every listed case that is the same or does not exist, and
 // logs the counts: cases, same, different by category and by aspect.
@@ -63,7 +68,7 @@ func report(t *testing.T, results []caseResult, known map[string]knownDifference
 		aspects := r.aspects()
 		k, listed := known[r.ID]
 		switch {
-		case len(aspects) == 0 && listed:
+		case len(aspects) == 0 && listed && !timingCategories[k.category]:
 			t.Errorf("%s: listed on line %d of known-differences.txt (%s), but berth answers as kube-apiserver does now: remove the line", r.ID, k.line, k.reason)
 			same++
 		case len(aspects) == 0:

@@ -1,0 +1,47 @@
+// Package volumeprotection runs upstream's PersistentVolumeClaim and
+// PersistentVolume protection controllers (k8s.io/kubernetes/pkg/controller/
+// volume/pvcprotection, pvprotection) as kube-controller-manager v1.37 does.
+// The API server's StorageObjectInUseProtection admission puts the
+// kubernetes.io/pvc-protection and pv-protection finalizers on every claim
+// and volume; these controllers remove them once no pod uses the claim and
+// no claim is bound to the volume, so deletes finish. Only the wiring is
+// berth's.
+package volumeprotection
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/volume/pvcprotection"
+	"k8s.io/kubernetes/pkg/controller/volume/pvprotection"
+
+	"github.com/berth/berth/internal/informeropts"
+)
+
+// Config is what the controllers need.
+type Config struct {
+	Client kubernetes.Interface
+	Logger *slog.Logger
+}
+
+// Run runs both controllers, one worker each (kube-controller-manager's
+// setting), until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	logger := klog.FromContext(ctx).WithName("volumeprotection")
+	ctx = klog.NewContext(ctx, logger)
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	core := factory.Core().V1()
+	claims, err := pvcprotection.NewPVCProtectionController(logger, core.PersistentVolumeClaims(), core.Pods(), cfg.Client)
+	if err != nil {
+		return fmt.Errorf("pvc protection controller: %w", err)
+	}
+	volumes, err := pvprotection.NewPVProtectionController(logger, core.PersistentVolumes(), cfg.Client)
+	if err != nil {
+		return fmt.Errorf("pv protection controller: %w", err)
+	}
+	return informeropts.RunControllers(ctx, factory, cfg.Logger, informeropts.Workers(claims.Run, 1), informeropts.Workers(volumes.Run, 1))
+}
