@@ -37,6 +37,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/cluster-bootstrap v0.37.2
 	k8s.io/component-helpers v0.37.2
+	k8s.io/controller-manager v0.37.2
 	k8s.io/cri-api v0.37.2
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/klog/v2 v2.140.0
@@ -79,7 +80,6 @@ require (
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
 	k8s.io/cloud-provider v0.37.2 // indirect
-	k8s.io/controller-manager v0.37.2 // indirect
 	k8s.io/cri-client v0.0.0 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
 	k8s.io/dynamic-resource-allocation v0.37.2 // indirect

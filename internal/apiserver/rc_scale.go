@@ -131,6 +131,7 @@ func (u *scaleUpdate) UpdatedObject(ctx context.Context, oldObj runtime.Object) 
 	}
 	if scale.UID != "" && scale.UID != rc.UID {
 		return nil, apierrors.NewConflict(corev1.Resource("replicationcontrollers/scale"), rc.Name,
+			//lint:ignore ST1005 kube-apiserver's own message, word for word
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", scale.UID, rc.UID))
 	}
 	replicas := scale.Spec.Replicas
