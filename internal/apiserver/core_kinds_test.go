@@ -120,3 +120,39 @@ func TestCoreKindsUseUpstreamRules(t *testing.T) {
 		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](1)}}, metav1.CreateOptions{})
 	wantInvalid(t, err, "spec.template", "")
 }
+
+// TestEphemeralContainersSubresource adds a debug container to a running
+// pod's spec through pods/ephemeralcontainers, as kubectl debug does; the
+// pod itself cannot change them, and the subresource changes nothing else.
+func TestEphemeralContainersSubresource(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	ctx := testContext(t)
+	pods := s.client.CoreV1().Pods("default")
+	pod, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "debugged"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "busybox", Stdin: true, TTY: true, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		ImagePullPolicy: corev1.PullIfNotPresent}, TargetContainerName: "app"}}
+	pod.Labels = map[string]string{"ignored": "yes"}
+	got, err := pods.UpdateEphemeralContainers(ctx, "debugged", pod, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update ephemeral containers: %v", err)
+	}
+	if len(got.Spec.EphemeralContainers) != 1 || got.Spec.EphemeralContainers[0].Name != "debug" || got.Labels["ignored"] != "" {
+		t.Fatalf("ephemeral containers %+v labels %v: want the debug container and no label", got.Spec.EphemeralContainers, got.Labels)
+	}
+	// Through the pod itself they cannot change.
+	got.Spec.EphemeralContainers = nil
+	if _, err := pods.Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("removing an ephemeral container through the pod: %v, want Invalid", err)
+	}
+	// Nor can the subresource remove one.
+	got.Spec.EphemeralContainers = nil
+	if _, err := pods.UpdateEphemeralContainers(ctx, "debugged", got, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("removing an ephemeral container: %v, want Invalid", err)
+	}
+}

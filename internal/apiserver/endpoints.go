@@ -46,7 +46,7 @@ type scopeFactory struct {
 
 func (f *scopeFactory) scope(res *resource, kind schema.GroupVersionKind, subresource string, table rest.TableConvertor) (*handlers.RequestScope, error) {
 	s := f.codecs.scheme
-	var reset map[fieldpath.APIVersion]*fieldpath.Set
+	var reset map[fieldpath.APIVersion]fieldpath.Filter
 	if kind == res.gvk() {
 		reset = resetFieldsOf(res, subresource)
 	}

@@ -30,14 +30,14 @@ import (
 // resetFields are the fields the kind's strategy resets on this endpoint
 // (a main resource's status, a status subresource's spec): as upstream,
 // nobody is recorded as managing them there.
-func newFieldManager(typeConverter managedfields.TypeConverter, s *runtime.Scheme, kind schema.GroupVersionKind, subresource string, resetFields map[fieldpath.APIVersion]*fieldpath.Set) (*managedfields.FieldManager, error) {
+func newFieldManager(typeConverter managedfields.TypeConverter, s *runtime.Scheme, kind schema.GroupVersionKind, subresource string, resetFields map[fieldpath.APIVersion]fieldpath.Filter) (*managedfields.FieldManager, error) {
 	if consumedRequestKinds[kind] {
 		typeConverter = noFields{}
 	} else {
 		typeConverter = newStructsUnchecked(typeConverter)
 	}
 	return managedfields.NewDefaultFieldManager(typeConverter, runtime.UnsafeObjectConvertor(s), s, s,
-		kind, kind.GroupVersion(), subresource, fieldpath.NewExcludeFilterSetMap(resetFields))
+		kind, kind.GroupVersion(), subresource, resetFields)
 }
 
 // consumedRequestKinds are kinds posted to a subresource that acts on them
@@ -65,7 +65,7 @@ func (noFields) TypedToObject(*typed.TypedValue) (runtime.Object, error) {
 // resetFieldsOf is what r's upstream strategy resets on subresource ("" for
 // the main resource), or nil for kinds on berth's own rules and for
 // subresources that write another kind (scale, binding).
-func resetFieldsOf(r *resource, subresource string) map[fieldpath.APIVersion]*fieldpath.Set {
+func resetFieldsOf(r *resource, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
 	if r.registry == nil {
 		return nil
 	}
@@ -73,8 +73,11 @@ func resetFieldsOf(r *resource, subresource string) map[fieldpath.APIVersion]*fi
 	if subresource != "" {
 		strategy = r.registry.subresources[subresource]
 	}
-	if reset, ok := strategy.(rest.ResetFieldsStrategy); ok {
-		return reset.GetResetFields()
+	switch reset := strategy.(type) {
+	case rest.ResetFieldsFilterStrategy: // a filter wins, as in upstream's store
+		return reset.GetResetFieldsFilter()
+	case rest.ResetFieldsStrategy:
+		return fieldpath.NewExcludeFilterSetMap(reset.GetResetFields())
 	}
 	return nil
 }

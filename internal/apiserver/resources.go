@@ -86,8 +86,8 @@ func servedResources() []*resource {
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
 			rules: podRules(), registry: &registryKind{strategy: pod.Strategy, admit: admitPodDefaults, newInternal: func() runtime.Object { return &api.Pod{} },
-				subresources: map[string]upstreamStrategy{"status": pod.StatusStrategy}},
-			subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward"},
+				subresources: map[string]upstreamStrategy{"status": pod.StatusStrategy, "ephemeralcontainers": pod.EphemeralContainersStrategy}},
+			subresources: []string{"status", "ephemeralcontainers", "binding", "eviction", "log", "exec", "attach", "portforward"},
 			indexFields:  []string{"spec.nodeName"},
 		},
 		{

@@ -52,6 +52,7 @@ func core() []Resource {
 			Subresources: []Subresource{
 				{Name: "attach", Connect: true, Kind: "PodAttachOptions", Verbs: []string{"create", "get"}},
 				{Name: "binding", Kind: "Binding", Verbs: []string{"create"}},
+				{Name: "ephemeralcontainers", Kind: "Pod", Verbs: statusVerbs},
 				{Name: "eviction", Group: "policy", Version: "v1", Kind: "Eviction", Verbs: []string{"create"}},
 				{Name: "exec", Connect: true, Kind: "PodExecOptions", Verbs: []string{"create", "get"}},
 				{Name: "log", Connect: true, Kind: "Pod", Verbs: []string{"get"}},
