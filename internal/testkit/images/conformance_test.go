@@ -149,6 +149,7 @@ func TestConformanceBusyboxShellKeepsAnyVariableName(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root)
 	set := conformanceCatalogue(t)
 	dir := extract(t, set[ConformanceBusybox].Image)
+	// /bin/sh by path: for a bare "sh" busybox's env would run its own sh applet.
 	out := chrootOutput(t, dir, "0:0", "/bin/env", "-i", "PATH=/bin", "data-1=value-1", "p-data-1=value-1",
 		"DATA_2=value-2", "/bin/sh", "-c", "env")
 	lines := map[string]bool{}
