@@ -5,7 +5,8 @@
 run:
 	hack/run.sh
 
-# lint, verify, unit, then as root what unit cannot run, fuzzing, critest and a smoke run.
+# lint, verify, unit, then as root what unit cannot run, fuzzing, critest, a smoke run
+# and the Kubernetes conformance CI list (hack/conformance-ci.txt).
 test:
 	hack/test.sh
 

@@ -84,6 +84,9 @@ check agnhost-prev "$E2E/agnhost:2.55" "" "ps" "/agnhost pause"
 check kitten "$E2E/kitten:1.8" "" "wget -q -O - http://127.0.0.1:80/data.json" "kitten.jpg"
 check nautilus "$E2E/nautilus:1.8" "" "wget -q -O - http://127.0.0.1:80/data.json" "nautilus.jpg"
 check busybox "$E2E/busybox:1.37.0-2" '["sh","-c","echo busybox-ok; sleep 600"]' "" "busybox-ok"
+# envFrom's variables need not be shell identifiers: sh must pass them on.
+# (/bin/sh by path: busybox's env runs its own sh applet for a bare "sh".)
+check busybox-env "$E2E/busybox:1.37.0-2" '["env","data-1=kept","/bin/sh","-c","env; sleep 600"]' "" "data-1=kept"
 check nginx "$E2E/nginx:1.27.0-2" "" "wget -q -O - http://127.0.0.1:80/" "Welcome to nginx"
 check nginx-new "$E2E/nginx:1.28.0-2" "" "wget -q -O - http://127.0.0.1:80/" "Welcome to nginx"
 check nonewprivs "$E2E/nonewprivs:1.4" "" "" "Effective uid: 0"

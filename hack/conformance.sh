@@ -15,7 +15,10 @@
 #   --focus RE      only the [Conformance] tests whose text matches RE (Ginkgo regexp)
 #   --skip RE       leave out the tests whose text matches RE
 #   --shard N/M     the Nth of M shards of the list (round robin over the sorted names)
-#   --list FILE     only the tests named in FILE, one a line (hack/conformance-ci.txt)
+#   --list FILE     only the tests named in FILE, one a line (hack/conformance-ci.txt);
+#                   without --shard, every one of them must pass (a blocked, skipped
+#                   or not-run one fails the run too), and the last lines say
+#                   `conformance: N passed, M failed` over them and the time
 #   --procs N       parallel Ginkgo processes of the first pass (default 2)
 #   --timeout D     Ginkgo's deadline for each pass (default 3h)
 #   --results FILE  results file to compare with and update (default docs/conformance-results.tsv)
@@ -24,9 +27,10 @@
 #   --no-preflight  start e2e.test even without the default/kubernetes Service or
 #                   kube-root-ca.crt in a new namespace after 30 s (see the pre-flight below)
 #
-# Exits non-zero if a test failed or the suite's set-up failed. Needs root and
-# hack/setup.sh; builds e2e.test, ginkgo and agnhost on first use. JUnit and
-# logs are kept in _output/conformance/reports/<time>/.
+# Exits non-zero if a test failed, a --list test did not pass, or the suite's
+# set-up failed. Needs root and hack/setup.sh; builds e2e.test, ginkgo and
+# agnhost on first use. JUnit and logs are kept in
+# _output/conformance/reports/<time>/.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
@@ -223,6 +227,8 @@ if ((${#junit[@]} == 0)) && [[ -z "$preflight" ]]; then
 fi
 doc_args=()
 ((doc == 0)) || doc_args=(--doc "$REPO_ROOT/docs/conformance.md")
+require_args=()
+[[ -z "$list" || -n "$shard" ]] || require_args=(--require "$list")
 args_text="hack/conformance.sh"
 [[ -z "$focus" ]] || args_text+=" --focus '$focus'"
 [[ -z "$skip" ]] || args_text+=" --skip '$skip'"
@@ -230,7 +236,7 @@ args_text="hack/conformance.sh"
 [[ -z "$list" ]] || args_text+=" --list ${list#"$REPO_ROOT/"}"
 report_rc=0
 "$REPORT_TOOL" merge --conformance "$WORK/conformance.yaml" --results "$results" \
-  --blocked "$REPO_ROOT/hack/conformance-blocked.txt" --discovery "$REPORT_DIR/api-resources.txt" "${doc_args[@]}" "${fresh[@]}" "${setup_args[@]}" \
+  --blocked "$REPO_ROOT/hack/conformance-blocked.txt" --discovery "$REPORT_DIR/api-resources.txt" "${doc_args[@]}" "${fresh[@]}" "${setup_args[@]}" "${require_args[@]}" \
   --run "$(date -u +%F)" --command "$args_text" "${junit[@]}" >"$REPORT_DIR/summary.txt" || report_rc=$?
 cat "$REPORT_DIR/summary.txt"
 echo "conformance: $(($(date +%s) - started)) s end to end; JUnit, logs and summary in $REPORT_DIR"

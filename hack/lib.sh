@@ -17,6 +17,7 @@ APT_PACKAGES=(
   runc:runc
   /usr/lib/cni/bridge:containernetworking-plugins
   /bin/busybox:busybox-static
+  /bin/bash-static:bash-static # the conformance busybox image's /bin/sh
   iptables:iptables
   ip:iproute2
   nsenter:util-linux # the multi-node test enters its network namespaces

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, verify (generated files are current), the unit
 # tests as a user without root, then as root what they could not run, fuzzing,
-# critest and the README's run command. Each test runs once: the root pass
-# takes only the packages hack/unit-exclude.txt lists and the tests that
-# skipped (themselves or a subtest) in the unit pass.
+# critest, the README's run command and the Kubernetes conformance CI list.
+# Each test runs once: the root pass takes only the packages
+# hack/unit-exclude.txt lists and the tests that skipped (themselves or a
+# subtest) in the unit pass.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 "$REPO_ROOT/hack/setup.sh"
 cd "$REPO_ROOT"
@@ -12,7 +13,8 @@ cd "$REPO_ROOT"
 "$REPO_ROOT/hack/verify.sh"
 
 SKIPPED=$(mktemp /tmp/berth-unit-skipped.XXXXXX)
-trap 'rm -f "$SKIPPED"' EXIT
+CONFORMANCE_RESULTS=$(mktemp /tmp/berth-conformance-results.XXXXXX)
+trap 'rm -f "$SKIPPED" "$CONFORMANCE_RESULTS"' EXIT
 UNIT_SKIPPED_OUT="$SKIPPED" "$REPO_ROOT/hack/unit.sh"
 
 # Missing host prerequisites fail the suite instead of skipping tests.
@@ -43,3 +45,12 @@ SMOKE_DIR=$(mktemp -d /tmp/berth-smoke.XXXXXX)
 BERTH_SMOKE=1 BERTH_DATA_DIR="$SMOKE_DIR/data" BERTH_SOCKET_DIR="$SMOKE_DIR/run" BERTH_PORT=16443 \
   "$REPO_ROOT/hack/run.sh" --agent-port 0
 rm -rf "$SMOKE_DIR"
+
+# The conformance CI list (hack/conformance-ci.txt): upstream's e2e.test
+# against a fresh single-node cluster, offline. Every listed test must pass;
+# it prints `conformance: N passed, M failed` and the time. It compares with
+# and updates a scratch copy of the results file, leaving the checked-in
+# results and docs/conformance.md as they are.
+log "conformance: hack/conformance.sh --list hack/conformance-ci.txt"
+cp docs/conformance-results.tsv "$CONFORMANCE_RESULTS"
+"$REPO_ROOT/hack/conformance.sh" --list hack/conformance-ci.txt --no-doc --results "$CONFORMANCE_RESULTS"

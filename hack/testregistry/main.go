@@ -10,7 +10,8 @@
 // 127.0.0.1:5000/e2e-test-images/busybox:1.29-2 and a runtime started with
 // --registry-mirror registry.k8s.io=http://127.0.0.1:5000 resolves it.
 // --conformance adds the images the Kubernetes conformance suite pulls
-// (agnhost from the static build hack/build-conformance.sh makes).
+// (agnhost from the static build hack/build-conformance.sh makes, busybox
+// with Debian's bash-static as /bin/sh).
 // Once every image is pushed, the address is written to --ready-file. It
 // stops cleanly on SIGTERM or SIGINT.
 package main
@@ -58,6 +59,7 @@ type config struct {
 	hostTools     []string
 	readyFile     string
 	busybox       string
+	busyboxSh     string
 	debianBusybox string
 	list          bool
 }
@@ -76,6 +78,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	})
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the serving address here once every image is pushed")
 	fs.StringVar(&c.busybox, "busybox", "/bin/busybox", "static busybox for berth's own test images")
+	fs.StringVar(&c.busyboxSh, "busybox-sh", "/bin/bash-static", "static bash for --conformance, the busybox image's /bin/sh (busybox 1.35's ash drops variables named data-1)")
 	fs.StringVar(&c.debianBusybox, "debian-busybox", "", "Debian's dynamic busybox for the critest images (default: fetched with apt-get into <tools dir>/debian-busybox)")
 	fs.BoolVar(&c.list, "list", false, "print each reference, its digest and what it is for, then exit without serving")
 	if err := fs.Parse(args); err != nil {
@@ -220,6 +223,7 @@ func conformanceImages(ctx context.Context, c config) (images.Set, error) {
 	}
 	return images.ConformanceCatalogue(ctx, images.ConformanceOptions{
 		Busybox:       c.busybox,
+		Shell:         c.busyboxSh,
 		Agnhost:       agnhost,
 		KubernetesDir: strings.TrimSpace(string(out)),
 		HostTools:     tools,

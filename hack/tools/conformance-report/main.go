@@ -9,7 +9,7 @@
 //	    prints a Ginkgo focus regexp matching exactly the selected tests of
 //	    one pass ([Serial] or not); prints nothing if none is selected.
 //	conformance-report merge --conformance LIST.yaml --results FILE [--blocked FILE] [--discovery FILE]
-//	    [--doc FILE] [--run ID] [--command CMD] [--fresh] [--setup-failure TEXT] JUNIT...
+//	    [--doc FILE] [--run ID] [--command CMD] [--fresh] [--setup-failure TEXT] [--require FILE] JUNIT...
 //	    merges the JUnit files (shards, passes) into FILE, one line per test of
 //	    LIST.yaml; a test absent from these files keeps its line from FILE
 //	    (unless --fresh). Prints the suite set-up failure if there was one,
@@ -17,6 +17,10 @@
 //	    rewrites the generated section of --doc. --setup-failure records a
 //	    set-up failure the harness found itself (its pre-flight), which kept
 //	    e2e.test from running. Exits 1 if a test failed or the set-up failed.
+//	    --require FILE (a --list file): every test it names must pass in this
+//	    run; the ones that did not are named with their status (blocked,
+//	    skipped and not-run count as failed), then `conformance: N passed,
+//	    M failed` over them is printed last, and exits 1 unless M is 0.
 //
 // LIST.yaml is what `e2e.test --list-conformance-tests` prints.
 package main
@@ -139,6 +143,7 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 	command := fs.String("command", "", "the command that produced this run, for the doc")
 	fresh := fs.Bool("fresh", false, "forget the previous results of tests this run did not report")
 	setupFailure := fs.String("setup-failure", "", "a set-up failure the harness found before e2e.test ran")
+	requireFile := fs.String("require", "", "file of test names, one a line, that must all pass in this run")
 	if err := fs.Parse(args); err != nil {
 		return 0, err
 	}
@@ -148,6 +153,19 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 	conf, err := readConformanceFile(*confFile)
 	if err != nil {
 		return 0, err
+	}
+	var required []string
+	if *requireFile != "" {
+		list, err := readListFile(*requireFile)
+		if err != nil {
+			return 0, err
+		}
+		if required, err = restrict(conf, list); err != nil {
+			return 0, fmt.Errorf("--require %s: %w", *requireFile, err)
+		}
+		if len(required) == 0 {
+			return 0, fmt.Errorf("--require %s names no test", *requireFile)
+		}
 	}
 	var blocked map[string]BlockedEntry
 	if *blockedFile != "" {
@@ -201,6 +219,12 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 	ran := Summarize(results)
 	fmt.Fprintf(&b, "this run: %s\n", ran)
 	fmt.Fprintf(&b, "results (%s): %s\n", *resultsFile, summary)
+	notPassed := 0
+	if *requireFile != "" {
+		var text string
+		text, notPassed = requireAll(required, results)
+		b.WriteString(text)
+	}
 	if _, err := io.WriteString(stdout, b.String()); err != nil {
 		return 0, err
 	}
@@ -212,8 +236,33 @@ func runMerge(args []string, stdout io.Writer) (int, error) {
 			return 0, err
 		}
 	}
-	if len(merged.SuiteFailures) > 0 || ran.Counts[StatusFailed] > 0 {
+	if len(merged.SuiteFailures) > 0 || ran.Counts[StatusFailed] > 0 || notPassed > 0 {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// requireAll names the required tests that did not pass in this run's
+// results, with their status, then prints the verdict over all of them in
+// the plain `N passed, M failed` form; it returns that text and M.
+func requireAll(required []string, results []Result) (string, int) {
+	status := map[string]Status{}
+	for _, r := range results {
+		status[r.Name] = r.Status
+	}
+	var b strings.Builder
+	var missed []string
+	for _, n := range required {
+		if s := status[n]; s != StatusPassed {
+			if s == "" {
+				s = StatusNotRun
+			}
+			missed = append(missed, fmt.Sprintf("  %s: %s", s, n))
+		}
+	}
+	if len(missed) > 0 {
+		fmt.Fprintf(&b, "required tests that did not pass (%d):\n%s\n", len(missed), strings.Join(missed, "\n"))
+	}
+	fmt.Fprintf(&b, "conformance: %d passed, %d failed\n", len(required)-len(missed), len(missed))
+	return b.String(), len(missed)
 }

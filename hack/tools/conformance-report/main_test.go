@@ -396,3 +396,43 @@ func TestMissingKindNeedsDiscoveryForNamedNotFounds(t *testing.T) {
 		t.Error("an empty discovery file was accepted")
 	}
 }
+
+// TestMergeRequireFailsUnlessEveryListedTestPassed: with --require, a listed
+// test that this run skipped, blocked or did not run fails the command as a
+// failure would, and the verdict over the list is printed last.
+func TestMergeRequireFailsUnlessEveryListedTestPassed(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results.tsv")
+	write := func(name string, lines ...string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("# a list\n\n"+strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	merge := func(require string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run([]string{"merge", "--conformance", "testdata/conformance.yaml", "--results", results, "--fresh",
+			"--require", require, "testdata/shard2.xml"}, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	// shard2 passes limits, skips protocols (configMap was not selected), fails nothing.
+	if code, out := merge(write("passing.txt", limits)); code != 0 || !strings.HasSuffix(out, "\nconformance: 1 passed, 0 failed\n") {
+		t.Errorf("every listed test passed: exit %d, output:\n%s", code, out)
+	}
+	code, out := merge(write("some.txt", limits, protocols, secrets))
+	if code != 1 || !strings.HasSuffix(out, "\nconformance: 1 passed, 2 failed\n") {
+		t.Errorf("a skipped and a not-run listed test: exit %d, want 1, output:\n%s", code, out)
+	}
+	for _, want := range []string{"required tests that did not pass (2):\n", "  skipped: " + protocols + "\n", "  not-run: " + secrets + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out := merge(write("typo.txt", "[sig-node] no such test [Conformance]")); code != 2 || !strings.Contains(out, "not conformance tests") {
+		t.Errorf("an unknown name: exit %d, want 2, output:\n%s", code, out)
+	}
+	if code, out := merge(write("empty.txt")); code != 2 || !strings.Contains(out, "names no test") {
+		t.Errorf("an empty list: exit %d, want 2, output:\n%s", code, out)
+	}
+}

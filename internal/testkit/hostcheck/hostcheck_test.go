@@ -204,6 +204,21 @@ func TestBusyboxStaticRejectsDynamicAndNonELF(t *testing.T) {
 	}
 }
 
+func TestBashStaticRejectsDynamic(t *testing.T) {
+	h := newFakeHost()
+	if err := BashStatic.check(h); err == nil {
+		t.Fatal("no bash-static: accepted")
+	}
+	dash, err := os.ReadFile("/bin/dash")
+	if err != nil {
+		t.Fatalf("read a known dynamic executable: %v", err)
+	}
+	h.files[BashStaticPath] = fakeFile{mode: 0o755, data: dash}
+	if err := BashStatic.check(h); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Fatalf("dynamic ELF as bash-static: got %v", err)
+	}
+}
+
 func TestRealBusyboxIsStaticWhenInstalled(t *testing.T) {
 	Require(t, BusyboxStatic)
 	// Require passed, so the real check must agree on a second call.

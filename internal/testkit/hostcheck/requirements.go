@@ -12,6 +12,9 @@ import (
 // BusyboxPath is where Debian's busybox-static installs its binary.
 const BusyboxPath = "/bin/busybox"
 
+// BashStaticPath is where Debian's bash-static installs its binary.
+const BashStaticPath = "/bin/bash-static"
+
 // CNIPluginNames are the plugins berth's default network configuration uses.
 var cniPluginNames = []string{"bridge", "host-local", "loopback", "portmap"}
 
@@ -24,6 +27,8 @@ var (
 	CNIPlugins = Requirement{Name: "cni-plugins", Install: "apt-get install containernetworking-plugins", check: checkCNIPlugins}
 	// BusyboxStatic: a statically linked /bin/busybox, the base of the test images.
 	BusyboxStatic = Requirement{Name: "busybox-static", Install: "apt-get install busybox-static", check: checkBusyboxStatic}
+	// BashStatic: a statically linked /bin/bash-static, the conformance busybox image's /bin/sh.
+	BashStatic = Requirement{Name: "bash-static", Install: "apt-get install bash-static", check: checkBashStatic}
 	// Containerd: the upstream CRI runtime berth is compared and tested against.
 	Containerd = Requirement{Name: "containerd", Install: "apt-get install containerd", check: lookPath("containerd")}
 	// Overlayfs: the kernel offers the overlay filesystem.
@@ -67,19 +72,29 @@ func checkCNIPlugins(h Host) error {
 }
 
 func checkBusyboxStatic(h Host) error {
-	if err := isExecutable(h, BusyboxPath); err != nil {
+	return checkStatic(h, BusyboxPath, "the busybox package, not busybox-static")
+}
+
+func checkBashStatic(h Host) error {
+	return checkStatic(h, BashStaticPath, "want Debian's bash-static")
+}
+
+// checkStatic requires p to be a statically linked ELF executable; hint
+// says what to install instead of a dynamic one.
+func checkStatic(h Host, p, hint string) error {
+	if err := isExecutable(h, p); err != nil {
 		return err
 	}
-	data, err := h.ReadFile(BusyboxPath)
+	data, err := h.ReadFile(p)
 	if err != nil {
 		return err
 	}
 	static, err := isStaticELF(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", BusyboxPath, err)
+		return fmt.Errorf("%s: %w", p, err)
 	}
 	if !static {
-		return fmt.Errorf("%s is dynamically linked (the busybox package, not busybox-static)", BusyboxPath)
+		return fmt.Errorf("%s is dynamically linked (%s)", p, hint)
 	}
 	return nil
 }

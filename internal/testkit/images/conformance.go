@@ -39,6 +39,12 @@ const (
 type ConformanceOptions struct {
 	// Busybox is a statically linked busybox (Debian's busybox-static).
 	Busybox string
+	// Shell is a statically linked bash (Debian's bash-static), the busybox
+	// image's /bin/sh. Debian's busybox (1.35) ash drops environment
+	// variables whose names are not shell identifiers (data-1, p-data-1)
+	// before it runs a command; upstream's busybox image (1.37) and bash
+	// pass them on, and the envFrom tests read them with `sh -c env`.
+	Shell string
 	// Agnhost is a static build of k8s.io/kubernetes/test/images/agnhost
 	// (hack/build-conformance.sh writes _output/conformance/agnhost).
 	Agnhost string
@@ -61,10 +67,11 @@ const (
 
 // ConformanceCatalogue builds the images the Kubernetes v1.37.2 conformance
 // tests pull, under their upstream names. All start from one busybox-static
-// layer; agnhost adds upstream's agnhost binary and the tools its tests exec.
+// layer; agnhost adds upstream's agnhost binary and the tools its tests exec,
+// busybox adds bash-static as /bin/sh.
 func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, error) {
-	if opts.Busybox == "" || opts.Agnhost == "" || opts.KubernetesDir == "" {
-		return nil, fmt.Errorf("conformance catalogue: Busybox, Agnhost and KubernetesDir are all needed")
+	if opts.Busybox == "" || opts.Shell == "" || opts.Agnhost == "" || opts.KubernetesDir == "" {
+		return nil, fmt.Errorf("conformance catalogue: Busybox, Shell, Agnhost and KubernetesDir are all needed")
 	}
 	bb, err := os.ReadFile(opts.Busybox)
 	if err != nil {
@@ -74,12 +81,19 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 	if err != nil {
 		return nil, fmt.Errorf("conformance catalogue: %w", err)
 	}
+	shell, err := os.ReadFile(opts.Shell)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: read shell: %w", err)
+	}
+	if err := requireStatic(shell); err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %s: %w (want Debian's bash-static)", opts.Shell, err)
+	}
 	agnhost, err := os.ReadFile(opts.Agnhost)
 	if err != nil {
 		return nil, fmt.Errorf("conformance catalogue: read agnhost: %w", err)
 	}
 	if err := requireStatic(agnhost); err != nil {
-		return nil, fmt.Errorf("conformance catalogue: %s: %w", opts.Agnhost, err)
+		return nil, fmt.Errorf("conformance catalogue: %s: %w (build it with CGO_ENABLED=0)", opts.Agnhost, err)
 	}
 	read := func(rel string) []byte {
 		b, rerr := os.ReadFile(filepath.Join(opts.KubernetesDir, rel))
@@ -151,7 +165,10 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 		}}, config: v1.Config{Entrypoint: agnhostConfig.Entrypoint, Cmd: []string{"test-webserver"}, ExposedPorts: agnhostConfig.ExposedPorts}},
 			site.ref)
 	}
-	add("busybox-static, CMD sh", spec{layers: []layerSpec{base}, config: v1.Config{Cmd: []string{"sh"}}}, ConformanceBusybox)
+	add("busybox-static with bash-static as /bin/sh (keeps variables named data-1), CMD sh", spec{layers: []layerSpec{base, {
+		createdBy: "bash-static as /bin/sh",
+		entries:   []Entry{File("/bin/sh", 0o755, shell)},
+	}}, config: v1.Config{Cmd: []string{"sh"}}}, ConformanceBusybox)
 	add("static C pause, USER 65535:65535", pauseSpec(pause), ConformancePause)
 	add("nginx stand-in on port 80 (C master process running busybox httpd on /usr/share/nginx/html)",
 		nginxSpec(base, nginx, nil), ConformanceNginx, ConformanceNginxNew)
@@ -240,7 +257,7 @@ func requireStatic(binary []byte) error {
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("dynamically linked; build it with CGO_ENABLED=0")
+			return fmt.Errorf("dynamically linked")
 		}
 	}
 	return nil

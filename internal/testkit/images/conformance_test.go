@@ -15,7 +15,7 @@ import (
 // and a fake k8s.io/kubernetes tree holding the files the images copy.
 func conformanceCatalogue(t *testing.T) Set {
 	t.Helper()
-	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic)
+	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic, hostcheck.BashStatic)
 	var progs programs
 	pause, err := progs.get(t.Context(), "pause")
 	if err != nil {
@@ -48,7 +48,7 @@ func conformanceCatalogue(t *testing.T) Set {
 		}
 	}
 	set, err := ConformanceCatalogue(t.Context(), ConformanceOptions{
-		Busybox: hostcheck.BusyboxPath, Agnhost: agnhost, KubernetesDir: kube, HostTools: tools,
+		Busybox: hostcheck.BusyboxPath, Shell: hostcheck.BashStaticPath, Agnhost: agnhost, KubernetesDir: kube, HostTools: tools,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +106,12 @@ func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 	if h := flattenHeaders(t, set[ConformanceNonewprivs].Image)["usr/local/bin/nnp"]; h == nil || h.Mode&0o4000 == 0 {
 		t.Errorf("nonewprivs: /usr/local/bin/nnp %v, want setuid", h)
 	}
+	// bash-static replaces busybox's sh in the busybox image only.
+	for ref, typ := range map[string]byte{ConformanceBusybox: tar.TypeReg, ConformanceNonRoot: tar.TypeLink, ConformanceNginx: tar.TypeLink} {
+		if h := flattenHeaders(t, set[ref].Image)["bin/sh"]; h == nil || h.Typeflag != typ {
+			t.Errorf("%s: /bin/sh is %v, want type %c", ref, h, typ)
+		}
+	}
 	for ref, user := range map[string]string{ConformanceNonRoot: "1234", ConformancePause: "65535:65535"} {
 		cf, err := set[ref].Image.ConfigFile()
 		if err != nil || cf.Config.User != user {
@@ -115,12 +121,45 @@ func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 }
 
 func TestConformanceCatalogueRefusesDynamicAgnhost(t *testing.T) {
-	hostcheck.Require(t, hostcheck.BusyboxStatic)
+	hostcheck.Require(t, hostcheck.BusyboxStatic, hostcheck.BashStatic)
 	_, err := ConformanceCatalogue(t.Context(), ConformanceOptions{
-		Busybox: hostcheck.BusyboxPath, Agnhost: "/usr/bin/env", KubernetesDir: t.TempDir(),
+		Busybox: hostcheck.BusyboxPath, Shell: hostcheck.BashStaticPath, Agnhost: "/usr/bin/env", KubernetesDir: t.TempDir(),
 	})
 	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Errorf("a dynamically linked agnhost: got %v, want a refusal naming CGO_ENABLED=0", err)
+	}
+}
+
+func TestConformanceCatalogueRefusesMissingOrDynamicShell(t *testing.T) {
+	hostcheck.Require(t, hostcheck.BusyboxStatic)
+	opts := ConformanceOptions{Busybox: hostcheck.BusyboxPath, Agnhost: "/usr/bin/env", KubernetesDir: t.TempDir()}
+	if _, err := ConformanceCatalogue(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "Shell") {
+		t.Errorf("no shell: got %v, want a refusal naming Shell", err)
+	}
+	opts.Shell = "/usr/bin/env"
+	if _, err := ConformanceCatalogue(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "bash-static") {
+		t.Errorf("a dynamically linked shell: got %v, want a refusal naming bash-static", err)
+	}
+}
+
+// TestConformanceBusyboxShellKeepsAnyVariableName runs the busybox image's
+// sh as the envFrom conformance tests do (`sh -c env`, variables named
+// data-1 and p-data-1): its children must see every variable it was given.
+func TestConformanceBusyboxShellKeepsAnyVariableName(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	set := conformanceCatalogue(t)
+	dir := extract(t, set[ConformanceBusybox].Image)
+	// /bin/sh by path: for a bare "sh" busybox's env would run its own sh applet.
+	out := chrootOutput(t, dir, "0:0", "/bin/env", "-i", "PATH=/bin", "data-1=value-1", "p-data-1=value-1",
+		"DATA_2=value-2", "/bin/sh", "-c", "env")
+	lines := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		lines[l] = true
+	}
+	for _, want := range []string{"data-1=value-1", "p-data-1=value-1", "DATA_2=value-2"} {
+		if !lines[want] {
+			t.Errorf("sh -c env in the busybox image: output lacks %q:\n%s", want, out)
+		}
 	}
 }
 
