@@ -156,3 +156,38 @@ func TestEphemeralContainersSubresource(t *testing.T) {
 		t.Fatalf("removing an ephemeral container: %v, want Invalid", err)
 	}
 }
+
+// TestProxySubresourcesRefuseAsUpstream reaches pods/proxy, services/proxy
+// and nodes/proxy: each locates its target as upstream does and refuses
+// with upstream's answers where there is nothing to proxy to.
+func TestProxySubresourcesRefuseAsUpstream(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	ctx := testContext(t)
+	createNodes(t, s, "node-1") // reports 127.0.0.1
+	if _, err := s.client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		code         int
+		msg          string
+	}{
+		{"GET", "/api/v1/namespaces/default/pods/web/proxy/", 400, "address not allowed"}, // no pod IP yet
+		{"OPTIONS", "/api/v1/namespaces/default/pods/web:8080/proxy/x", 400, "address not allowed"},
+		{"GET", "/api/v1/namespaces/default/pods/missing/proxy", 404, `pods "missing" not found`},
+		{"DELETE", "/api/v1/namespaces/default/services/web/proxy/", 503, `no endpoints available for service "web"`},
+		{"GET", "/api/v1/namespaces/default/services/web:81/proxy/", 503, `no service port 81 found for service "web"`},
+		{"GET", "/api/v1/nodes/node-1/proxy/metrics", 503, "no client identity for node agents"},
+	} {
+		code, status := rawRequest(t, s, c.method, c.path, "", nil)
+		if code != c.code || !strings.Contains(status.Message, c.msg) {
+			t.Errorf("%s %s: %d %q, want %d with %q", c.method, c.path, code, status.Message, c.code, c.msg)
+		}
+	}
+}

@@ -46,8 +46,11 @@ func newFieldManager(typeConverter managedfields.TypeConverter, s *runtime.Schem
 // field manager) are thrown away unread. Working them out was 2.5% of
 // bench/scheduler's CPU (one Binding per pod).
 var consumedRequestKinds = map[schema.GroupVersionKind]bool{
-	corev1.SchemeGroupVersion.WithKind("Binding"):    true,
-	policyv1.SchemeGroupVersion.WithKind("Eviction"): true,
+	corev1.SchemeGroupVersion.WithKind("Binding"):             true,
+	policyv1.SchemeGroupVersion.WithKind("Eviction"):          true,
+	corev1.SchemeGroupVersion.WithKind("PodProxyOptions"):     true,
+	corev1.SchemeGroupVersion.WithKind("ServiceProxyOptions"): true,
+	corev1.SchemeGroupVersion.WithKind("NodeProxyOptions"):    true,
 }
 
 // noFields is a TypeConverter to which every object is empty: the field

@@ -29,7 +29,7 @@ func serviceResources() []*resource {
 			rules: kindRules{fields: serviceFields},
 			registry: &registryKind{strategy: service.Strategy, newInternal: func() runtime.Object { return &api.Service{} },
 				subresources: map[string]upstreamStrategy{"status": service.StatusStrategy}},
-			subresources: []string{"status"},
+			subresources: []string{"status", "proxy"},
 			newHooks:     newServiceAllocation,
 		},
 		{

@@ -87,7 +87,7 @@ func servedResources() []*resource {
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
 			rules: podRules(), registry: &registryKind{strategy: pod.Strategy, admit: admitPodDefaults, newInternal: func() runtime.Object { return &api.Pod{} },
 				subresources: map[string]upstreamStrategy{"status": pod.StatusStrategy, "ephemeralcontainers": pod.EphemeralContainersStrategy}},
-			subresources: []string{"status", "ephemeralcontainers", "binding", "eviction", "log", "exec", "attach", "portforward"},
+			subresources: []string{"status", "ephemeralcontainers", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"},
 			indexFields:  []string{"spec.nodeName"},
 		},
 		{
@@ -95,7 +95,7 @@ func servedResources() []*resource {
 			newObj: func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} },
 			rules: nodeRules(), registry: &registryKind{strategy: node.Strategy, newInternal: func() runtime.Object { return &api.Node{} },
 				subresources: map[string]upstreamStrategy{"status": node.StatusStrategy}},
-			subresources: []string{"status"},
+			subresources: []string{"status", "proxy"},
 		},
 		{
 			gvr: core.WithResource("events"), kind: "Event", singular: "event", shortNames: []string{"ev"}, namespaced: true,

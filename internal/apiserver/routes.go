@@ -6,6 +6,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,14 +58,12 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 					})
 			}
 		case "log", "exec", "attach", "portforward":
-			connector := &podConnector{pods: r.objectStore, nodes: all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore,
-				transport: a.nodeTransport, authorizer: f.authorizer, writeError: func(err error, w http.ResponseWriter, req *http.Request) {
-					a.writeError(err, corev1.SchemeGroupVersion, w, req)
-				}}
-			ep, err = connector.endpoint(sub)
+			ep, err = a.connector(all).endpoint(sub)
 		case "token":
 			tokens := &tokenREST{serviceAccounts: r, pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()], tokens: a.serviceAccountTokens}
 			ep, err = f.createEndpoint(res, sub, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), tokens, r)
+		case "proxy":
+			ep, err = a.proxyEndpoint(f, r, all)
 		case "scale":
 			ep, err = f.scaleEndpoint(res, &scaleREST{controllers: r})
 		case "eviction":
@@ -78,6 +77,33 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 		a.endpoints[key(sub)] = ep
 	}
 	return nil
+}
+
+// proxyEndpoint builds pods/proxy, services/proxy or nodes/proxy for r.
+func (a *apiSet) proxyEndpoint(f *scopeFactory, r *resourceREST, all map[string]*resourceREST) (*endpoint, error) {
+	core := corev1.SchemeGroupVersion
+	pods := all[core.WithResource("pods").String()].objectStore
+	var p *proxyREST
+	switch r.res.gvr.Resource {
+	case "pods":
+		p = podProxy(pods, a.proxyTransport)
+	case "services":
+		p = serviceProxy(r, all[discoveryv1.SchemeGroupVersion.WithResource("endpointslices").String()], pods, a.proxyTransport)
+	case "nodes":
+		p = nodeProxy(a.connector(all), a.proxyTransport)
+	default:
+		return nil, fmt.Errorf("resource %s: no proxy", r.res.gvr)
+	}
+	return f.proxyEndpoint(r.res, p, r)
+}
+
+// connector reaches pods' nodes for the connect subresources.
+func (a *apiSet) connector(all map[string]*resourceREST) *podConnector {
+	return &podConnector{pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()].objectStore,
+		nodes:     all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore,
+		transport: a.nodeTransport, authorizer: a.authorizer, writeError: func(err error, w http.ResponseWriter, req *http.Request) {
+			a.writeError(err, corev1.SchemeGroupVersion, w, req)
+		}}
 }
 
 // ServeHTTP routes /api and /apis: resource requests to their endpoint,

@@ -260,6 +260,9 @@ type apiSet struct {
 	nodeTransport http.RoundTripper
 	// serviceAccountTokens is Config.ServiceAccountTokens, for serviceaccounts/token.
 	serviceAccountTokens *ServiceAccountTokens
+	// proxyTransport reaches pods and Service endpoints for the proxy subresources.
+	proxyTransport http.RoundTripper
+	authorizer     authorizer.Authorizer
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
@@ -277,7 +280,7 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 	}
 	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger), nodeTransport: cfg.NodeTransport,
-		serviceAccountTokens: cfg.ServiceAccountTokens}
+		serviceAccountTokens: cfg.ServiceAccountTokens, proxyTransport: newProxyTransport(), authorizer: cfg.Authorizer}
 	stores := map[string]*resourceREST{}
 	if cfg.LocalReads != nil {
 		cfg.LocalReads.authorizer = cfg.Authorizer

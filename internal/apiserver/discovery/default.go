@@ -6,6 +6,8 @@ var (
 	crudVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	// statusVerbs are the verbs of a status-like subresource.
 	statusVerbs = []string{"get", "patch", "update"}
+	// proxyVerbs are the proxy subresources' verbs.
+	proxyVerbs = []string{"create", "delete", "get", "patch", "update"}
 )
 
 // Default is the list of resources berth serves, in the order discovery
@@ -40,7 +42,10 @@ func core() []Resource {
 			}},
 		{Version: "v1", Resource: "nodes", Kind: "Node", SingularName: "node",
 			Verbs: crudVerbs, ShortNames: []string{"no"},
-			Subresources: []Subresource{{Name: "status", Kind: "Node", Verbs: statusVerbs}}},
+			Subresources: []Subresource{
+				{Name: "proxy", Connect: true, Kind: "NodeProxyOptions", Verbs: proxyVerbs},
+				{Name: "status", Kind: "Node", Verbs: statusVerbs},
+			}},
 		{Version: "v1", Resource: "persistentvolumeclaims", Kind: "PersistentVolumeClaim", SingularName: "persistentvolumeclaim", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"pvc"},
 			Subresources: []Subresource{{Name: "status", Kind: "PersistentVolumeClaim", Verbs: statusVerbs}}},
@@ -57,6 +62,7 @@ func core() []Resource {
 				{Name: "exec", Connect: true, Kind: "PodExecOptions", Verbs: []string{"create", "get"}},
 				{Name: "log", Connect: true, Kind: "Pod", Verbs: []string{"get"}},
 				{Name: "portforward", Connect: true, Kind: "PodPortForwardOptions", Verbs: []string{"create", "get"}},
+				{Name: "proxy", Connect: true, Kind: "PodProxyOptions", Verbs: proxyVerbs},
 				{Name: "status", Kind: "Pod", Verbs: statusVerbs},
 			}},
 		{Version: "v1", Resource: "podtemplates", Kind: "PodTemplate", SingularName: "podtemplate", Namespaced: true,
@@ -74,7 +80,10 @@ func core() []Resource {
 			Verbs: crudVerbs},
 		{Version: "v1", Resource: "services", Kind: "Service", SingularName: "service", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"svc"}, Categories: []string{"all"},
-			Subresources: []Subresource{{Name: "status", Kind: "Service", Verbs: statusVerbs}}},
+			Subresources: []Subresource{
+				{Name: "proxy", Connect: true, Kind: "ServiceProxyOptions", Verbs: proxyVerbs},
+				{Name: "status", Kind: "Service", Verbs: statusVerbs},
+			}},
 		{Version: "v1", Resource: "serviceaccounts", Kind: "ServiceAccount", SingularName: "serviceaccount", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"sa"},
 			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Verbs: []string{"create"}}}},

@@ -122,7 +122,7 @@ func TestBuildRejectsWhatItCannotDescribe(t *testing.T) {
 		"unknown kind": {Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget", SingularName: "widget", Verbs: []string{"get"}},
 		"unknown verb": {Version: "v1", Resource: "pods", Kind: "Pod", SingularName: "pod", Verbs: []string{"frobnicate"}},
 		"connect verb": {Version: "v1", Resource: "pods", Kind: "Pod", SingularName: "pod", Verbs: []string{"get"},
-			Subresources: []discovery.Subresource{{Name: "exec", Connect: true, Kind: "PodExecOptions", Verbs: []string{"update"}}}},
+			Subresources: []discovery.Subresource{{Name: "exec", Connect: true, Kind: "PodExecOptions", Verbs: []string{"watch"}}}},
 	}
 	for name, r := range cases {
 		if _, err := Build([]discovery.Resource{r}, Options{}); err == nil {

@@ -129,9 +129,9 @@ func (b pathBuilder) subresourceRoutes(ops resourceOps, s discovery.Subresource)
 	if s.Connect {
 		// Streams carry bytes, described as a string, not an object.
 		for _, verb := range s.Verbs {
-			method, ok := map[string]string{"get": "GET", "create": "POST"}[verb]
+			method, ok := map[string]string{"get": "GET", "create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}[verb]
 			if !ok {
-				return nil, fmt.Errorf("%s/%s: connect subresources take get and create, not %q", ops.r.Resource, s.Name, verb)
+				return nil, fmt.Errorf("%s/%s: connect subresources take get, create, update, patch and delete, not %q", ops.r.Resource, s.Name, verb)
 			}
 			name := exported(strings.ToLower(method)) + suffix // connectCoreV1GetNamespacedPodExec
 			routes = append(routes, ops.route(gvk, method, path, "connect", "connect", name, nil, "", nil, streamTypes))
