@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/plugin/pkg/admission/defaulttolerationseconds"
@@ -22,5 +23,6 @@ func withBuiltinAdmission(configured admission.Interface) (admission.Interface, 
 	if err := tolerations.ValidateInitialization(); err != nil {
 		return nil, fmt.Errorf("admission plugin %s: %w", defaulttolerationseconds.PluginName, err)
 	}
-	return admission.NewChainHandler(configured, internalform.Wrap(tolerations)), nil
+	// It acts on pods only: other writes skip the conversion it would need.
+	return admission.NewChainHandler(configured, internalform.WrapKinds(tolerations, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind())), nil
 }

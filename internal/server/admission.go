@@ -71,9 +71,13 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
-	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.Wrap(sa), storageInUse: storageInUse,
+	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
 		podSecurity: ps, resourceQuota: quota}, nil
 }
+
+// podKind is the kind the pod-only plugins act on: other writes skip them,
+// and the conversion to the internal form they would need.
+var podKind = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
 
 // newLimitRanger is upstream's LimitRanger: container and pod defaults and
 // bounds from the namespace's LimitRanges.
@@ -88,8 +92,7 @@ func newLimitRanger(client kubernetes.Interface, factory informers.SharedInforme
 		return nil, fmt.Errorf("admission plugin %s: %w", limitranger.PluginName, err)
 	}
 	// The plugin acts on pods and claims only (DefaultLimitRangerActions).
-	return internalform.WrapKinds(plugin, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(),
-		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
+	return internalform.WrapKinds(plugin, podKind, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
 }
 
 // newStorageObjectInUseProtection is upstream's StorageObjectInUseProtection
