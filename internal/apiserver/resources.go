@@ -92,7 +92,8 @@ func servedResources() []*resource {
 		},
 		{
 			gvr: core.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
-			newObj: func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} },
+			storagePath: "minions", // kube-apiserver's key (storage_migration.go moves older ones)
+			newObj:      func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} },
 			rules: nodeRules(), registry: &registryKind{strategy: node.Strategy, newInternal: func() runtime.Object { return &api.Node{} },
 				subresources: map[string]upstreamStrategy{"status": node.StatusStrategy}},
 			subresources: []string{"status", "proxy"},

@@ -179,6 +179,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
+	if err := migrateStorage(ctx, cfg.Store, cfg.Logger); err != nil {
+		return nil, fmt.Errorf("moving stored objects to their keys: %w", err)
+	}
 	resources := servedResources()
 	scheme, err := newScheme(resources)
 	if err != nil {
