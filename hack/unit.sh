@@ -44,8 +44,6 @@ fi
 # busy as a link, so two binaries waiting on etcd would hold both slots
 # while the links behind them wait; four lets links go on beside them, and
 # caps the links at once (up to ~2 GB each) at four.
-# -ldflags=-w: test binaries without DWARF (stack traces need none) link
-# about a third faster.
 log "unit: ${#packages[@]} packages (${#excluded[@]} more excluded by $EXCLUDE)"
-go test -json -count=1 -timeout 10m -p 4 -parallel 8 -ldflags=-w "${exec_flags[@]}" "$@" "${packages[@]}" 2>&1 |
+go test -json -count=1 -timeout 10m -p 4 -parallel 8 "${exec_flags[@]}" "$@" "${packages[@]}" 2>&1 |
   python3 hack/unit-report.py "$EXCLUDE" "$module" ${UNIT_SKIPPED_OUT:+"$UNIT_SKIPPED_OUT"}
