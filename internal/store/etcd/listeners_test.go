@@ -12,9 +12,9 @@ import (
 )
 
 // listeningSockets returns the listening sockets this process holds. The
-// two tests that count them are the package's only serial tests: Go runs
-// them before it resumes any parallel one, so no other test's member or TLS
-// listener opens a socket while they count.
+// two tests that count them stay serial: Go runs serial tests before it
+// resumes any parallel one, so no other test's member or TLS listener opens
+// a socket while they count.
 func listeningSockets(t *testing.T) []string {
 	t.Helper()
 	out, err := procnet.Listening(os.Getpid())
