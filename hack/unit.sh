@@ -40,6 +40,10 @@ fi
 
 # -parallel 8: tests marked parallel mostly wait on their embedded etcd
 # (fsync, election), not on the CPU, so more of them than cores overlap well.
+# -p 4: go test's default (one per core) counts a running test binary as
+# busy as a link, so two binaries waiting on etcd would hold both slots
+# while the links behind them wait; four lets links go on beside them, and
+# caps the links at once (up to ~2 GB each) at four.
 log "unit: ${#packages[@]} packages (${#excluded[@]} more excluded by $EXCLUDE)"
-go test -json -count=1 -timeout 10m -parallel 8 "${exec_flags[@]}" "$@" "${packages[@]}" 2>&1 |
+go test -json -count=1 -timeout 10m -p 4 -parallel 8 "${exec_flags[@]}" "$@" "${packages[@]}" 2>&1 |
   python3 hack/unit-report.py "$EXCLUDE" "$module" ${UNIT_SKIPPED_OUT:+"$UNIT_SKIPPED_OUT"}

@@ -25,7 +25,7 @@ type podQueue struct {
 	gen  uint64
 }
 
-func newPodQueue() *podQueue {
+func newPodQueue(initialBackoff, maxBackoff time.Duration) *podQueue {
 	return &podQueue{
 		q: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialBackoff, maxBackoff),

@@ -8,7 +8,7 @@ import (
 )
 
 func TestQueueHoldsAKeyUntilReleasedAndNotEnqueuedAgain(t *testing.T) {
-	q := newPodQueue()
+	q := newPodQueue(initialBackoff, maxBackoff)
 	defer q.shutDown()
 	q.add("ns/p")
 	d, ok := q.get()

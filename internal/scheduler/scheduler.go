@@ -55,7 +55,11 @@ type Config struct {
 	// BindWorkers bounds concurrent API calls that carry out decisions
 	// (bindings, unschedulable conditions); 0 means defaultBindWorkers.
 	BindWorkers int
-	Logger      *slog.Logger
+	// InitialBackoff and MaxBackoff bound the back-off of pods that could
+	// not be placed; 0 means initialBackoff and maxBackoff. Tests that
+	// scale a workload down scale them down with it.
+	InitialBackoff, MaxBackoff time.Duration
+	Logger                     *slog.Logger
 	// Pods and Nodes, when set, are where the pod and node informers list
 	// and watch instead of Client (berth server's own scheduler: its watch
 	// cache).
@@ -103,6 +107,12 @@ func New(cfg Config) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.InitialBackoff <= 0 {
+		cfg.InitialBackoff = initialBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = maxBackoff
+	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &v1.Pod{}, cfg.Pods)
 	informeropts.ReadThrough(factory, &v1.Node{}, cfg.Nodes)
@@ -110,7 +120,7 @@ func New(cfg Config) *Scheduler {
 		cfg:           cfg,
 		log:           cfg.Logger,
 		cache:         newCache(),
-		queue:         newPodQueue(),
+		queue:         newPodQueue(cfg.InitialBackoff, cfg.MaxBackoff),
 		pods:          factory.Core().V1().Pods().Lister(),
 		namespaces:    factory.Core().V1().Namespaces().Lister(),
 		podWaiters:    map[string]struct{}{},

@@ -7,6 +7,7 @@ import (
 )
 
 func TestAuditLogPathIsCheckedBeforeStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := Config{DataDir: filepath.Join(dir, "data"), BindAddress: "127.0.0.1", Port: 6443}
 	for path, wantErr := range map[string]bool{

@@ -16,6 +16,7 @@ import (
 // bob has only bob's rights (403 naming bob), and a service account that
 // may not impersonate is refused with 403 rather than acting as itself.
 func TestImpersonationActsAsTheImpersonatedUserOnlyWhenAllowed(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	asBob := rest.CopyConfig(s.RESTConfig(t))

@@ -17,6 +17,7 @@ import (
 // addresses are listed while their leases are renewed, a removed one is
 // gone at once, and one whose replica stopped renewing expires.
 func TestStoreLeasesListEveryLiveReplica(t *testing.T) {
+	t.Parallel()
 	st := etcdtest.New(t)
 	leases := &storeLeases{store: st, expiring: st, ttl: 2 * time.Second}
 	for _, ip := range []string{"198.51.100.1", "198.51.100.2", "198.51.100.1"} { // the second update renews

@@ -75,6 +75,7 @@ func rootCA(t *testing.T, cs kubernetes.Interface, ns, why string) string {
 // server (the one in the admin kubeconfig), put back when deleted or changed,
 // as kube-controller-manager's publisher does.
 func TestRootCAIsPublishedInEveryNamespace(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	serverCA, err := os.ReadFile(filepath.Join(s.DataDir, "pki", "server-ca.crt"))
@@ -110,6 +111,7 @@ func TestRootCAIsPublishedInEveryNamespace(t *testing.T) {
 // and the namespace) is mounted into every container unless the pod or the
 // account opts out.
 func TestServiceAccountAdmissionMountsTheAPIAccessVolume(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	createNamespace(t, s.Admin, "apps")

@@ -23,6 +23,7 @@ import (
 // Service's Endpoints list both while both run (one lease each), and only
 // the one left after the other stops.
 func TestEveryReplicaIsAKubernetesServiceEndpoint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	etcd := etcdtest.StartCluster(t, 1, filepath.Join(dir, "etcd"))
 	start := func(data, advertise string) *cluster.Server {

@@ -44,6 +44,7 @@ func startServiceServer(t *testing.T) *cluster.Server {
 // server's port, and Endpoints and an EndpointSlice naming the advertised
 // address (upstream's controller and lease endpoint reconciler).
 func TestServerKeepsTheKubernetesService(t *testing.T) {
+	t.Parallel()
 	srv := startServiceServer(t)
 	cs := srv.Admin
 	wait.UntilCtx(t, time.Minute, "the kubernetes Service", func(ctx context.Context) error {
@@ -92,6 +93,7 @@ func TestServerKeepsTheKubernetesService(t *testing.T) {
 // IPs as ready or not ready as the pods' Ready condition changes, and drop
 // them when the pods go.
 func TestServerEndpointsFollowPodReadiness(t *testing.T) {
+	t.Parallel()
 	srv := startServiceServer(t)
 	cs := srv.Admin
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestStaticTokens(t *testing.T) {
+	t.Parallel()
 	if tokens, err := staticTokens(""); err != nil || tokens != nil {
 		t.Fatalf("no file: %v, %v; want none", tokens, err)
 	}

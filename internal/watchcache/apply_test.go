@@ -14,6 +14,7 @@ import (
 // delete without its previous value; the object must still leave the cache
 // and watchers must get DELETED at the delete's revision.
 func TestDeleteWithoutPreviousValueUsesTheCachedObject(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := newStorelessCache()
@@ -43,6 +44,7 @@ func TestDeleteWithoutPreviousValueUsesTheCachedObject(t *testing.T) {
 }
 
 func TestRunRejectsAnIncompleteConfig(t *testing.T) {
+	t.Parallel()
 	for name, cfg := range map[string]Config{
 		"no store":   {Prefix: "/registry/pods/", Decode: benchDecode},
 		"bad prefix": {Store: fakeStoreForValidation{}, Prefix: "/registry/pods", Decode: benchDecode},

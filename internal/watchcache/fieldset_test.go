@@ -8,6 +8,7 @@ import (
 
 // A fieldSet answers every selector as the fields.Set it was built from.
 func TestFieldSetMatchesAsTheMapWould(t *testing.T) {
+	t.Parallel()
 	set := fields.Set{"metadata.name": "p", "metadata.namespace": "ns", "spec.nodeName": "", "status.phase": "Running", "spec.hostNetwork": "false"}
 	fs := newFieldSet(set)
 	for _, name := range []string{"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.hostNetwork", "absent", "", "zzz"} {

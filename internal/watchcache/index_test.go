@@ -16,6 +16,7 @@ func nodeEntry(ns, name, node string) *entry {
 // event reaches the catch-all bucket, its namespace's bucket and the buckets
 // of its node before and after the change, and no other watcher.
 func TestDispatchOffersEventsOnlyToWatchersThatCanMatch(t *testing.T) {
+	t.Parallel()
 	x := newWatcherIndex([]string{"spec.nodeName", "metadata.namespace"}, cacheMetrics{})
 	mk := func(name string, f filter) *watcher {
 		w := &watcher{filter: f, key: x.keyFor(f), input: make(chan *event, 10), done: make(chan struct{})}
@@ -64,6 +65,7 @@ func TestDispatchOffersEventsOnlyToWatchersThatCanMatch(t *testing.T) {
 }
 
 func TestDispatchCutsOffAFullWatcherOnly(t *testing.T) {
+	t.Parallel()
 	x := newWatcherIndex(nil, cacheMetrics{})
 	full := &watcher{input: make(chan *event, 1), done: make(chan struct{})}
 	roomy := &watcher{input: make(chan *event, 5), done: make(chan struct{})}

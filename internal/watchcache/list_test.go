@@ -16,6 +16,7 @@ import (
 )
 
 func TestListSelectorsNamespacesAndConsistency(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	createPod(t, s, pod("a", "web-1", "node-a", map[string]string{"app": "web"}))
@@ -50,6 +51,7 @@ func TestListSelectorsNamespacesAndConsistency(t *testing.T) {
 }
 
 func TestConsistentListSeesRevisionsOfOtherResources(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	createPod(t, s, pod("a", "p", "n", nil))
@@ -69,6 +71,7 @@ func TestConsistentListSeesRevisionsOfOtherResources(t *testing.T) {
 }
 
 func TestPaginationIsConsistentAcrossWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	for i := 0; i < 7; i++ {
@@ -104,6 +107,7 @@ func TestPaginationIsConsistentAcrossWrites(t *testing.T) {
 }
 
 func TestExactListFromHistoryThenGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.HistorySize = 4 })
 	p := pod("ns", "p", "node-a", nil)
@@ -144,6 +148,7 @@ func TestExactListFromHistoryThenGone(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	r := createPod(t, s, pod("ns", "p", "n", nil))
@@ -157,6 +162,7 @@ func TestGet(t *testing.T) {
 }
 
 func TestExpiredContinueTokenIsGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.HistorySize = 2 })
 	var last int64
@@ -188,6 +194,7 @@ func currentRev(t *testing.T, s store.Interface, key string) int64 {
 }
 
 func TestFutureResourceVersionTimesOutWith504(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, _ := newPodCache(t, func(cfg *watchcache.Config) { cfg.FreshnessTimeout = 50 * time.Millisecond })
 	_, rv, _, err := c.List(ctx, watchcache.ListOptions{})

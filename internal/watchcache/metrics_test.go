@@ -11,6 +11,7 @@ import (
 )
 
 func TestMetricsCountWatchersEventsCutOffsAndRelists(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	m, err := watchcache.NewMetrics(reg)

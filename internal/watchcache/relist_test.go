@@ -45,6 +45,7 @@ func (s *compactingStore) RequestProgress(ctx context.Context, prefix string) er
 }
 
 func TestCompactionMakesTheCacheRelistAndCutOffWatchers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	real := etcdtest.New(t)
 	s := &compactingStore{Interface: real, trigger: make(chan struct{})}
@@ -75,6 +76,7 @@ func TestCompactionMakesTheCacheRelistAndCutOffWatchers(t *testing.T) {
 }
 
 func TestPeriodicBookmarksOnlyForWatchersThatAllowThem(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Now())
 	c, s := newPodCache(t, func(cfg *watchcache.Config) {

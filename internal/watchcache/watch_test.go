@@ -23,6 +23,7 @@ import (
 func onNode(node string) fields.Selector { return fields.OneTermEqualSelector("spec.nodeName", node) }
 
 func TestWatchFromRevisionInOrderAndTooOld(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, func(cfg *watchcache.Config) { cfg.HistorySize = 5 })
 	start := createPod(t, s, pod("ns", "a", "n1", nil))
@@ -75,6 +76,7 @@ func TestWatchFromRevisionInOrderAndTooOld(t *testing.T) {
 }
 
 func TestWatchOfOneNodeIgnoresOtherNodesAndSeesMoves(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	wa, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", Field: onNode("node-a")})
@@ -107,6 +109,7 @@ func TestWatchOfOneNodeIgnoresOtherNodesAndSeesMoves(t *testing.T) {
 }
 
 func TestSlowWatcherIsCutOffWithoutDelayingOthers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// The fast watcher only fails if it falls 8 events behind; the slow one,
 	// reading nothing, is cut off after 17 (1 in hand, 8 in its result
@@ -150,6 +153,7 @@ func TestSlowWatcherIsCutOffWithoutDelayingOthers(t *testing.T) {
 // channel while the client is busy, so that the watch handler, which
 // flushes when that channel is empty, writes a burst in one go.
 func TestWatcherHandsABusyClientItsBacklogAtOnce(t *testing.T) {
+	t.Parallel()
 	c, s := newPodCache(t, nil)
 	w, err := c.Watch(context.Background(), watchcache.WatchOptions{ResourceVersion: "0"})
 	if err != nil {
@@ -172,6 +176,7 @@ func TestWatcherHandsABusyClientItsBacklogAtOnce(t *testing.T) {
 }
 
 func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	createPod(t, s, pod("ns", "a", "node-a", nil))
@@ -221,6 +226,7 @@ func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
 }
 
 func TestWatchLabelSelectorEntryExitAndNamespace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	w, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", Namespace: "ns",
@@ -260,6 +266,7 @@ func TestWatchLabelSelectorEntryExitAndNamespace(t *testing.T) {
 // MODIFIED and DELETED events, never bookmarks, and leaves the shared
 // cached objects as they were.
 func TestWatchViewMapsEveryObjectButBookmarks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, s := newPodCache(t, nil)
 	ra := createPod(t, s, pod("ns", "a", "node-a", nil))
@@ -300,6 +307,7 @@ func TestWatchViewMapsEveryObjectButBookmarks(t *testing.T) {
 // the same Config.Share wrapper for an event, made once; a watcher with a
 // View of its own gets its view instead.
 func TestSharedWatchersGetOneWrapperPerEvent(t *testing.T) {
+	t.Parallel()
 	type wrapped struct{ runtime.Object }
 	var shares atomic.Int32
 	c, s := newPodCache(t, func(cfg *watchcache.Config) {

@@ -134,6 +134,7 @@ func registerReady(ctx context.Context, t *testing.T, c kubernetes.Interface, na
 }
 
 func TestJoin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := startServer(t, 0)
 	clientCA, err := pki.LoadOrCreateCA(filepath.Join(s.dataDir, "pki"), "client-ca")
@@ -242,6 +243,7 @@ func TestJoin(t *testing.T) {
 // bootstrap kubeconfig with the bare token and the CA, an RSA key, usages
 // with key encipherment, a CSR named node-csr-*, and client-go's wait.
 func TestUpstreamKubeletStyleBootstrap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := startServer(t, 0)
 	bootstrap := kubernetes.NewForConfigOrDie(&rest.Config{Host: s.url, BearerToken: s.token.Token,
@@ -287,6 +289,7 @@ func (s *testServer) caPEM(t *testing.T) []byte {
 // Renewal: with short-lived certificates the agent's renewer replaces its
 // certificate through a CSR that it authenticates with the current one.
 func TestRenewalIssuesANewCertificate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := startServer(t, time.Minute)
 	cfg := s.joinConfig(t, "node-r", &s.token)

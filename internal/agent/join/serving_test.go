@@ -30,6 +30,7 @@ import (
 // only the API server's client certificate; and a new address leads to a new
 // certificate that the running server presents.
 func TestJoinedNodeServesWithItsOwnCertificate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := startServer(t, 0)

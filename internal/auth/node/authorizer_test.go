@@ -60,6 +60,7 @@ func withFields(a authorizer.AttributesRecord, selector string) authorizer.Attri
 }
 
 func TestAuthorizerDecisions(t *testing.T) {
+	t.Parallel()
 	a := NewAuthorizer(syncedGraph())
 	nodeA := nodeUser("node-a")
 	lease := corev1.NamespaceNodeLease
@@ -158,6 +159,7 @@ func TestAuthorizerDecisions(t *testing.T) {
 }
 
 func TestAuthorizerRefusesGraphReadsUntilSynced(t *testing.T) {
+	t.Parallel()
 	g := NewGraph()
 	g.SetPod(podOn("pod-a", "node-a"))
 	a := NewAuthorizer(g)

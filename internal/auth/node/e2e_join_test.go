@@ -35,6 +35,7 @@ import (
 // the TLS handshake (the server verifies client certificates when given,
 // as internal/server does), which the server's HTTP error log records.
 func TestJoinRefusals(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -104,6 +105,7 @@ func TestJoinRefusals(t *testing.T) {
 // signer running, a joined node asking for node-b's certificate is denied
 // with a reason, as is a join token replayed to take over a Ready node.
 func TestJoinedNodeCannotGetAnotherNodesCertificate(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -160,8 +162,7 @@ func denied(csr *certificatesv1.CertificateSigningRequest, want string) bool {
 
 // bearer talks to the cluster with a bearer token, trusting its CA.
 func (c *cluster) bearer(token string) kubernetes.Interface {
-	return kubernetes.NewForConfigOrDie(&rest.Config{Host: c.url, BearerToken: token, Timeout: 30 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.ServerCA.CertPEM}})
+	return newClient(&rest.Config{Host: c.url, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.ServerCA.CertPEM}})
 }
 
 // certClient presents a node-a certificate that ca signed for validity
@@ -184,8 +185,7 @@ func (c *cluster) certClient(t *testing.T, ca *pki.CA, validity time.Duration) k
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Timeout = 30 * time.Second
-	return kubernetes.NewForConfigOrDie(cfg)
+	return newClient(cfg)
 }
 
 // auditEvents are the audit log's events with response code.

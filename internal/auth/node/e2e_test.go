@@ -38,6 +38,7 @@ type accessCase struct {
 // TestNodeAccess runs every case against a real server and store: refused
 // requests must get their code and leave the store's revision where it was.
 func TestNodeAccess(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -316,6 +317,7 @@ func TestNodeAccess(t *testing.T) {
 
 // TestNodeRefusalNamesWhoWhatAndWhy checks the 403 body a node gets.
 func TestNodeRefusalNamesWhoWhatAndWhy(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPodReferencesEverySource(t *testing.T) {
+	t.Parallel()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
 		Spec: corev1.PodSpec{
@@ -89,6 +90,7 @@ func TestPodReferencesEverySource(t *testing.T) {
 }
 
 func TestGraphFollowsPodsAcrossChanges(t *testing.T) {
+	t.Parallel()
 	g := NewGraph()
 	shared := func(name, node string) *corev1.Pod {
 		p := podOn(name, node)

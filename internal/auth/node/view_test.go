@@ -13,6 +13,7 @@ import (
 )
 
 func TestPodViewForNodes(t *testing.T) {
+	t.Parallel()
 	stored := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name:          "p",
 		Annotations:   map[string]string{PrivateAnnotationPrefix + "hint": "x", "example.com/public": "y"},

@@ -12,6 +12,7 @@ import (
 // Nodes read exactly the ConfigMap where the API server publishes its
 // client CA, and nothing else through the default Roles.
 func TestNodesReadOnlyTheClientCAConfigMap(t *testing.T) {
+	t.Parallel()
 	roles, bindings := DefaultNamespacedPolicy()
 	var objs []runtime.Object
 	for _, r := range roles {

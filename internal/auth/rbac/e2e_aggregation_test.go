@@ -15,6 +15,7 @@ import (
 // aggregate-to-view extends view, so the same user gains it, which the list
 // then shows too (aggregation controller under berth server).
 func TestViewAggregationAndCanIList(t *testing.T) {
+	t.Parallel()
 	b := startBerth(t)
 	admin := filepath.Join(b.dataDir, "admin.kubeconfig")
 	viewerID := pki.Identity{CommonName: "viewer", Client: true}

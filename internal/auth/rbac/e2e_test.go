@@ -154,6 +154,7 @@ func (b *berth) forbiddenAs(kubeconfig string, args ...string) string {
 // nodes and namespaces with kubectl; the grant is exactly that, cannot be
 // widened by the user, and goes away with its binding.
 func TestOperatorGrantsMonitoringReadOnlyPods(t *testing.T) {
+	t.Parallel()
 	b := startBerth(t)
 	ctx := context.Background()
 	admin := filepath.Join(b.dataDir, "admin.kubeconfig")
@@ -287,6 +288,7 @@ func readAuditLog(t *testing.T, path string) map[string]bool {
 // token), is authorized by RBAC through a ServiceAccount subject, and the
 // token stops working when the pod is deleted.
 func TestServiceAccountTokenBoundToPod(t *testing.T) {
+	t.Parallel()
 	b := startBerth(t)
 	admin := filepath.Join(b.dataDir, "admin.kubeconfig")
 	b.mustAs(admin, "create", "serviceaccount", "robot")
@@ -326,6 +328,7 @@ func TestServiceAccountTokenBoundToPod(t *testing.T) {
 // The default roles are created when missing and otherwise left as the
 // operator made them, across restarts.
 func TestDefaultRolesKeepOperatorChanges(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	b := startBerthIn(t, dataDir)
 	ctx := context.Background()

@@ -82,6 +82,7 @@ func request(u user.Info, verb, resource, namespace string) authorizer.Attribute
 }
 
 func TestAuthorizerDecidesFromBindings(t *testing.T) {
+	t.Parallel()
 	authz := NewAuthorizer(listersOf(t, testPolicy()...), func() bool { return true })
 	cases := []struct {
 		name  string
@@ -120,6 +121,7 @@ func TestAuthorizerDecidesFromBindings(t *testing.T) {
 }
 
 func TestAuthorizerHasNoOpinionUntilSynced(t *testing.T) {
+	t.Parallel()
 	authz := NewAuthorizer(listersOf(t, testPolicy()...), func() bool { return false })
 	if d, _, _ := authz.Authorize(context.Background(), request(monitor, "list", "pods", "")); d != authorizer.DecisionNoOpinion {
 		t.Fatalf("decision before sync = %v", d)
@@ -127,6 +129,7 @@ func TestAuthorizerHasNoOpinionUntilSynced(t *testing.T) {
 }
 
 func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
+	t.Parallel()
 	roles, bindings := DefaultPolicy()
 	objs := []runtime.Object{}
 	names := map[string]bool{}
@@ -183,6 +186,7 @@ func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
 }
 
 func TestEscalationCheck(t *testing.T) {
+	t.Parallel()
 	objs := append(testPolicy(),
 		clusterRole("rbac-writer", rule([]string{"create", "update"}, []string{rbacv1.GroupName}, "clusterroles", "clusterrolebindings", "roles", "rolebindings")),
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "monitor-writes-rbac"},
@@ -241,6 +245,7 @@ func TestEscalationCheck(t *testing.T) {
 // authority or escalate, whatever the role's own rules (upstream's
 // ClusterRole storage).
 func TestEscalationCheckAggregationRule(t *testing.T) {
+	t.Parallel()
 	objs := append(testPolicy(),
 		clusterRole("rbac-writer", rule([]string{"create", "update"}, []string{rbacv1.GroupName}, "clusterroles")),
 		clusterRole("cluster-admin",

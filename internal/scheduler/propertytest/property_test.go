@@ -30,13 +30,22 @@ type workloadSize struct {
 	pods, binders, bindsPerBinder, deleted int
 	shrink                                 int           // nodes get 1/shrink of their room
 	round                                  time.Duration // awaitSettled's wait before touching the nodes again
+	// The schedulers' back-off bounds (0: the scheduler's defaults, 1 s to
+	// 10 s). A round must outlast the longest back-off: the pods a touch
+	// re-queues come back only after theirs.
+	initialBackoff, maxBackoff time.Duration
 }
 
 // workload is the full size, or with -short (make unit) a quarter of it on
-// nodes with a quarter of the room, so that nodes fill up as much.
+// nodes with a quarter of the room, so that nodes fill up as much. -short
+// also divides the back-off by ten and the round with it (six times the
+// longest back-off in both sizes): with the default back-off, the short run
+// spent most of its time waiting out back-offs and round deadlines, not
+// scheduling.
 func workload() workloadSize {
 	if testing.Short() {
-		return workloadSize{pods: 500, binders: 4, bindsPerBinder: 62, deleted: 15, shrink: 4, round: 20 * time.Second}
+		return workloadSize{pods: 500, binders: 4, bindsPerBinder: 62, deleted: 15, shrink: 4, round: 6 * time.Second,
+			initialBackoff: 100 * time.Millisecond, maxBackoff: time.Second}
 	}
 	return workloadSize{pods: 2000, binders: 4, bindsPerBinder: 250, deleted: 60, shrink: 1, round: time.Minute}
 }
@@ -82,7 +91,8 @@ func TestNoNodeEverSeesAViolatingSet(t *testing.T) {
 	var sweepRequeues atomic.Int64
 	for i, binds := range schedulerBinds {
 		client := kubernetes.NewForConfigOrDie(countingBinds(cfg, binds))
-		s := scheduler.New(scheduler.Config{Client: client, Logger: countingSweeps(t, &sweepRequeues).With("scheduler", i)})
+		s := scheduler.New(scheduler.Config{Client: client, Logger: countingSweeps(t, &sweepRequeues).With("scheduler", i),
+			InitialBackoff: size.initialBackoff, MaxBackoff: size.maxBackoff})
 		schedulersDone.Add(1)
 		go func() {
 			defer schedulersDone.Done()

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCompactorKeepsAWindowOfHistory(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := etcdtest.New(t)
 	if err := s.RunCompactor(ctx, 0, 10); err == nil {

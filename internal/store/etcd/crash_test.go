@@ -22,6 +22,7 @@ const crashChildEnv = "BERTH_ETCD_CRASH_CHILD_DIR"
 // store returned; the child is SIGKILLed mid-stream, and every acknowledged
 // key must be there when the data directory is reopened.
 func TestEmbeddedKeepsAcknowledgedWritesAcrossKill9(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		crashChild(dir)
 		return

@@ -12,6 +12,7 @@ import (
 // TestEmbeddedConfigIsDurableAndListenerFree guards the settings the design
 // depends on: fsync stays on, and no URL is configured to listen on.
 func TestEmbeddedConfigIsDurableAndListenerFree(t *testing.T) {
+	t.Parallel()
 	cfg := embeddedConfig(t.TempDir(), slog.New(slog.DiscardHandler))
 	if cfg.UnsafeNoFsync {
 		t.Fatal("embedded etcd runs without fsync")
@@ -29,6 +30,7 @@ func TestEmbeddedConfigIsDurableAndListenerFree(t *testing.T) {
 }
 
 func TestZapBridgeLevelsFieldsAndDrops(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	lg := zapToSlog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), zapcore.WarnLevel, "noise")
 	lg.Info("below the level")

@@ -17,6 +17,7 @@ func (g *countingGranter) Grant(_ context.Context, ttl int64) (*clientv3.LeaseGr
 }
 
 func TestLeasesAreSharedWithinTheReuseWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var l leases
 	g := &countingGranter{}
@@ -50,6 +51,7 @@ func TestLeasesAreSharedWithinTheReuseWindow(t *testing.T) {
 }
 
 func TestALeaseServesAtMostMaxKeys(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var l leases
 	g := &countingGranter{}

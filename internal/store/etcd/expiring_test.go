@@ -35,6 +35,7 @@ func awaitGone(ctx context.Context, t *testing.T, s store.Interface, key string)
 }
 
 func TestExpiringKeysVanishWithADeleteEvent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	from := startRevision(t, s)
@@ -58,6 +59,7 @@ func TestExpiringKeysVanishWithADeleteEvent(t *testing.T) {
 }
 
 func TestUpdateExpiringSetsTheKeysExpiry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	key := "/registry/events/ns/e"
@@ -78,6 +80,7 @@ func TestUpdateExpiringSetsTheKeysExpiry(t *testing.T) {
 }
 
 func TestExpiringWritesShareALease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	for i := range 50 {
@@ -108,6 +111,7 @@ func TestExpiringWritesShareALease(t *testing.T) {
 // Expiry is etcd's, so it survives the server: a key written before a
 // restart still expires after it.
 func TestExpiringKeysExpireAcrossARestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	logger := slog.New(slog.DiscardHandler)

@@ -107,6 +107,7 @@ func startTLSMember(t *testing.T, pki string, ca *testCA) string {
 }
 
 func TestExternalOverMutualTLS(t *testing.T) {
+	t.Parallel()
 	pki := t.TempDir()
 	ca := newTestCA(t, pki, "ca")
 	endpoint := startTLSMember(t, pki, ca)

@@ -11,7 +11,10 @@ import (
 	"github.com/berth/berth/internal/testkit/procnet"
 )
 
-// listeningSockets returns the listening sockets this process holds.
+// listeningSockets returns the listening sockets this process holds. The
+// two tests that count them stay serial: Go runs serial tests before it
+// resumes any parallel one, so no other test's member or TLS listener opens
+// a socket while they count.
 func listeningSockets(t *testing.T) []string {
 	t.Helper()
 	out, err := procnet.Listening(os.Getpid())
@@ -51,6 +54,7 @@ func TestEmbeddedOpensNoListeningSocket(t *testing.T) {
 }
 
 func TestEmbeddedDataDirIsPrivate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := etcd.Embedded(context.Background(), dir, nil)
 	if err != nil {
@@ -67,6 +71,7 @@ func TestEmbeddedDataDirIsPrivate(t *testing.T) {
 }
 
 func TestEmbeddedRefusesADataDirInUse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := etcd.Embedded(context.Background(), dir, nil)
 	if err != nil {

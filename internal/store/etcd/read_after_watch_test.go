@@ -17,6 +17,7 @@ import (
 // miss it: berth's scheduler got 404 binding pods that existed and dropped
 // them. Reads must wait for what the watch already showed.
 func TestWhatAWatchDeliveredIsReadable(t *testing.T) {
+	t.Parallel()
 	forEachWatchSource(t, testWhatAWatchDeliveredIsReadable)
 }
 

@@ -16,6 +16,7 @@ import (
 // A snapshot taken from a running embedded member restores into a member
 // that holds exactly what was written before the snapshot.
 func TestSnapshotRestoresWhatWasWrittenBefore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	dir := filepath.Join(root, "etcd")
@@ -67,6 +68,7 @@ func TestSnapshotRestoresWhatWasWrittenBefore(t *testing.T) {
 }
 
 func TestRestoreRefusesACorruptSnapshot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	bad := filepath.Join(root, "bad.db")
 	if err := os.WriteFile(bad, []byte("not a snapshot"), 0o600); err != nil {

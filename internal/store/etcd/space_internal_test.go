@@ -17,6 +17,7 @@ import (
 // deletes racing with earlier turns. A turn with nothing deleted since the
 // last failed one does not defragment again.
 func TestOneKeeperTurnRecoversAfterDeletes(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const quota = 8 << 20

@@ -8,6 +8,7 @@ import (
 )
 
 func TestResultQueueMergesUntilAnError(t *testing.T) {
+	t.Parallel()
 	ev := func(rev int64) store.Event { return store.Event{KV: store.KV{Key: "k", ModRevision: rev}} }
 	var q resultQueue
 	q.push(store.WatchResult{Events: []store.Event{ev(5)}, Revision: 5})

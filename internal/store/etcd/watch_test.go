@@ -51,6 +51,7 @@ func startRevision(t *testing.T, s *etcd.Store) int64 {
 }
 
 func TestWatchOrderPrevValuesAndResume(t *testing.T) {
+	t.Parallel()
 	forEachWatchSource(t, testWatchOrderPrevValuesAndResume)
 }
 
@@ -100,6 +101,7 @@ func assertEvents(t *testing.T, got, want []store.Event) {
 }
 
 func TestWatchCompactedRevision(t *testing.T) {
+	t.Parallel()
 	forEachWatchSource(t, testWatchCompactedRevision)
 }
 
@@ -129,6 +131,7 @@ func testWatchCompactedRevision(t *testing.T, s *etcd.Store) {
 }
 
 func TestRequestProgressReportsCurrentRevision(t *testing.T) {
+	t.Parallel()
 	forEachWatchSource(t, func(t *testing.T, s *etcd.Store) {
 		ctx, start := t.Context(), startRevision(t, s)
 		ch := s.Watch(ctx, "/registry/pods/", start)
@@ -142,6 +145,7 @@ func TestRequestProgressReportsCurrentRevision(t *testing.T) {
 // which etcd counts the same way) must not keep this prefix's watch from
 // learning the current revision.
 func TestProgressOfOnePrefixIsNotHeldBackByAnother(t *testing.T) {
+	t.Parallel()
 	forEachWatchSource(t, func(t *testing.T, s *etcd.Store) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -191,6 +195,7 @@ func awaitProgressPast(ctx context.Context, t *testing.T, s *etcd.Store, ch <-ch
 }
 
 func TestListPagesAtOneRevision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	for i := 0; i < 5; i++ {
@@ -242,6 +247,7 @@ func TestListPagesAtOneRevision(t *testing.T) {
 // TestClosingTheStoreEndsItsWatches: a watch of a closed store ends with an
 // error instead of waiting forever for a member that is gone.
 func TestClosingTheStoreEndsItsWatches(t *testing.T) {
+	t.Parallel()
 	s, err := etcd.Embedded(t.Context(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +269,8 @@ func TestClosingTheStoreEndsItsWatches(t *testing.T) {
 // watcher whose channel is full aside and then serves it only every 100 ms,
 // so a member watch takes responses as they come, whether or not its
 // consumer is reading, and hands them on later, all of them, in order.
+// Serial: the gauge it reads counts every member's watchers in the process,
+// so another test's watches would show up in it.
 func TestMemberWatchStaysOnTheFastPathWhileItsConsumerWaits(t *testing.T) {
 	s := etcdtest.New(t)
 	ctx := t.Context()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCreateIfAbsent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	rev, err := s.Create(ctx, "/registry/pods/ns/a", []byte("one"))
@@ -29,6 +30,7 @@ func TestCreateIfAbsent(t *testing.T) {
 }
 
 func TestUpdateCompareAndSwap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	key := "/registry/pods/ns/a"
@@ -62,6 +64,7 @@ func TestUpdateCompareAndSwap(t *testing.T) {
 }
 
 func TestDeleteCompareAndSwap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	key := "/registry/pods/ns/a"
@@ -94,6 +97,7 @@ func TestDeleteCompareAndSwap(t *testing.T) {
 }
 
 func TestTxnAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	podRev, err := s.Create(ctx, "/registry/pods/ns/p", []byte("unbound"))
@@ -140,6 +144,7 @@ func TestTxnAllOrNothing(t *testing.T) {
 }
 
 func TestTxnRejectsMalformedOps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	cases := map[string][]store.Op{
@@ -170,6 +175,7 @@ func assertValue(t *testing.T, s store.Interface, key, want string) {
 }
 
 func TestOversizedValueIsErrTooLargeAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	big := make([]byte, 2<<20) // etcd's request limit is 1.5 MiB
@@ -182,6 +188,7 @@ func TestOversizedValueIsErrTooLargeAndWritesNothing(t *testing.T) {
 }
 
 func TestTxnCheckOnlyGuardsWithoutWriting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := etcdtest.New(t)
 	nodeRev, err := s.Create(ctx, "/registry/nodes/n1", []byte("node"))
