@@ -11,8 +11,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// containerConfig builds the CRI container for c's attempt-th run.
-func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, attempt uint32, image string, volumes map[string]string) (*runtimeapi.ContainerConfig, error) {
+// containerConfig builds the CRI container for c's attempt-th run. target,
+// when not "", is the ID of the container an ephemeral container targets.
+func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, target string, attempt uint32, image string, volumes map[string]string) (*runtimeapi.ContainerConfig, error) {
 	env, err := m.envFor(ctx, pod, c)
 	if err != nil {
 		return nil, err
@@ -44,6 +45,12 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 		return nil, err
 	}
 	security.NamespaceOptions.UsernsOptions = userns
+	// As the kubelet: an ephemeral container joins its target's PID
+	// namespace unless the pod's containers share one (or the host's).
+	if target != "" && security.NamespaceOptions.Pid == runtimeapi.NamespaceMode_CONTAINER {
+		security.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
+		security.NamespaceOptions.TargetId = target
+	}
 	labels := podLabels(string(pod.UID), pod.Name, pod.Namespace)
 	labels[labelContainerName] = c.Name
 	annotations := map[string]string{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,7 @@ func (m *Manager) podStatus(ctx context.Context, pod *corev1.Pod, st podState, w
 	for _, c := range pod.Spec.Containers {
 		status.ContainerStatuses = append(status.ContainerStatuses, m.containerStatus(pod, &c, st, why[c.Name], false))
 	}
+	status.EphemeralContainerStatuses = m.ephemeralStatuses(pod, st, why)
 	status.Phase = phase(pod, status)
 	status.Conditions = conditions(pod, status, sandboxReady, now)
 	return status, nil
@@ -98,6 +100,36 @@ func (m *Manager) containerStatus(pod *corev1.Pod, c *corev1.Container, st podSt
 		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 	}
 	return cs
+}
+
+// ephemeralStatuses are the statuses of the pod's ephemeral containers, as
+// the kubelet reports them: each as a container's, with no probes run (never
+// started, never ready), sorted by name. One that ran but that the runtime
+// no longer holds (removed with a replaced sandbox, or collected) keeps its
+// last terminated status, or if it was running then, is reported
+// terminated as the kubelet reports a container it cannot locate.
+func (m *Manager) ephemeralStatuses(pod *corev1.Pod, st podState, why map[string]waiting) []corev1.ContainerStatus {
+	reported := m.sent.get(pod.UID, pod.Status).EphemeralContainerStatuses
+	var out []corev1.ContainerStatus
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		if old, ok := podutil.GetContainerStatus(reported, c.Name); ok && old.ContainerID != "" && st.latest(c.Name) == nil {
+			if old.State.Terminated == nil {
+				old.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Reason:   "ContainerStatusUnknown",
+					Message:  "The container could not be located when the pod was terminated",
+					ExitCode: 137,
+				}}
+			}
+			out = append(out, old)
+			continue
+		}
+		cs := m.containerStatus(pod, c, st, why[c.Name], false)
+		cs.Started, cs.Ready = nil, false
+		out = append(out, cs)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func (m *Manager) probeOK(id string, probe *corev1.Probe, kind probeKind) bool {

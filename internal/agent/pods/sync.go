@@ -81,6 +81,9 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 		s.waitAll(reasonContainerCreating, "MountVolume.SetUp failed for "+err.Error())
 		s.requeueIn(backoffInitial)
 	} else {
+		// Before the init containers, as the kubelet: a pod stuck
+		// initializing can still be debugged.
+		s.runEphemeralContainers(ctx)
 		if s.runInitContainers(ctx) {
 			s.runContainers(ctx)
 		}
@@ -184,7 +187,7 @@ func (s *syncRun) runInitContainers(ctx context.Context) bool {
 		latest := s.state.latest(c.Name)
 		switch {
 		case latest == nil:
-			s.start(ctx, c, true, 0)
+			s.start(ctx, startSpec{c: c, init: true}, 0)
 		case sidecar && latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 			if s.m.probeOK(latest.Id, c.StartupProbe, startup) {
 				continue
@@ -226,7 +229,7 @@ func (s *syncRun) runContainers(ctx context.Context) {
 		latest := s.state.latest(c.Name)
 		switch {
 		case latest == nil:
-			s.start(ctx, c, false, 0)
+			s.start(ctx, startSpec{c: c}, 0)
 		case latest.State == runtimeapi.ContainerState_CONTAINER_CREATED:
 			s.startCreated(ctx, c, latest)
 		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(s.pod.Spec.RestartPolicy, latest.ExitCode):
@@ -258,7 +261,7 @@ func (s *syncRun) restart(ctx context.Context, c *corev1.Container, init bool, l
 		return
 	}
 	s.requeueIn(s.m.backoff.Next(key))
-	s.start(ctx, c, init, latest.Metadata.Attempt+1)
+	s.start(ctx, startSpec{c: c, init: init}, latest.Metadata.Attempt+1)
 }
 
 func (s *syncRun) requeueIn(d time.Duration) {
@@ -267,9 +270,51 @@ func (s *syncRun) requeueIn(d time.Duration) {
 	}
 }
 
-// start pulls c's image and creates and starts its attempt-th container.
-// Failures become the container's waiting reason.
-func (s *syncRun) start(ctx context.Context, c *corev1.Container, init bool, attempt uint32) {
+// runEphemeralContainers starts each ephemeral container the runtime has no
+// instance of, in the pod's sandbox as it is; one that ran is never started
+// again, whether it exited or went with a replaced sandbox (the API status
+// remembers it ran: the kubelet keeps its dead instance in the runtime).
+func (s *syncRun) runEphemeralContainers(ctx context.Context) {
+	reported := s.m.sent.get(s.pod.UID, s.pod.Status).EphemeralContainerStatuses
+	for i := range s.pod.Spec.EphemeralContainers {
+		ec := &s.pod.Spec.EphemeralContainers[i]
+		if s.state.latest(ec.Name) != nil {
+			continue
+		}
+		if old, ok := podutil.GetContainerStatus(reported, ec.Name); ok && old.ContainerID != "" {
+			continue
+		}
+		s.start(ctx, startSpec{c: (*corev1.Container)(&ec.EphemeralContainerCommon), ephemeral: ec}, 0)
+	}
+}
+
+// startSpec is what start needs of a container: the container itself, as
+// an init container or not, and for an ephemeral container its own spec
+// (the kubelet's startSpec).
+type startSpec struct {
+	c         *corev1.Container
+	init      bool
+	ephemeral *corev1.EphemeralContainer
+}
+
+// targetID is the ID of the container whose namespaces an ephemeral
+// container targets ("" for none): its newest instance, in whatever state,
+// as the kubelet resolves it.
+func (sp startSpec) targetID(st podState) (string, error) {
+	if sp.ephemeral == nil || sp.ephemeral.TargetContainerName == "" {
+		return "", nil
+	}
+	target := st.latest(sp.ephemeral.TargetContainerName)
+	if target == nil {
+		return "", fmt.Errorf("unable to find target container %v", sp.ephemeral.TargetContainerName)
+	}
+	return target.Id, nil
+}
+
+// start pulls the container's image and creates and starts its attempt-th
+// instance. Failures become the container's waiting reason.
+func (s *syncRun) start(ctx context.Context, sp startSpec, attempt uint32) {
+	c := sp.c
 	image, err := s.m.ensureImage(ctx, s.pod, c, s.sbConfig)
 	if err != nil {
 		var ie imageError
@@ -283,7 +328,13 @@ func (s *syncRun) start(ctx context.Context, c *corev1.Container, init bool, att
 		s.waiting[c.Name] = waiting{reasonErrImagePull, err.Error()}
 		return
 	}
-	cfg, err := s.m.containerConfig(ctx, s.podAsStarted(ctx), c, init, attempt, image, s.volumes)
+	target, err := sp.targetID(s.state)
+	if err != nil {
+		s.waiting[c.Name] = waiting{reasonCreateConfigError, err.Error()}
+		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+		return
+	}
+	cfg, err := s.m.containerConfig(ctx, s.podAsStarted(ctx), c, sp.init, target, attempt, image, s.volumes)
 	if err != nil {
 		s.waiting[c.Name] = waiting{reasonCreateConfigError, err.Error()}
 		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
