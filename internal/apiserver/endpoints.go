@@ -119,7 +119,20 @@ func (f *scopeFactory) mainEndpoint(res *resource, r fullREST) (*endpoint, error
 // statusEndpoint serves a subresource that reads the whole object and
 // writes only part of it (status, approval).
 func (f *scopeFactory) statusEndpoint(res *resource, subresource string, r *resourceREST) (*endpoint, error) {
-	scope, err := f.scope(res, res.gvk(), subresource, r)
+	return f.readWriteEndpoint(res, res.gvk(), subresource, r)
+}
+
+// subresourceREST reads and writes one subresource.
+type subresourceREST interface {
+	rest.Getter
+	rest.Updater
+	rest.TableConvertor
+}
+
+// readWriteEndpoint serves get, update and patch of a subresource whose
+// objects are of kind.
+func (f *scopeFactory) readWriteEndpoint(res *resource, kind schema.GroupVersionKind, subresource string, r subresourceREST) (*endpoint, error) {
+	scope, err := f.scope(res, kind, subresource, r)
 	if err != nil {
 		return nil, err
 	}

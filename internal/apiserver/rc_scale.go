@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/apis/autoscaling"
@@ -153,13 +151,5 @@ func internalScale(s *autoscalingv1.Scale) *autoscaling.Scale {
 
 // scaleEndpoint serves a Scale subresource: get, update and patch.
 func (f *scopeFactory) scaleEndpoint(res *resource, r *scaleREST) (*endpoint, error) {
-	scope, err := f.scope(res, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), "scale", r)
-	if err != nil {
-		return nil, err
-	}
-	return &endpoint{namespaced: res.namespaced, groupRes: res.gvr.GroupResource(), verbs: map[string]http.Handler{
-		"get":    handlers.GetResource(r, scope),
-		"update": perRequest(func() http.Handler { return handlers.UpdateResource(r, scope, f.admit) }),
-		"patch":  perRequest(func() http.Handler { return handlers.PatchResource(r, scope, f.admit, patchTypes()) }),
-	}}, nil
+	return f.readWriteEndpoint(res, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), "scale", r)
 }

@@ -88,20 +88,36 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "replication", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return replication.Run(ctx, replication.Config{Client: client, Logger: c.Logger.With("component", "replication")})
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return replication.Run(ctx, replication.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "replication")})
 	}})
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
 		if err != nil {
 			return err
 		}
-		return resourcequota.Run(ctx, resourcequota.Config{Client: client, Metadata: meta, Logger: c.Logger.With("component", "resourcequota")})
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return resourcequota.Run(ctx, resourcequota.Config{Client: client, Metadata: meta, Pods: pods, Logger: c.Logger.With("component", "resourcequota")})
 	}})
 	out = append(out, component{name: "volume-protection", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return volumeprotection.Run(ctx, volumeprotection.Config{Client: client, Logger: c.Logger.With("component", "volume-protection")})
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return volumeprotection.Run(ctx, volumeprotection.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "volume-protection")})
 	}})
 	out = append(out, component{name: "endpoints", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return endpoints.Run(ctx, endpoints.Config{Client: client, Logger: c.Logger.With("component", "endpoints")})
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return endpoints.Run(ctx, endpoints.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "endpoints")})
 	}})
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {

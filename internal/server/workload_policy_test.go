@@ -28,12 +28,7 @@ func TestReplicationControllerKeepsItsReplicas(t *testing.T) {
 	createNamespace(t, s.Admin, "rc")
 	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("rc"))
 	rcs := s.Admin.CoreV1().ReplicationControllers("rc")
-	rc, err := rcs.Create(ctx, &corev1.ReplicationController{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](2), Selector: map[string]string{"app": "web"},
-			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
-	}, metav1.CreateOptions{})
+	rc, err := rcs.Create(ctx, webController(2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -189,12 +184,7 @@ func TestReplicationControllerDeleteOrphansItsPods(t *testing.T) {
 	createNamespace(t, s.Admin, "orphans")
 	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("orphans"))
 	rcs := s.Admin.CoreV1().ReplicationControllers("orphans")
-	if _, err := rcs.Create(ctx, &corev1.ReplicationController{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](1), Selector: map[string]string{"app": "web"},
-			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
-	}, metav1.CreateOptions{}); err != nil {
+	if _, err := rcs.Create(ctx, webController(1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pods := s.Admin.CoreV1().Pods("orphans")
@@ -210,4 +200,14 @@ func TestReplicationControllerDeleteOrphansItsPods(t *testing.T) {
 		list, lerr := pods.List(ctx, metav1.ListOptions{})
 		return apierrors.IsNotFound(err) && lerr == nil && len(list.Items) == 1 && len(list.Items[0].OwnerReferences) == 0
 	})
+}
+
+// webController is a ReplicationController "web" of busybox pods labelled app=web.
+func webController(replicas int32) *corev1.ReplicationController {
+	return &corev1.ReplicationController{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To(replicas), Selector: map[string]string{"app": "web"},
+			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+	}
 }

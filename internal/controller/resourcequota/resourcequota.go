@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller"
@@ -40,12 +42,16 @@ type Config struct {
 	Client   kubernetes.Interface
 	Metadata metadata.Interface
 	Logger   *slog.Logger
+	// Pods, when set, is where the pod informer lists and watches: the
+	// API server's watch cache, whose objects it then shares.
+	Pods cache.ListerWatcher
 }
 
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("resourcequota"))
 	typed := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(typed, &corev1.Pod{}, cfg.Pods)
 	meta := metadatainformer.NewSharedInformerFactory(cfg.Metadata, 0)
 	config, err := install.NewQuotaConfigurationForControllers(generic.ListerFuncForResourceFunc(typed.ForResource), typed)
 	if err != nil {
