@@ -7,6 +7,7 @@ package informeropts
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"log/slog"
 	"sync"
 	"time"
@@ -88,4 +89,22 @@ func RunControllers(ctx context.Context, factory informers.SharedInformerFactory
 	}
 	wg.Wait()
 	return nil
+}
+
+// ControllerConfig is what each of upstream's controllers the server runs
+// is given: its client, its logger, and where its pod informer lists and
+// watches (the API server's watch cache, whose objects it then shares;
+// nil: through Client).
+type ControllerConfig struct {
+	Client kubernetes.Interface
+	Logger *slog.Logger
+	Pods   cache.ListerWatcher
+}
+
+// NewFactory is one controller's informer factory, its pods read through
+// c.Pods.
+func (c ControllerConfig) NewFactory() informers.SharedInformerFactory {
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, Factory()...)
+	ReadThrough(factory, &corev1.Pod{}, c.Pods)
+	return factory
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/berth/berth/internal/controller/resourcequota"
 	"github.com/berth/berth/internal/controller/tokencleaner"
 	"github.com/berth/berth/internal/controller/volumeprotection"
+	"github.com/berth/berth/internal/informeropts"
 	"github.com/berth/berth/internal/leader"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
@@ -103,7 +104,8 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		if err != nil {
 			return err
 		}
-		return resourcequota.Run(ctx, resourcequota.Config{Client: client, Metadata: meta, Pods: pods, Logger: c.Logger.With("component", "resourcequota")})
+		return resourcequota.Run(ctx, resourcequota.Config{Metadata: meta,
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "resourcequota")}})
 	}})
 	out = append(out, component{name: "volume-protection", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		pods, err := localPods(ctx, local, pki.ControllerIdentity)

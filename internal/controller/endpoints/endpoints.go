@@ -8,12 +8,7 @@ package endpoints
 
 import (
 	"context"
-	"log/slog"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/endpoint"
 	"k8s.io/kubernetes/pkg/controller/endpointslice"
@@ -33,20 +28,13 @@ const (
 )
 
 // Config is what the controllers need.
-type Config struct {
-	Client kubernetes.Interface
-	Logger *slog.Logger
-	// Pods, when set, is where the pod informer lists and watches: the
-	// API server's watch cache, whose objects it then shares.
-	Pods cache.ListerWatcher
-}
+type Config = informeropts.ControllerConfig
 
 // Run runs the three controllers until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	// Upstream's controllers log through klog's contextual logger.
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("endpoints"))
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
-	informeropts.ReadThrough(factory, &corev1.Pod{}, cfg.Pods)
+	factory := cfg.NewFactory()
 	pods, services, nodes := factory.Core().V1().Pods(), factory.Core().V1().Services(), factory.Core().V1().Nodes()
 	endpoints, slices := factory.Core().V1().Endpoints(), factory.Discovery().V1().EndpointSlices()
 

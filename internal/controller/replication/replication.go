@@ -6,12 +6,7 @@ package replication
 
 import (
 	"context"
-	"log/slog"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	upstream "k8s.io/kubernetes/pkg/controller/replication"
@@ -23,19 +18,12 @@ import (
 const workers = 5
 
 // Config is what the manager needs.
-type Config struct {
-	Client kubernetes.Interface
-	Logger *slog.Logger
-	// Pods, when set, is where the pod informer lists and watches: the
-	// API server's watch cache, whose objects it then shares.
-	Pods cache.ListerWatcher
-}
+type Config = informeropts.ControllerConfig
 
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("replication"))
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
-	informeropts.ReadThrough(factory, &corev1.Pod{}, cfg.Pods)
+	factory := cfg.NewFactory()
 	manager := upstream.NewReplicationManager(ctx, factory.Core().V1().Pods(), factory.Core().V1().ReplicationControllers(),
 		cfg.Client, replicaset.BurstReplicas)
 	return informeropts.RunControllers(ctx, factory, cfg.Logger, informeropts.Workers(manager.Run, workers))

@@ -8,16 +8,11 @@ package resourcequota
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller"
@@ -37,21 +32,17 @@ const (
 	rediscoverInterval = 30 * time.Second
 )
 
-// Config is what the controller needs.
+// Config is what the controller needs: besides the common part, a
+// metadata client for the resources it counts by their metadata.
 type Config struct {
-	Client   kubernetes.Interface
+	informeropts.ControllerConfig
 	Metadata metadata.Interface
-	Logger   *slog.Logger
-	// Pods, when set, is where the pod informer lists and watches: the
-	// API server's watch cache, whose objects it then shares.
-	Pods cache.ListerWatcher
 }
 
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("resourcequota"))
-	typed := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
-	informeropts.ReadThrough(typed, &corev1.Pod{}, cfg.Pods)
+	typed := cfg.NewFactory()
 	meta := metadatainformer.NewSharedInformerFactory(cfg.Metadata, 0)
 	config, err := install.NewQuotaConfigurationForControllers(generic.ListerFuncForResourceFunc(typed.ForResource), typed)
 	if err != nil {

@@ -11,12 +11,7 @@ package volumeprotection
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/volume/pvcprotection"
 	"k8s.io/kubernetes/pkg/controller/volume/pvprotection"
@@ -25,21 +20,14 @@ import (
 )
 
 // Config is what the controllers need.
-type Config struct {
-	Client kubernetes.Interface
-	Logger *slog.Logger
-	// Pods, when set, is where the pod informer lists and watches: the
-	// API server's watch cache, whose objects it then shares.
-	Pods cache.ListerWatcher
-}
+type Config = informeropts.ControllerConfig
 
 // Run runs both controllers, one worker each (kube-controller-manager's
 // setting), until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx).WithName("volumeprotection")
 	ctx = klog.NewContext(ctx, logger)
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
-	informeropts.ReadThrough(factory, &corev1.Pod{}, cfg.Pods)
+	factory := cfg.NewFactory()
 	core := factory.Core().V1()
 	claims, err := pvcprotection.NewPVCProtectionController(logger, core.PersistentVolumeClaims(), core.Pods(), cfg.Client)
 	if err != nil {
