@@ -178,5 +178,6 @@ func (r *resourceREST) DeleteCollection(ctx context.Context, deleteValidation re
 	if err := meta.SetList(listObj, deleted); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	clearItemKinds(listObj)
 	return listObj, nil
 }

@@ -9,6 +9,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -40,6 +41,7 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	if err := meta.SetList(list, objs); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	clearItemKinds(list)
 	listMeta, err := meta.ListAccessor(list)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -47,6 +49,17 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	listMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 	listMeta.SetContinue(cont)
 	return list, nil
+}
+
+// clearItemKinds empties the apiVersion and kind of a list's items, as
+// kube-apiserver's answers have them: its items come out of the conversion
+// from internal objects, which carries no type. The items are the list's own
+// shallow copies, so the cache's objects keep theirs.
+func clearItemKinds(list runtime.Object) {
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		return nil
+	})
 }
 
 // Watch implements rest.Watcher from the collection reader.
