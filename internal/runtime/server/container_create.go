@@ -43,6 +43,10 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", sb.ID)
 	}
+	targetPid, err := s.targetPid(ctx, sb.ID, cfg)
+	if err != nil {
+		return nil, err
+	}
 	img, err := s.cfg.Images.Resolve(ctx, cfg.GetImage().GetImage())
 	if err != nil {
 		return nil, err
@@ -71,7 +75,7 @@ func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateCont
 	undo.add("release name", func(context.Context) error { s.containers.releaseName(c.nameKey()); return nil })
 	unblock := s.cfg.NRI.BlockSync()
 	defer unblock()
-	if err := s.prepareBundle(ctx, sb, c, img, &undo); err != nil {
+	if err := s.prepareBundle(ctx, sb, c, img, targetPid, &undo); err != nil {
 		return nil, err
 	}
 	if err := s.containers.put(c.ID, c); err != nil {
@@ -96,8 +100,9 @@ func rootfsOptions(sb sandbox) image.RootfsOptions {
 }
 
 // prepareBundle mounts the rootfs, generates the spec and writes it into
-// the container's bundle, for StartContainer to run.
-func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, img Image, undo *undoStack) error {
+// the container's bundle, for StartContainer to run. targetPid is the
+// process whose PID namespace a container in TARGET mode joins.
+func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, img Image, targetPid int, undo *undoStack) error {
 	if c.LogPath != "" {
 		if err := prepareLogFile(sb.Config.GetLogDirectory(), c.Config.GetLogPath()); err != nil {
 			return err
@@ -120,7 +125,7 @@ func (s *Server) prepareBundle(ctx context.Context, sb sandbox, c *container, im
 	generated, err := s.cfg.Specs.Container(ctx, spec.Input{
 		ID: c.ID, SandboxID: sb.ID, Sandbox: sb.Config, Container: specConfig, Image: img.Config,
 		RootfsPath: rootfs, SandboxPid: sb.Pid, NetNSPath: sb.NetNS, UserNSPath: sb.UserNS, SandboxDir: sb.Dir, IDMapDir: s.idmapDir(c.ID),
-		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.Pause == pauseContainer,
+		UTSNSPath: sb.UTSNS, IPCNSPath: sb.IPCNS, SysctlsSet: sb.Pause == pauseContainer, TargetPid: targetPid,
 	})
 	if err != nil {
 		return err

@@ -42,6 +42,9 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", sb.ID)
 	}
+	if err := s.checkTargetStillRuns(ctx, c); err != nil {
+		return nil, err
+	}
 	if err := s.cfg.NRI.StartContainer(ctx, nriPod(sb), nriContainer(c, nil)); err != nil {
 		return nil, status.Errorf(codes.Unknown, "NRI StartContainer: %v", err)
 	}

@@ -272,6 +272,17 @@ func TestGenerateNamespaces(t *testing.T) {
 	if p, ok := nsOf(mustGenerate(t, in))[specs.PIDNamespace]; !ok || p != "" {
 		t.Errorf("container PID namespace: %q %v", p, ok)
 	}
+	// TARGET joins the target container's process; one without a process
+	// to join is refused, not given a PID namespace of its own.
+	in.Container.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_TARGET, TargetId: "app"}}
+	in.TargetPid = 77
+	if p := nsOf(mustGenerate(t, in))[specs.PIDNamespace]; p != "/proc/77/ns/pid" {
+		t.Errorf("TARGET PID namespace %q, want the target's /proc/77/ns/pid", p)
+	}
+	in.TargetPid = 0
+	if _, err := Generate(context.Background(), in); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("TARGET without a target process: %v, want InvalidArgument", err)
+	}
 
 	in.Sandbox.Linux.SecurityContext = &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{
 		Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_NODE,
