@@ -59,10 +59,7 @@ func runSleeper(t *testing.T, r *Runtime) {
 	if err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)
 	}
-	image := cri.Image(images.Busybox)
-	if _, err := r.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatalf("pull %s: %v", image, err)
-	}
+	image := r.Pull(t, images.Busybox)
 	c, err := r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, SandboxConfig: sbCfg,
 		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"}, Image: &runtimeapi.ImageSpec{Image: image},
 			Command: []string{"sleep", "3600"}, LogPath: "sleep.log"}})

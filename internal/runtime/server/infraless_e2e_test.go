@@ -1,19 +1,16 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/runtimetest"
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
-	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // monitor is the berth-monitor binary the real runtime of the e2e tests
@@ -21,59 +18,6 @@ import (
 var monitor string
 
 func TestMain(m *testing.M) { runtimetest.Main(m, &monitor) }
-
-type pod struct {
-	r   *runtimetest.Runtime
-	id  string
-	cfg *runtimeapi.PodSandboxConfig
-}
-
-func runPod(t *testing.T, r *runtimetest.Runtime, name string, pid runtimeapi.NamespaceMode, sysctls map[string]string) pod {
-	t.Helper()
-	cfg := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name},
-		Hostname:     name + "-host",
-		LogDirectory: t.TempDir(),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{Sysctls: sysctls, SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: pid},
-		}},
-	}
-	resp, err := r.Client.Runtime.RunPodSandbox(t.Context(), &runtimeapi.RunPodSandboxRequest{Config: cfg})
-	if err != nil {
-		t.Fatalf("RunPodSandbox %s: %v", name, err)
-	}
-	return pod{r: r, id: resp.PodSandboxId, cfg: cfg}
-}
-
-// sleeper starts a sleeping busybox in the pod and waits until it runs.
-func (p pod) sleeper(t *testing.T, name string) string {
-	t.Helper()
-	return p.start(t, name)
-}
-
-// start starts a sleeping busybox with mounts in the pod and waits until
-// it runs.
-func (p pod) start(t *testing.T, name string, mounts ...*runtimeapi.Mount) string {
-	t.Helper()
-	ctx := t.Context()
-	c, err := p.r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: p.id, SandboxConfig: p.cfg,
-		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: cri.Image(images.Busybox)},
-			Command: []string{"sleep", "3600"}, LogPath: name + ".log", Mounts: mounts}})
-	if err != nil {
-		t.Fatalf("CreateContainer %s: %v", name, err)
-	}
-	if _, err := p.r.Client.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
-		t.Fatalf("StartContainer %s: %v", name, err)
-	}
-	err = wait.PollTrue(ctx, time.Minute, "container "+name+" to report running", func(ctx context.Context) (bool, error) {
-		st, err := p.r.Client.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ContainerId})
-		return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.ContainerId
-}
 
 // view is what one container sees of its namespaces, one line each.
 func view(t *testing.T, r *runtimetest.Runtime, id string, paths ...string) map[string]string {
@@ -127,10 +71,7 @@ func hostNS(t *testing.T, ns string) string {
 // a shared PID namespace still runs its containers under the pause process.
 func TestInfralessPodUnderRunc(t *testing.T) {
 	r := runtimetest.Start(t, monitor)
-	image := cri.Image(images.Busybox)
-	if _, err := r.Client.Images.PullImage(t.Context(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatalf("pull %s: %v", image, err)
-	}
+	r.Pull(t, images.Busybox)
 	sysctls := map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_unprivileged_port_start": "81"}
 	p := runPod(t, r, "solo", runtimeapi.NamespaceMode_CONTAINER, sysctls)
 	if info := sandboxInfo(t, r, p.id); info["pid"] != float64(0) || info["pause"] != false {

@@ -8,7 +8,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/runtimetest"
-	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 )
 
@@ -19,10 +18,7 @@ import (
 func BenchmarkCreateStartContainer(b *testing.B) {
 	r := runtimetest.Start(b, monitor)
 	ctx := b.Context()
-	image := cri.Image(images.Busybox)
-	if _, err := r.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		b.Fatalf("pull %s: %v", image, err)
-	}
+	image := r.Pull(b, images.Busybox)
 	sbCfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "bench", Namespace: "default", Uid: "uid-bench"},
 		LogDirectory: b.TempDir(),

@@ -1,21 +1,17 @@
 package server_test
 
 import (
-	"context"
 	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/pkg/securitycontext"
 
 	"github.com/berth/berth/internal/runtime/runtimetest"
-	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
-	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestKubeletSecurityContextUnderRunc: the security context the kubelet
@@ -26,10 +22,7 @@ import (
 // mounted read-only, while a container sent Unconfined has no filter.
 func TestKubeletSecurityContextUnderRunc(t *testing.T) {
 	r := runtimetest.Start(t, monitor)
-	image := cri.Image(images.Busybox)
-	if _, err := r.Client.Images.PullImage(t.Context(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatalf("pull %s: %v", image, err)
-	}
+	r.Pull(t, images.Busybox)
 	p := runPod(t, r, "secctx", runtimeapi.NamespaceMode_CONTAINER, nil)
 	// The masks are the kubelet's own conversion of procMount Default, the
 	// one the agent calls too.
@@ -44,7 +37,7 @@ func TestKubeletSecurityContextUnderRunc(t *testing.T) {
 	}
 	sc := kubelet(runtimeapi.SecurityProfile_RuntimeDefault)
 	masked := readableOnHost(t, sc.MaskedPaths)
-	confined := startWithSecurity(t, p, "confined", sc)
+	confined := p.startWithSecurity(t, "confined", sc)
 	for _, f := range []string{"/proc/1/status", "/proc/self/status"} {
 		if got := procStatus(t, r, confined, f, "Seccomp"); got != "2" {
 			t.Errorf("RuntimeDefault: %s says Seccomp %s, want 2", f, got)
@@ -58,7 +51,7 @@ func TestKubeletSecurityContextUnderRunc(t *testing.T) {
 	if out := execOut(t, r, confined, "awk", `$5 == "/proc/sys" { print $6 }`, "/proc/self/mountinfo"); !strings.HasPrefix(out, "ro,") {
 		t.Errorf("/proc/sys mount options %q, want read-only", out)
 	}
-	unconfined := startWithSecurity(t, p, "unconfined", kubelet(runtimeapi.SecurityProfile_Unconfined))
+	unconfined := p.startWithSecurity(t, "unconfined", kubelet(runtimeapi.SecurityProfile_Unconfined))
 	for _, f := range []string{"/proc/1/status", "/proc/self/status"} {
 		if got := procStatus(t, r, unconfined, f, "Seccomp"); got != "0" {
 			t.Errorf("Unconfined: %s says Seccomp %s, want 0", f, got)
@@ -87,28 +80,6 @@ func readableOnHost(t *testing.T, paths []string) []string {
 		t.Fatalf("masked paths readable on the host %v lack /proc/interrupts", out)
 	}
 	return out
-}
-
-func startWithSecurity(t *testing.T, p pod, name string, sc *runtimeapi.LinuxContainerSecurityContext) string {
-	t.Helper()
-	ctx := t.Context()
-	c, err := p.r.Client.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: p.id, SandboxConfig: p.cfg,
-		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: cri.Image(images.Busybox)},
-			Command: []string{"sleep", "3600"}, LogPath: name + ".log", Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: sc}}})
-	if err != nil {
-		t.Fatalf("CreateContainer %s: %v", name, err)
-	}
-	if _, err := p.r.Client.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
-		t.Fatalf("StartContainer %s: %v", name, err)
-	}
-	err = wait.PollTrue(ctx, time.Minute, "container "+name+" to report running", func(ctx context.Context) (bool, error) {
-		st, err := p.r.Client.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ContainerId})
-		return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.ContainerId
 }
 
 func execOut(t *testing.T, r *runtimetest.Runtime, id string, cmd ...string) string {

@@ -1,19 +1,15 @@
 package server_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/runtimetest"
-	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
-	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // TestTargetPidNamespaceUnderRunc runs what `kubectl debug --target=app`
@@ -24,10 +20,7 @@ import (
 func TestTargetPidNamespaceUnderRunc(t *testing.T) {
 	r := runtimetest.Start(t, monitor)
 	ctx := t.Context()
-	image := cri.Image(images.Busybox)
-	if _, err := r.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatalf("pull %s: %v", image, err)
-	}
+	r.Pull(t, images.Busybox)
 	p := runPod(t, r, "debugged", runtimeapi.NamespaceMode_CONTAINER, nil)
 	app, err := p.createWithPid(t, "app", &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER}, "sleep", "3601")
 	if err != nil {
@@ -66,30 +59,6 @@ func TestTargetPidNamespaceUnderRunc(t *testing.T) {
 	_, err = p.createWithPid(t, "debug-stopped", target, "sleep", "3604")
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("TARGET on a stopped container: %v, want FailedPrecondition", err)
-	}
-}
-
-func (p pod) createWithPid(t *testing.T, name string, ns *runtimeapi.NamespaceOption, cmd ...string) (string, error) {
-	t.Helper()
-	c, err := p.r.Client.Runtime.CreateContainer(t.Context(), &runtimeapi.CreateContainerRequest{PodSandboxId: p.id, SandboxConfig: p.cfg,
-		Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Image: &runtimeapi.ImageSpec{Image: cri.Image(images.Busybox)},
-			Command: cmd, LogPath: name + ".log",
-			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: ns}}}})
-	return c.GetContainerId(), err
-}
-
-func (p pod) startAndWait(t *testing.T, name, id string) {
-	t.Helper()
-	ctx := t.Context()
-	if _, err := p.r.Client.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
-		t.Fatalf("StartContainer %s: %v", name, err)
-	}
-	err := wait.PollTrue(ctx, time.Minute, "container "+name+" to report running", func(ctx context.Context) (bool, error) {
-		st, err := p.r.Client.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-		return err == nil && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING, nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

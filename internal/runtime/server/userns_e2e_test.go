@@ -37,10 +37,7 @@ func TestUserNamespacedPodUnderRunc(t *testing.T) {
 	if !st.GetRuntimeHandlers()[0].GetFeatures().GetUserNamespaces() {
 		t.Fatal("Status does not offer user namespaces on this host")
 	}
-	image := cri.Image(images.Busybox)
-	if _, err := r.Client.Images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
-		t.Fatalf("pull %s: %v", image, err)
-	}
+	image := r.Pull(t, images.Busybox)
 	mapping := []*runtimeapi.IDMapping{{ContainerId: 0, HostId: usernsHostID, Length: 65536}}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "userns", Namespace: "default", Uid: "uid-userns"},

@@ -384,3 +384,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 `, c.CNIBinDir, c.CNIConfDir, c.RegistryHostsDir)
 	return b.String()
 }
+
+// Pull pulls ref (a name in the test registry, see Image) through the
+// runtime's image service and returns the reference the runtime knows it
+// by, failing t when the pull fails.
+func (c Conn) Pull(t testing.TB, ref string) string {
+	t.Helper()
+	image := Image(ref)
+	if _, err := c.Client.Images.PullImage(t.Context(), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}}); err != nil {
+		t.Fatalf("pull %s: %v", image, err)
+	}
+	return image
+}
