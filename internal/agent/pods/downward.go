@@ -63,26 +63,3 @@ func (m *Manager) nodeAllocatable(ctx context.Context) (corev1.ResourceList, err
 	}
 	return node.Status.Allocatable, nil
 }
-
-// downwardFiles are a downwardAPI volume's (or projection's) files.
-func (m *Manager) downwardFiles(ctx context.Context, pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for _, it := range items {
-		var v string
-		var err error
-		switch {
-		case it.FieldRef != nil:
-			v, err = m.fieldValue(pod, it.FieldRef.FieldPath)
-		case it.ResourceFieldRef != nil:
-			var allocatable corev1.ResourceList
-			if allocatable, err = m.nodeAllocatable(ctx); err == nil {
-				v, err = resource.ExtractResourceValueByContainerNameAndNodeAllocatable(it.ResourceFieldRef, pod, it.ResourceFieldRef.ContainerName, allocatable)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("downward API file %s: %w", it.Path, err)
-		}
-		out[it.Path] = []byte(v)
-	}
-	return out, nil
-}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 // The downward API as the kubelet serves it: the pod's IPs and the node's,
@@ -67,11 +68,11 @@ func TestDownwardAPIAsTheKubelet(t *testing.T) {
 		}
 	}
 
-	files, err := m.downwardFiles(ctx, pod, []corev1.DownwardAPIVolumeFile{
+	files, err := m.downwardPayload(ctx, pod, []corev1.DownwardAPIVolumeFile{
 		{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
 		{Path: "cpu_limit", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "open", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}},
-	})
-	if err != nil || string(files["labels"]) != "a=\"1\"\nb=\"2\"" || string(files["cpu_limit"]) != "3000" {
-		t.Errorf("downward files %q, %v", files, err)
+	}, ptr.To[int32](0o644), nil)
+	if err != nil || string(files["labels"].Data) != "a=\"1\"\nb=\"2\"" || string(files["cpu_limit"].Data) != "3000" {
+		t.Errorf("downward files %v, %v", files, err)
 	}
 }

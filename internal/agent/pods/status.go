@@ -300,6 +300,7 @@ func conditions(pod *corev1.Pod, st corev1.PodStatus, sandboxReady bool, now met
 		if ok {
 			c = corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
 		}
+		c.ObservedGeneration = podutil.CalculatePodConditionObservedGeneration(&pod.Status, pod.Generation, t)
 		for _, old := range pod.Status.Conditions {
 			if old.Type == t && old.Status == c.Status {
 				c.LastTransitionTime = old.LastTransitionTime
@@ -324,6 +325,9 @@ func conditions(pod *corev1.Pod, st corev1.PodStatus, sandboxReady bool, now met
 	}
 	for _, old := range pod.Status.Conditions {
 		if old.Type == corev1.PodScheduled {
+			// The scheduler's times and reason stay; the generation is
+			// the one this status answers, as the kubelet writes it.
+			old.ObservedGeneration = out[4].ObservedGeneration
 			out[4] = old
 		}
 	}
@@ -335,8 +339,14 @@ func conditions(pod *corev1.Pod, st corev1.PodStatus, sandboxReady bool, now met
 // with the pod's UID as precondition (the kubelet's way). What the server
 // has is the status this Manager last sent, when it sent one: the
 // informer's copy may not have caught up with it yet.
+//
+// Every status answers the pod's generation (status.observedGeneration),
+// as the kubelet's status manager sets it, and never a lower one than the
+// server has: a sync from an older copy of the pod must not send the
+// generation backwards.
 func (m *Manager) patchStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
 	old := m.sent.get(pod.UID, pod.Status)
+	status.ObservedGeneration = max(podutil.CalculatePodStatusObservedGeneration(pod), old.ObservedGeneration)
 	if equality.Semantic.DeepEqual(old, status) {
 		return nil
 	}

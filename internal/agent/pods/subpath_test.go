@@ -34,7 +34,7 @@ func newSubPathFixture(t *testing.T) *subPathFixture {
 	m := New(Config{NodeName: testNode, DataDir: t.TempDir()}, fake.NewClientset(), nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-subpath"}}
 	f := &subPathFixture{m: m, pod: pod, vol: m.volumeDir(pod, "data"), host: t.TempDir(), hostDir: t.TempDir()}
-	if err := emptyDirVolume(f.vol, &corev1.EmptyDirVolumeSource{}); err != nil {
+	if err := m.emptyDirVolume(f.vol, &corev1.EmptyDirVolumeSource{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(f.host, "marker"), []byte("host"), 0o600); err != nil {

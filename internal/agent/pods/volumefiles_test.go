@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	volumeutil "k8s.io/kubernetes/pkg/volume/util"
 )
 
 func TestVolumeFilesRefusePathsOutOfTheVolume(t *testing.T) {
@@ -12,7 +14,7 @@ func TestVolumeFilesRefusePathsOutOfTheVolume(t *testing.T) {
 		t.Run(bad, func(t *testing.T) {
 			parent := t.TempDir()
 			dir := filepath.Join(parent, "vol")
-			err := writeVolumeFiles(dir, map[string][]byte{"ok": []byte("fine"), bad: []byte("owned")}, nil, nil)
+			err := writeVolumeFiles(dir, filesWithMode(0o644, "ok", "fine", bad, "owned"), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), "invalid path") {
 				t.Fatalf("path %q: got %v, want an invalid path error", bad, err)
 			}
@@ -28,8 +30,7 @@ func TestVolumeFilesRefusePathsOutOfTheVolume(t *testing.T) {
 
 func TestVolumeFilesAreReplacedAsOneVersion(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "vol")
-	mode := int32(0o600)
-	if err := writeVolumeFiles(dir, map[string][]byte{"a": []byte("1"), "sub/b": []byte("1")}, &mode, nil); err != nil {
+	if err := writeVolumeFiles(dir, filesWithMode(0o600, "a", "1", "sub/b", "1"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	first, err := os.Readlink(filepath.Join(dir, "..data"))
@@ -39,7 +40,7 @@ func TestVolumeFilesAreReplacedAsOneVersion(t *testing.T) {
 	assertFile(t, filepath.Join(dir, "a"), "1", 0o600)
 	assertFile(t, filepath.Join(dir, "sub/b"), "1", 0o600)
 
-	if err := writeVolumeFiles(dir, map[string][]byte{"sub/b": []byte("2"), "c": []byte("2")}, nil, nil); err != nil {
+	if err := writeVolumeFiles(dir, filesWithMode(0o644, "sub/b", "2", "c", "2"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	assertFile(t, filepath.Join(dir, "sub/b"), "2", 0o644)
@@ -63,7 +64,7 @@ func TestVolumeFilesReplaceTheFlatLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := writeVolumeFiles(dir, map[string][]byte{"a": []byte("new"), "sub/b": []byte("new")}, nil, nil); err != nil {
+	if err := writeVolumeFiles(dir, filesWithMode(0o644, "a", "new", "sub/b", "new"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	assertFile(t, filepath.Join(dir, "a"), "new", 0o644)
@@ -82,4 +83,13 @@ func assertFile(t *testing.T, path, want string, mode os.FileMode) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != mode {
 		t.Errorf("%s mode %v, %v; want %v", path, st.Mode(), err, mode)
 	}
+}
+
+// filesWithMode is a payload of path, content pairs, every file of mode.
+func filesWithMode(mode int32, pathContent ...string) payload {
+	p := payload{}
+	for i := 0; i+1 < len(pathContent); i += 2 {
+		p[pathContent[i]] = volumeutil.FileProjection{Data: []byte(pathContent[i+1]), Mode: mode}
+	}
+	return p
 }

@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	volumeutil "k8s.io/kubernetes/pkg/volume/util"
@@ -39,23 +38,27 @@ func (m *Manager) prepareVolumes(ctx context.Context, pod *corev1.Pod) (map[stri
 
 func (m *Manager) prepareVolume(ctx context.Context, pod *corev1.Pod, v corev1.Volume) (string, error) {
 	dir := m.volumeDir(pod, v.Name)
+	fsGroup := podFSGroup(pod)
 	switch {
 	case v.HostPath != nil:
 		return hostPathVolume(v.HostPath)
 	case v.EmptyDir != nil:
-		return dir, emptyDirVolume(dir, v.EmptyDir)
+		return dir, m.emptyDirVolume(dir, v.EmptyDir, fsGroup)
 	case v.ConfigMap != nil:
-		files, err := m.configMapFiles(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
-		return dir, writeVolumeFiles(dir, files, v.ConfigMap.DefaultMode, err)
+		src := v.ConfigMap
+		files, err := m.configMapPayload(ctx, pod.Namespace, src.Name, src.Items, modeOr(src.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode), src.DefaultUser, src.Optional)
+		return dir, writeVolumeFiles(dir, files, fsGroup, err)
 	case v.Secret != nil:
-		files, err := m.secretFiles(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
-		return dir, writeVolumeFiles(dir, files, v.Secret.DefaultMode, err)
+		src := v.Secret
+		files, err := m.secretPayload(ctx, pod.Namespace, src.SecretName, src.Items, modeOr(src.DefaultMode, corev1.SecretVolumeSourceDefaultMode), src.DefaultUser, src.Optional)
+		return dir, writeVolumeFiles(dir, files, fsGroup, err)
 	case v.DownwardAPI != nil:
-		files, err := m.downwardFiles(ctx, pod, v.DownwardAPI.Items)
-		return dir, writeVolumeFiles(dir, files, v.DownwardAPI.DefaultMode, err)
+		src := v.DownwardAPI
+		files, err := m.downwardPayload(ctx, pod, src.Items, modeOr(src.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode), src.DefaultUser)
+		return dir, writeVolumeFiles(dir, files, fsGroup, err)
 	case v.Projected != nil:
-		files, err := m.projectedFiles(ctx, pod, v.Projected)
-		return dir, writeVolumeFiles(dir, files, v.Projected.DefaultMode, err)
+		files, err := m.projectedPayload(ctx, pod, v.Projected)
+		return dir, writeVolumeFiles(dir, files, fsGroup, err)
 	}
 	return "", errors.New("unsupported volume type")
 }
@@ -87,26 +90,47 @@ func hostPathVolume(hp *corev1.HostPathVolumeSource) (string, error) {
 }
 
 // emptyDirVolume creates the directory; medium Memory mounts a tmpfs
-// bounded by sizeLimit there.
-func emptyDirVolume(dir string, ed *corev1.EmptyDirVolumeSource) error {
+// bounded by sizeLimit there. A directory set up now (created, or given its
+// tmpfs) gets the pod's fsGroup as upstream's emptyDir plugin gives it, once:
+// what containers write there later keeps the owner they give it. As
+// upstream's, a failed ownership change does not fail the volume.
+func (m *Manager) emptyDirVolume(dir string, ed *corev1.EmptyDirVolumeSource, fsGroup *int64) error {
+	setUp, err := emptyDirSetUp(dir, ed)
+	if err != nil || !setUp || fsGroup == nil {
+		return err
+	}
+	if err := setVolumeOwnership(dir, fsGroup, false); err != nil {
+		m.log.Warn("emptyDir ownership", "path", dir, "fsGroup", *fsGroup, "err", err)
+	}
+	return nil
+}
+
+// emptyDirSetUp makes dir the emptyDir and reports whether it set it up
+// now rather than finding it in place.
+func emptyDirSetUp(dir string, ed *corev1.EmptyDirVolumeSource) (bool, error) {
+	_, statErr := os.Lstat(dir)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
+		return false, err
 	}
-	// World-writable like the kubelet's, so non-root containers can share it.
-	if err := os.Chmod(dir, 0o777); err != nil {
-		return err
+	if ed.Medium != corev1.StorageMediumMemory {
+		if !created {
+			return false, nil
+		}
+		// World-writable like the kubelet's, so non-root containers can share it.
+		return true, os.Chmod(dir, 0o777)
 	}
-	if ed.Medium != corev1.StorageMediumMemory || isMountPoint(dir) {
-		return nil
+	if isMountPoint(dir) {
+		return false, nil
 	}
 	opts := "mode=0777"
 	if ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
 		opts += fmt.Sprintf(",size=%d", ed.SizeLimit.Value())
 	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount tmpfs: %w", err)
+		return false, fmt.Errorf("mount tmpfs: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func isMountPoint(dir string) bool {
@@ -117,19 +141,19 @@ func isMountPoint(dir string) bool {
 	return st.Dev != parent.Dev
 }
 
-// writeVolumeFiles projects files (relative path -> content) into dir with
-// the kubelet's AtomicWriter. It refuses a path that is absolute, has a
-// '..' element or starts with '..' (items[].path is the user's choice),
-// writes each version into a fresh directory no container can reach, and
-// publishes it by renaming the ..data symlink: a container sees one whole
-// version or the next, and a removed key disappears with its version.
-func writeVolumeFiles(dir string, files map[string][]byte, defaultMode *int32, err error) error {
+// writeVolumeFiles writes a content volume's payload into dir with the
+// kubelet's own AtomicWriter, as its volume plugins do. It refuses a path
+// that is absolute, has a '..' element or starts with '..' (items[].path is
+// the user's choice), writes each version into a fresh directory no
+// container can reach, and publishes it by renaming the ..data symlink: a
+// container sees one whole version or the next, and a removed key
+// disappears with its version. The pod's fsGroup is applied to each new
+// version before it is published, read-only, as upstream's plugins do
+// through the writer's setPerms hook; an unchanged payload is not
+// rewritten, so ownership is not walked again on every sync.
+func writeVolumeFiles(dir string, files payload, fsGroup *int64, err error) error {
 	if err != nil {
 		return err
-	}
-	mode := int32(0o644)
-	if defaultMode != nil {
-		mode = *defaultMode
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -141,11 +165,12 @@ func writeVolumeFiles(dir string, files map[string][]byte, defaultMode *int32, e
 	if err != nil {
 		return err
 	}
-	payload := make(map[string]volumeutil.FileProjection, len(files))
-	for rel, data := range files {
-		payload[rel] = volumeutil.FileProjection{Data: data, Mode: mode}
+	setPerms := func(string) error {
+		// The whole volume, not only the new version: on the first write
+		// the links beside ..data are new too.
+		return setVolumeOwnership(dir, fsGroup, true)
 	}
-	if err := w.Write(payload, nil); err != nil {
+	if err := w.Write(files, setPerms); err != nil {
 		return fmt.Errorf("write files: %w", err)
 	}
 	return nil
@@ -168,80 +193,6 @@ func dropFlatLayout(dir string) error {
 		}
 	}
 	return nil
-}
-
-func project(data map[string][]byte, items []corev1.KeyToPath) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	if len(items) == 0 {
-		for k, v := range data {
-			out[k] = v
-		}
-		return out, nil
-	}
-	for _, it := range items {
-		v, ok := data[it.Key]
-		if !ok {
-			return nil, fmt.Errorf("key %q not found", it.Key)
-		}
-		out[it.Path] = v
-	}
-	return out, nil
-}
-
-func (m *Manager) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string][]byte, error) {
-	cm, err := m.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if optional(opt) {
-			return map[string][]byte{}, nil
-		}
-		return nil, fmt.Errorf("configmap %q: %w", name, err)
-	}
-	data := map[string][]byte{}
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	return project(data, items)
-}
-
-func (m *Manager) secretFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string][]byte, error) {
-	s, err := m.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if optional(opt) {
-			return map[string][]byte{}, nil
-		}
-		return nil, fmt.Errorf("secret %q: %w", name, err)
-	}
-	return project(s.Data, items)
-}
-
-func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for _, src := range p.Sources {
-		var files map[string][]byte
-		var err error
-		switch {
-		case src.ConfigMap != nil:
-			files, err = m.configMapFiles(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
-		case src.Secret != nil:
-			files, err = m.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
-		case src.DownwardAPI != nil:
-			files, err = m.downwardFiles(ctx, pod, src.DownwardAPI.Items)
-		case src.ServiceAccountToken != nil:
-			files, err = m.serviceAccountTokenFiles(ctx, pod, src.ServiceAccountToken)
-		default:
-			err = errors.New("unsupported projected source")
-		}
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range files {
-			out[k] = v
-		}
-	}
-	return out, nil
 }
 
 // volumeMounts turns c's volumeMounts into CRI mounts. A subPath (or

@@ -1,0 +1,159 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/pkg/volume"
+	"k8s.io/kubernetes/pkg/volume/configmap"
+	"k8s.io/kubernetes/pkg/volume/downwardapi"
+	"k8s.io/kubernetes/pkg/volume/secret"
+	volumeutil "k8s.io/kubernetes/pkg/volume/util"
+)
+
+// A content volume's files (path -> data, mode, owner) are built by the
+// kubelet's own volume plugins' payload functions, so that which keys land
+// where, with which mode (an item's mode over the volume's defaultMode) and
+// what a missing key or source means are upstream's rules, not a copy.
+
+// payload is the files of one content volume, as upstream's volume plugins
+// hand them to the AtomicWriter.
+type payload = map[string]volumeutil.FileProjection
+
+// modeOr is a volume's defaultMode, or the API's default for it when the
+// pod reached the agent without defaulting (upstream's payload functions
+// refuse a nil one).
+func modeOr(mode *int32, def int32) *int32 {
+	if mode != nil {
+		return mode
+	}
+	return &def
+}
+
+// configMapPayload is the configMap volume plugin's payload: a configMap
+// that does not exist is empty when optional; any other failure to read it
+// is an error.
+func (m *Manager) configMapPayload(ctx context.Context, ns, name string, items []corev1.KeyToPath, defaultMode *int32, defaultUser *int64, opt *bool) (payload, error) {
+	cm, err := m.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if !apierrors.IsNotFound(err) || !optional(opt) {
+			return nil, fmt.Errorf("configmap %q: %w", name, err)
+		}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	p, err := configmap.MakePayload(items, cm, defaultMode, defaultUser, optional(opt))
+	if err != nil {
+		return nil, fmt.Errorf("configmap %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// secretPayload is the secret volume plugin's payload, with the same
+// rules for a missing secret as configMapPayload.
+func (m *Manager) secretPayload(ctx context.Context, ns, name string, items []corev1.KeyToPath, defaultMode *int32, defaultUser *int64, opt *bool) (payload, error) {
+	s, err := m.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if !apierrors.IsNotFound(err) || !optional(opt) {
+			return nil, fmt.Errorf("secret %q: %w", name, err)
+		}
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	p, err := secret.MakePayload(items, s, defaultMode, defaultUser, optional(opt))
+	if err != nil {
+		return nil, fmt.Errorf("secret %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// downwardPayload is the downwardAPI volume plugin's payload. Upstream's
+// CollectData asks its volume host only for the node's allocatable (the
+// limit of a container without one); allocatableHost answers that.
+func (m *Manager) downwardPayload(ctx context.Context, pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode *int32, defaultUser *int64) (payload, error) {
+	p, err := downwardapi.CollectData(items, pod, &allocatableHost{ctx: ctx, m: m}, defaultMode, defaultUser)
+	if err != nil {
+		return nil, fmt.Errorf("downward API files: %w", err)
+	}
+	return p, nil
+}
+
+// allocatableHost is the one method of a kubelet volume host that
+// downwardapi.CollectData calls. The embedded interface stays nil: any
+// other method would panic, which CollectData never calls.
+type allocatableHost struct {
+	volume.VolumeHost
+	ctx context.Context
+	m   *Manager
+}
+
+func (h *allocatableHost) GetNodeAllocatable() (corev1.ResourceList, error) {
+	return h.m.nodeAllocatable(h.ctx)
+}
+
+// projectedPayload is the projected volume plugin's collectData: each
+// source's files by its own plugin's rules with the projected defaultMode
+// (an item's mode over it), later sources overriding earlier ones on the
+// same path. A token file is 0600 when it gets an owner or the pod an
+// fsGroup (the group-read bit then comes from the ownership change), as
+// upstream's. Every source is tried; their errors are returned together.
+func (m *Manager) projectedPayload(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (payload, error) {
+	mode := modeOr(p.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
+	out := payload{}
+	var errs []error
+	for _, src := range p.Sources {
+		var files payload
+		var err error
+		switch {
+		case src.Secret != nil:
+			files, err = m.secretPayload(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, mode, p.DefaultUser, src.Secret.Optional)
+		case src.ConfigMap != nil:
+			files, err = m.configMapPayload(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, mode, p.DefaultUser, src.ConfigMap.Optional)
+		case src.DownwardAPI != nil:
+			files, err = m.downwardPayload(ctx, pod, src.DownwardAPI.Items, mode, p.DefaultUser)
+		case src.ServiceAccountToken != nil:
+			files, err = m.tokenPayload(ctx, pod, src.ServiceAccountToken, *mode, p.DefaultUser)
+		default:
+			err = errors.New("unsupported projected source")
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for k, v := range files {
+			out[k] = v
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// tokenPayload is a serviceAccountToken source's one file. Its owner is
+// the pod's single run-as user (upstream's FsUserFrom) unless the volume
+// or the source names one.
+func (m *Manager) tokenPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, mode int32, defaultUser *int64) (payload, error) {
+	files, err := m.serviceAccountTokenFiles(ctx, pod, src)
+	if err != nil {
+		return nil, err
+	}
+	fsUser := volumeutil.FsUserFrom(pod)
+	if u := volumeutil.ResolvesFsUser(defaultUser, src.User); u != nil {
+		fsUser = u
+	}
+	if fsUser != nil || podFSGroup(pod) != nil {
+		mode = 0o600
+	}
+	return payload{src.Path: {Data: files[src.Path], Mode: mode, FsUser: fsUser}}, nil
+}
+
+// podFSGroup is the group the pod's volumes are given, if any.
+func podFSGroup(pod *corev1.Pod) *int64 {
+	if pod.Spec.SecurityContext == nil {
+		return nil
+	}
+	return pod.Spec.SecurityContext.FSGroup
+}
