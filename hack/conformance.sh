@@ -38,6 +38,15 @@ CONF_DIR="$OUT_DIR/conformance"
 MIRRORED_HOSTS=(registry.k8s.io gcr.io docker.io)
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 NODE_NAME=berth-conformance
+# The node's InternalIP may not be 127.0.0.1: the HostPort tests bind one
+# pod's port on 127.0.0.1 and another's on the node's address. A veth pair
+# into a network namespace of this run's own gives the host an address of
+# its own (198.18.0.0/15 is reserved for benchmark networks, RFC 2544); all
+# traffic to it stays on this host.
+NODE_IP=198.18.0.1
+NODE_PEER_IP=198.18.0.2
+NODE_NETNS=berth-conformance-$$
+NODE_LINK=bconf$$
 
 preflight_check=1 focus="" skip="" shard="" list="" procs=2 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
@@ -84,6 +93,24 @@ WORK=$(mktemp -d /tmp/berth-conformance.XXXXXX)
 chmod 711 "$WORK"
 registry_pid="" server_pid=""
 
+# node_address_up: NODE_IP on a veth whose peer is in NODE_NETNS; an
+# earlier run's link holding the address (its cleanup killed) goes first.
+node_address_up() {
+  local stale
+  for stale in $(ip -o addr show to "$NODE_IP" | awk '{print $2}' | cut -d@ -f1); do
+    ip link del "$stale" 2>/dev/null || true
+  done
+  ip netns add "$NODE_NETNS" &&
+    ip link add "$NODE_LINK" type veth peer name eth0 netns "$NODE_NETNS" &&
+    ip addr add "$NODE_IP/30" dev "$NODE_LINK" && ip link set "$NODE_LINK" up &&
+    ip -n "$NODE_NETNS" addr add "$NODE_PEER_IP/30" dev eth0 && ip -n "$NODE_NETNS" link set eth0 up
+}
+
+node_address_down() {
+  ip link del "$NODE_LINK" 2>/dev/null
+  ip netns del "$NODE_NETNS" 2>/dev/null
+}
+
 # crictl_rm SOCKET: stop and remove every pod the runtime on SOCKET holds.
 crictl_rm() { "$TOOLS_DIR/crictl" --runtime-endpoint "unix://$1" --timeout 60s rmp -fa >/dev/null 2>&1; }
 
@@ -109,6 +136,7 @@ cleanup() {
     wait "$rt" 2>/dev/null
   fi
   stop_test_registry
+  node_address_down
   remove_scratch "$WORK"
   exit "$rc"
 }
@@ -124,12 +152,15 @@ log "conformance: e2e.test lists $total conformance tests, $serial of them [Seri
 log "conformance: starting the offline image registry"
 start_test_registry conformance "$WORK" || exit 1
 
+log "conformance: node address $NODE_IP (veth $NODE_LINK into netns $NODE_NETNS)"
+node_address_up || { echo "conformance.sh: could not set up the node address $NODE_IP" >&2; exit 1; }
+
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mirrors=(--insecure-registry "$REGISTRY")
 for host in "${MIRRORED_HOSTS[@]}"; do mirrors+=(--registry-mirror "$host=http://$REGISTRY"); done
 log "conformance: starting berth server on 127.0.0.1:$port with node $NODE_NAME (images from $REGISTRY)"
 "$BERTH_BIN" server --data-dir "$WORK/data" --socket-dir "$WORK/run" --bind-address 127.0.0.1 --port "$port" \
-  --node-name "$NODE_NAME" --node-ip 127.0.0.1 --agent-port 0 --pause-image "$PAUSE_IMAGE" "${mirrors[@]}" \
+  --node-name "$NODE_NAME" --node-ip "$NODE_IP" --agent-port 0 --pause-image "$PAUSE_IMAGE" "${mirrors[@]}" \
   >"$WORK/server.log" 2>&1 &
 server_pid=$!
 KUBECONFIG_FILE="$WORK/data/admin.kubeconfig"

@@ -28,7 +28,7 @@ func startBerth(ctx context.Context, bin, dir, logDir string, extraArgs []string
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "berth", procs: []*process{p}}
+	t := &target{name: "berth", procs: []*process{p}, bindChecksTaints: true}
 	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
 	err = waitFor(ctx, 2*time.Minute, t.procs, func(context.Context) error {
 		if _, err := os.Stat(kubeconfig); err != nil {

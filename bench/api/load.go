@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/berth/berth/bench/internal/nodewait"
 	"github.com/berth/berth/bench/internal/ticker"
 )
 
@@ -56,6 +57,12 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	}
 	stopHeartbeats := heartbeat(ctx, clients, leases, log)
 	defer stopHeartbeats()
+	if t.bindChecksTaints {
+		log.Info("waiting for the node lifecycle controller to lift the nodes' not-ready taints")
+		if err := nodewait.Untainted(ctx, clients[0], 2*time.Minute); err != nil {
+			return nil, err
+		}
+	}
 	log.Info("starting node watchers", "watchers", s.nodes)
 	w, err := startNodeWatchers(ctx, cfg, s.nodes, s.pods)
 	if err != nil {

@@ -17,6 +17,11 @@ type target struct {
 	name   string
 	config *rest.Config
 	procs  []*process // in start order; stopped in reverse
+	// bindChecksTaints: pods created bound to a node wait until it has
+	// lost the not-ready taint TaintNodesByCondition admission gives a new
+	// Node (berth checks a binding against the node's taints; kube-apiserver
+	// does not, and alone runs no controller that lifts it).
+	bindChecksTaints bool
 }
 
 func (t *target) stop() {

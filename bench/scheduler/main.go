@@ -18,9 +18,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/berth/berth/bench/internal/nodewait"
 	"github.com/berth/berth/bench/internal/report"
 	"github.com/berth/berth/internal/server"
 )
@@ -141,6 +143,10 @@ func withServer(o options, measure func(ctx context.Context, cs kubernetes.Inter
 	var leaseWrites atomic.Int64
 	heartbeats, err := startHeartbeats(ctx, cs, o.nodes, o.clients, &leaseWrites)
 	if err != nil {
+		return err
+	}
+	if err := nodewait.Untainted(ctx, cs, 2*time.Minute); err != nil {
+		heartbeats()
 		return err
 	}
 	err = measure(ctx, cs, dir, port, &leaseWrites)

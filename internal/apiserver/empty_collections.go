@@ -47,7 +47,8 @@ func newOf[T any, PT interface {
 }
 
 // emptyCollections are the collections kube-scheduler v1.37's default
-// profile and its DRA manager list and watch that berth does not store
+// profile and its DRA manager (and one, daemonsets, that upstream's node
+// lifecycle controller) list and watch that berth does not store
 // (pods, nodes, volumes and claims it does), scoped and short-named as
 // upstream. Where each comes from in k8s.io/kubernetes/pkg/scheduler:
 //   - storageclasses: eventhandlers.go (StorageClass events) and the listers of the
@@ -63,6 +64,8 @@ func newOf[T any, PT interface {
 //     which berth stores):
 //     PodTopologySpread's default constraints, which take a pod's selector
 //     from its Service and controller (podtopologyspread/plugin.go);
+//   - daemonsets: the node lifecycle controller's DaemonSet lister, which
+//     kube-controller-manager's node lifecycle controller waits to sync;
 //   - poddisruptionbudgets: DefaultPreemption's PDB lister
 //     (framework/preemption/preemption.go);
 //   - resourceclaims, resourceslices, devicetaintrules: scheduler.go's DRA
@@ -93,6 +96,8 @@ func emptyCollections() []emptyCollection {
 			newOf[appsv1.ReplicaSet](), newOf[appsv1.ReplicaSetList](), workloads, "rs")),
 		inAll(empty(apps.WithResource("statefulsets"), "StatefulSet", true,
 			newOf[appsv1.StatefulSet](), newOf[appsv1.StatefulSetList](), workloads, "sts")),
+		inAll(empty(apps.WithResource("daemonsets"), "DaemonSet", true,
+			newOf[appsv1.DaemonSet](), newOf[appsv1.DaemonSetList](), workloads, "ds")),
 		empty(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), "PodDisruptionBudget", true,
 			newOf[policyv1.PodDisruptionBudget](), newOf[policyv1.PodDisruptionBudgetList](), budgets, "pdb"),
 		empty(storage.WithResource("storageclasses"), "StorageClass", false,

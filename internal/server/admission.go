@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
+	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
 
@@ -34,6 +35,7 @@ type admissionPlugins struct {
 	limitRanger    admission.Interface
 	serviceAccount admission.Interface
 	storageInUse   admission.Interface
+	nodeTaint      admission.Interface
 	podSecurity    *podsecurity.Plugin
 	resourceQuota  admission.Interface
 }
@@ -72,7 +74,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		podSecurity: ps, resourceQuota: quota}, nil
+		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, resourceQuota: quota}, nil
 }
 
 // podKind is the kind the pod-only plugins act on: other writes skip them,
@@ -109,6 +111,14 @@ func newStorageObjectInUseProtection() (admission.Interface, error) {
 		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
 }
 
+// newTaintNodesByCondition is upstream's TaintNodesByCondition plugin: a
+// new Node carries the not-ready NoSchedule taint, so that nothing is
+// scheduled to it before its agent reports it Ready and the node
+// lifecycle controller lifts the taint.
+func newTaintNodesByCondition() admission.Interface {
+	return internalform.WrapKinds(nodetaint.NewPlugin(), corev1.SchemeGroupVersion.WithKind("Node").GroupKind())
+}
+
 // newResourceQuota is upstream's ResourceQuota plugin with upstream's
 // evaluators, as kube-apiserver configures it (five evaluator workers, no
 // configuration file): it refuses what would exceed a namespace's quota
@@ -137,11 +147,11 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // chain runs the plugins with berth's own, in kube-apiserver's order:
 // LimitRanger (resource defaults), ServiceAccount (defaults the account,
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
-// (so it judges the pod as it will run), StorageObjectInUseProtection,
-// RBAC's escalation check, and ResourceQuota last, so that it charges what
-// the others let through.
+// (so it judges the pod as it will run), TaintNodesByCondition,
+// StorageObjectInUseProtection, RBAC's escalation check, and ResourceQuota
+// last, so that it charges what the others let through.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
-	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.storageInUse,
+	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.storageInUse,
 		escalation, p.resourceQuota)
 }
 

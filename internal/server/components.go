@@ -67,7 +67,8 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		if err != nil {
 			return err
 		}
-		return nodelifecycle.New(nodelifecycle.Config{Client: client, Pods: pods, Nodes: nodes, Logger: c.Logger.With("component", "node-lifecycle")}).Run(ctx)
+		return nodelifecycle.Run(ctx, nodelifecycle.Config{Nodes: nodes, Periods: c.NodeLifecyclePeriods,
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}})
 	}})
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return clusterroleaggregation.New(clusterroleaggregation.Config{Client: client, Logger: c.Logger.With("component", "clusterrole-aggregation")}).Run(ctx)

@@ -19,6 +19,7 @@ import (
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/audit"
 	"github.com/berth/berth/internal/controller/nodeipam"
+	"github.com/berth/berth/internal/controller/nodelifecycle"
 	"github.com/berth/berth/internal/dirperm"
 )
 
@@ -90,6 +91,12 @@ type Config struct {
 	// PodSecurity plugin's configuration; empty: berth's default (baseline
 	// enforced, restricted warned and audited, kube-system exempt).
 	AdmissionControlConfigFile string
+
+	// NodeLifecyclePeriods are the node lifecycle controller's timings
+	// (kube-controller-manager's --node-monitor-period,
+	// --node-startup-grace-period, --node-monitor-grace-period); zero
+	// values take upstream's defaults.
+	NodeLifecyclePeriods nodelifecycle.Periods
 
 	// EventTTL is how long events are kept after their last write (0: an
 	// hour, as kube-apiserver's --event-ttl).

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/certificate/csr"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
@@ -127,8 +128,19 @@ func registerReady(ctx context.Context, t *testing.T, c kubernetes.Interface, na
 	if err != nil {
 		t.Fatalf("joined node creates its own Node: %v", err)
 	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
-	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The server's controllers write the new Node too (its taints, its
+	// podCIDR): a stale update is read again and retried, as agents do.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+		_, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if current, getErr := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); getErr == nil {
+				n = current
+			}
+		}
+		return err
+	})
+	if err != nil {
 		t.Fatalf("joined node updates its own Node's status: %v", err)
 	}
 }
