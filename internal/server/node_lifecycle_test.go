@@ -181,7 +181,7 @@ func keepRenewing(ctx context.Context, cs kubernetes.Interface, name string, per
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-ticker.C: //wait:intended a Lease renewal every period, as an agent heartbeats
 		}
 		if l, err := leases.Get(ctx, name, metav1.GetOptions{}); err == nil {
 			l.Spec.RenewTime = ptr.To(metav1.NowMicro())
