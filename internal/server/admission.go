@@ -6,12 +6,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
+	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
 
@@ -24,8 +26,9 @@ import (
 )
 
 // admissionPlugins are the admission plugins that read the cluster:
-// kube-apiserver's LimitRanger, ServiceAccount and ResourceQuota plugins
-// (upstream's own, on the internal form) and PodSecurity. Their informers
+// kube-apiserver's LimitRanger, ServiceAccount, RuntimeClass and
+// ResourceQuota plugins (upstream's own, on the internal form) and
+// PodSecurity. Their informers
 // come from one factory whose informers read through to the watch cache
 // (LocalReads) once the API server exists, and list only once started,
 // after it.
@@ -35,6 +38,7 @@ type admissionPlugins struct {
 	serviceAccount admission.Interface
 	storageInUse   admission.Interface
 	podSecurity    *podsecurity.Plugin
+	runtimeClass   admission.Interface
 	resourceQuota  admission.Interface
 }
 
@@ -49,6 +53,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	informeropts.ReadThrough(factory, &corev1.ServiceAccount{}, localOnceServed(local, "serviceaccounts"))
 	informeropts.ReadThrough(factory, &corev1.LimitRange{}, localOnceServed(local, "limitranges"))
 	informeropts.ReadThrough(factory, &corev1.ResourceQuota{}, localOnceServed(local, "resourcequotas"))
+	informeropts.ReadThrough(factory, &nodev1.RuntimeClass{}, localOnceServedGVR(local, nodev1.SchemeGroupVersion.WithResource("runtimeclasses")))
 	limits, err := newLimitRanger(client, factory)
 	if err != nil {
 		return nil, err
@@ -58,6 +63,10 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	storageInUse, err := newStorageObjectInUseProtection()
+	if err != nil {
+		return nil, err
+	}
+	runtimeClasses, err := newRuntimeClass(client, factory)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +81,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		podSecurity: ps, resourceQuota: quota}, nil
+		podSecurity: ps, runtimeClass: runtimeClasses, resourceQuota: quota}, nil
 }
 
 // podKind is the kind the pod-only plugins act on: other writes skip them,
@@ -109,6 +118,19 @@ func newStorageObjectInUseProtection() (admission.Interface, error) {
 		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
 }
 
+// newRuntimeClass is upstream's RuntimeClass plugin: a new pod naming a
+// RuntimeClass gets the class's overhead, node selector and tolerations,
+// and a pod naming a class that does not exist is refused.
+func newRuntimeClass(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+	plugin := runtimeclass.NewRuntimeClass()
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetExternalKubeInformerFactory(factory)
+	if err := plugin.ValidateInitialization(); err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", runtimeclass.PluginName, err)
+	}
+	return internalform.WrapKinds(plugin, podKind), nil
+}
+
 // newResourceQuota is upstream's ResourceQuota plugin with upstream's
 // evaluators, as kube-apiserver configures it (five evaluator workers, no
 // configuration file): it refuses what would exceed a namespace's quota
@@ -138,11 +160,12 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // LimitRanger (resource defaults), ServiceAccount (defaults the account,
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
 // (so it judges the pod as it will run), StorageObjectInUseProtection,
-// RBAC's escalation check, and ResourceQuota last, so that it charges what
-// the others let through.
+// RuntimeClass (the class's overhead, so that quota charges it), RBAC's
+// escalation check, and ResourceQuota last, so that it charges what the
+// others let through.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
 	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.storageInUse,
-		escalation, p.resourceQuota)
+		p.runtimeClass, escalation, p.resourceQuota)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.
