@@ -92,6 +92,8 @@ var fuzzFixtures = map[string]string{
 	"rbac.authorization.k8s.io/ClusterRoleBinding": `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":%[1]q},
 		"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"r"},
 		"subjects":[{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"g"}]}`,
+	"node.k8s.io/RuntimeClass": `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":%[1]q},"handler":"test-handler",
+		"overhead":{"podFixed":{"cpu":"10m"}},"scheduling":{"nodeSelector":{"a":"b"}}}`,
 }
 
 // The write requests the fuzzer makes: the body's encoding and the verb.

@@ -36,6 +36,7 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.SocketDir, "socket-dir", DefaultSocketDir, "directory for the local runtime's CRI socket")
 	f.StringArrayVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host the local runtime reaches over plain HTTP (repeatable)")
 	f.StringArrayVar(&cfg.RegistryMirrors, "registry-mirror", nil, "HOST=URL: the local runtime pulls HOST's images from URL (repeatable)")
+	f.StringArrayVar(&cfg.RuntimeHandlers, "runtime-handler", nil, "extra CRI runtime handler of the local runtime, run with runc as the default one (repeatable)")
 	f.StringVar(&cfg.PauseImage, "pause-image", "", "the local runtime's pod sandbox image (default registry.k8s.io/pause:3.9)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the local node's InternalIP, where the API server reaches its agent (default: the host's first global IPv4 address)")

@@ -50,7 +50,10 @@ type Config struct {
 	MetricsAddress string // "" = no metrics endpoint
 	StreamAddress  string // loopback host:port of the streaming server; port 0 picks one
 	PauseImage     string
-	MaxLayerSize   int64 // image.Config.MaxLayerSize; 0 = image.DefaultMaxLayerSize
+	// RuntimeHandlers are the CRI runtime handlers besides the default one
+	// (""), each run with OCIRuntime as the default is.
+	RuntimeHandlers []string
+	MaxLayerSize    int64 // image.Config.MaxLayerSize; 0 = image.DefaultMaxLayerSize
 
 	// WaitForPodCIDR: no default CNI network until UpdateRuntimeConfig
 	// brings the node's pod CIDR (network.Config.WaitForPodCIDR).
@@ -265,7 +268,7 @@ func assemble(ctx context.Context, cfg Config) (_ *service, retErr error) {
 		hooks = svc.nri
 	}
 	svc.runtime, err = server.New(ctx, server.Config{
-		StateDir: cfg.StateDir, PauseImage: cfg.PauseImage, OCI: ociRuntime,
+		StateDir: cfg.StateDir, PauseImage: cfg.PauseImage, RuntimeHandlers: cfg.RuntimeHandlers, OCI: ociRuntime,
 		Images: imageAdapter{svc.images}, Specs: specAdapter{host: host}, Network: netMgr,
 		Features: server.Features{
 			RecursiveReadOnlyMounts: host.RecursiveReadOnly, SupplementalGroupsPolicy: true,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/client-go/informers"
@@ -13,6 +14,7 @@ import (
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
+	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
 
@@ -25,8 +27,9 @@ import (
 )
 
 // admissionPlugins are the admission plugins that read the cluster:
-// kube-apiserver's LimitRanger, ServiceAccount and ResourceQuota plugins
-// (upstream's own, on the internal form) and PodSecurity. Their informers
+// kube-apiserver's LimitRanger, ServiceAccount, RuntimeClass and
+// ResourceQuota plugins (upstream's own, on the internal form) and
+// PodSecurity. Their informers
 // come from one factory whose informers read through to the watch cache
 // (LocalReads) once the API server exists, and list only once started,
 // after it.
@@ -37,6 +40,7 @@ type admissionPlugins struct {
 	storageInUse   admission.Interface
 	nodeTaint      admission.Interface
 	podSecurity    *podsecurity.Plugin
+	runtimeClass   admission.Interface
 	resourceQuota  admission.Interface
 }
 
@@ -51,6 +55,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	informeropts.ReadThrough(factory, &corev1.ServiceAccount{}, localOnceServed(local, "serviceaccounts"))
 	informeropts.ReadThrough(factory, &corev1.LimitRange{}, localOnceServed(local, "limitranges"))
 	informeropts.ReadThrough(factory, &corev1.ResourceQuota{}, localOnceServed(local, "resourcequotas"))
+	informeropts.ReadThrough(factory, &nodev1.RuntimeClass{}, localOnceServedGVR(local, nodev1.SchemeGroupVersion.WithResource("runtimeclasses")))
 	limits, err := newLimitRanger(client, factory)
 	if err != nil {
 		return nil, err
@@ -60,6 +65,10 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	storageInUse, err := newStorageObjectInUseProtection()
+	if err != nil {
+		return nil, err
+	}
+	runtimeClasses, err := newRuntimeClass(client, factory)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +83,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, resourceQuota: quota}, nil
+		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, runtimeClass: runtimeClasses, resourceQuota: quota}, nil
 }
 
 // podKind is the kind the pod-only plugins act on: other writes skip them,
@@ -119,6 +128,19 @@ func newTaintNodesByCondition() admission.Interface {
 	return internalform.WrapKinds(nodetaint.NewPlugin(), corev1.SchemeGroupVersion.WithKind("Node").GroupKind())
 }
 
+// newRuntimeClass is upstream's RuntimeClass plugin: a new pod naming a
+// RuntimeClass gets the class's overhead, node selector and tolerations,
+// and a pod naming a class that does not exist is refused.
+func newRuntimeClass(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+	plugin := runtimeclass.NewRuntimeClass()
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetExternalKubeInformerFactory(factory)
+	if err := plugin.ValidateInitialization(); err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", runtimeclass.PluginName, err)
+	}
+	return internalform.WrapKinds(plugin, podKind), nil
+}
+
 // newResourceQuota is upstream's ResourceQuota plugin with upstream's
 // evaluators, as kube-apiserver configures it (five evaluator workers, no
 // configuration file): it refuses what would exceed a namespace's quota
@@ -148,11 +170,12 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // LimitRanger (resource defaults), ServiceAccount (defaults the account,
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
 // (so it judges the pod as it will run), TaintNodesByCondition,
-// StorageObjectInUseProtection, RBAC's escalation check, and ResourceQuota
-// last, so that it charges what the others let through.
+// StorageObjectInUseProtection, RuntimeClass (the class's overhead, so that
+// quota charges it), RBAC's escalation check, and ResourceQuota last, so
+// that it charges what the others let through.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
 	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.storageInUse,
-		escalation, p.resourceQuota)
+		p.runtimeClass, escalation, p.resourceQuota)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.

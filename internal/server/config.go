@@ -43,6 +43,8 @@ type Config struct {
 	RegistryMirrors    []string
 	// PauseImage is the local runtime's sandbox image (its default when empty).
 	PauseImage string
+	// RuntimeHandlers are the local runtime's extra CRI runtime handlers.
+	RuntimeHandlers []string
 
 	// ClusterCIDR is the pod network range the node IPAM controller splits
 	// into one NodeCIDRMaskSize-bit podCIDR per Node; empty turns it off.

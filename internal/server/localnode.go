@@ -77,6 +77,9 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	for _, m := range cfg.RegistryMirrors {
 		runtimeArgs = append(runtimeArgs, "--registry-mirror", m)
 	}
+	for _, h := range cfg.RuntimeHandlers {
+		runtimeArgs = append(runtimeArgs, "--runtime-handler", h)
+	}
 	if cfg.PauseImage != "" {
 		runtimeArgs = append(runtimeArgs, "--pause-image", cfg.PauseImage)
 	}

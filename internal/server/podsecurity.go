@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -46,8 +47,13 @@ func newPodSecurity(cfg Config, factory informers.SharedInformerFactory, local *
 // API server's own identity. The plugin, and so its informers, exist before
 // the API server that fills local; they only list once started, after it.
 func localOnceServed(local *apiserver.LocalReads, resource string) cache.ListerWatcher {
+	return localOnceServedGVR(local, corev1.SchemeGroupVersion.WithResource(resource))
+}
+
+// localOnceServedGVR is localOnceServed for a resource of any group.
+func localOnceServedGVR(local *apiserver.LocalReads, gvr schema.GroupVersionResource) cache.ListerWatcher {
 	resolve := func(ctx context.Context) (cache.ListerWatcherWithContext, error) {
-		lw, err := local.ListWatch(ctx, authenticatedUser(pki.APIServerClientIdentity), corev1.SchemeGroupVersion.WithResource(resource))
+		lw, err := local.ListWatch(ctx, authenticatedUser(pki.APIServerClientIdentity), gvr)
 		if err != nil {
 			return nil, err
 		}

@@ -5,8 +5,9 @@
 // storage test data: k8s.io/kubernetes/test/integration/etcd's
 // GetEtcdStorageDataForNamespace, the stub object, its mutations, the etcd
 // key and the storage version kube-apiserver's integration tests expect per
-// resource. It keeps the core group (core/v1) and discovery.k8s.io/v1
-// EndpointSlices, in the namespace the test uses.
+// resource. It keeps the core group (core/v1), discovery.k8s.io/v1
+// EndpointSlices and node.k8s.io/v1 RuntimeClasses, in the namespace the
+// test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -21,6 +22,7 @@ import (
 	"os"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	etcddata "k8s.io/kubernetes/test/integration/etcd"
 )
 
@@ -57,10 +59,21 @@ func main() {
 	}
 }
 
+// kept reports whether gvr is one of the non-core resources berth serves
+// that the test compares.
+func kept(gvr schema.GroupVersionResource) bool {
+	switch gvr {
+	case schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
+		schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}:
+		return true
+	}
+	return gvr.Group == ""
+}
+
 func run() error {
 	f := File{Source: "k8s.io/kubernetes/test/integration/etcd GetEtcdStorageDataForNamespace", Namespace: namespace}
 	for gvr, d := range etcddata.GetEtcdStorageDataForNamespace(namespace) {
-		if gvr.Group != "" && (gvr.Group != "discovery.k8s.io" || gvr.Resource != "endpointslices") {
+		if !kept(gvr) {
 			continue
 		}
 		if d.RemovedVersion != "" || len(d.Prerequisites) > 0 {

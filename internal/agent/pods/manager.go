@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubernetes/pkg/kubelet/runtimeclass"
 	"k8s.io/kubernetes/pkg/security/apparmor"
 	"k8s.io/utils/clock"
 
@@ -78,6 +79,8 @@ type Manager struct {
 	tokens   *tokenCache // projected service-account tokens
 	services *serviceEnv // set by Run before any pod worker starts
 	userns   *usernsRanges
+	// runtimeClasses resolves pods' RuntimeClasses to runtime handlers.
+	runtimeClasses *runtimeclass.Manager
 
 	sysctls  *SysctlAllowlist
 	appArmor apparmor.Validator
@@ -123,6 +126,7 @@ func New(cfg Config, client kubernetes.Interface, rt runtimeapi.RuntimeServiceCl
 		sysctls: cfg.Sysctls, appArmor: cfg.AppArmor,
 	}
 	m.prober = newProber(m)
+	m.runtimeClasses = runtimeclass.NewManager(client)
 	return m
 }
 
@@ -139,6 +143,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", m.cfg.NodeName).String()
 		}))
+	m.startRuntimeClasses(ctx)
 	services, waitServices := watchServices(ctx, m.client)
 	m.services = services
 	defer waitServices()

@@ -148,10 +148,14 @@ func (s *syncRun) ensureSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.m.checkRuntimeUserns(ctx, s.pod); err != nil {
+	handler, err := s.m.runtimeHandler(s.pod)
+	if err != nil {
 		return s.sandboxFailed(err)
 	}
-	resp, err := s.m.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: runtimeHandler(s.pod)})
+	if err := s.m.checkRuntimeUserns(ctx, s.pod, handler); err != nil {
+		return s.sandboxFailed(err)
+	}
+	resp, err := s.m.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: handler})
 	if err != nil {
 		return s.sandboxFailed(err)
 	}
@@ -167,13 +171,6 @@ func (s *syncRun) sandboxFailed(err error) error {
 	s.m.event(s.pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", err.Error())
 	s.requeue = backoffInitial
 	return fmt.Errorf("%s: %w", reasonCreatePodSandboxErr, err)
-}
-
-func runtimeHandler(pod *corev1.Pod) string {
-	if pod.Spec.RuntimeClassName != nil {
-		return *pod.Spec.RuntimeClassName
-	}
-	return ""
 }
 
 // runInitContainers runs the init containers one at a time, in order, and

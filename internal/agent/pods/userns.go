@@ -132,7 +132,7 @@ func (m *Manager) userNamespace(pod *corev1.Pod) (*runtimeapi.UserNamespace, err
 // checkRuntimeUserns refuses, before a pod with hostUsers: false gets a
 // sandbox, a runtime whose handler does not offer user namespaces: one
 // that ignored the request would run the pod with the host's users.
-func (m *Manager) checkRuntimeUserns(ctx context.Context, pod *corev1.Pod) error {
+func (m *Manager) checkRuntimeUserns(ctx context.Context, pod *corev1.Pod, handler string) error {
 	if !wantsOwnUsers(pod) {
 		return nil
 	}
@@ -140,7 +140,6 @@ func (m *Manager) checkRuntimeUserns(ctx context.Context, pod *corev1.Pod) error
 	if err != nil {
 		return fmt.Errorf("runtime status: %w", err)
 	}
-	handler := runtimeHandler(pod)
 	for _, h := range st.GetRuntimeHandlers() {
 		if h.GetName() == handler && h.GetFeatures().GetUserNamespaces() {
 			return nil

@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization()} {
+	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -119,6 +119,13 @@ func certificatesV1() []Resource {
 				{Name: "approval", Kind: "CertificateSigningRequest", Verbs: statusVerbs},
 				{Name: "status", Kind: "CertificateSigningRequest", Verbs: statusVerbs},
 			}},
+	}
+}
+
+func nodeV1() []Resource {
+	return []Resource{
+		{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses", Kind: "RuntimeClass", SingularName: "runtimeclass",
+			Verbs: crudVerbs},
 	}
 }
 

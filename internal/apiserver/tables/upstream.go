@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +16,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	discoveryapi "k8s.io/kubernetes/pkg/apis/discovery"
 	_ "k8s.io/kubernetes/pkg/apis/discovery/install"
+	nodeapi "k8s.io/kubernetes/pkg/apis/node"
+	_ "k8s.io/kubernetes/pkg/apis/node/install"
 	kubeprinters "k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 )
@@ -34,6 +37,7 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Kind: "ResourceQuota"}:                            upstreamPrinter[*corev1.ResourceQuota](func() runtime.Object { return &api.ResourceQuota{} }),
 		{Kind: "PersistentVolume"}:                         upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
 		{Kind: "PersistentVolumeClaim"}:                    upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
+		{Group: "node.k8s.io", Kind: "RuntimeClass"}:       upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
 	}
 }
 

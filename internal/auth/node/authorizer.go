@@ -61,6 +61,8 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		return a.referenced(r, kind(attrs.GetResource()))
 	case "/services":
 		return readServices(r)
+	case "node.k8s.io/runtimeclasses":
+		return readRuntimeClasses(r)
 	case "coordination.k8s.io/leases":
 		return ownLease(r)
 	case "/events", "events.k8s.io/events":
@@ -182,6 +184,19 @@ func readServices(r request) (authorizer.Decision, string, error) {
 		}
 	}
 	return noOpinion("nodes may only read services")
+}
+
+// readRuntimeClasses: get, list and watch of every RuntimeClass, as
+// upstream's node rules allow; the agent resolves pods' runtime handlers
+// from them.
+func readRuntimeClasses(r request) (authorizer.Decision, string, error) {
+	switch r.attrs.GetVerb() {
+	case "get", "list", "watch":
+		if r.attrs.GetSubresource() == "" {
+			return allow()
+		}
+	}
+	return noOpinion("nodes may only read runtimeclasses")
 }
 
 // ownLease: create (name checked by admission), get, update and patch of

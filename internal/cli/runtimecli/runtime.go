@@ -73,6 +73,7 @@ func NewCommand() *cobra.Command {
 	f.StringArrayVar(&mirrors, "registry-mirror", nil, "HOST=URL: pull HOST's images from URL instead (repeatable)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "host:port serving Prometheus metrics (off if empty)")
 	f.StringVar(&cfg.StreamAddress, "stream-address", "127.0.0.1:0", "loopback host:port of the exec/attach/port-forward streaming server")
+	f.StringArrayVar(&cfg.RuntimeHandlers, "runtime-handler", nil, "extra CRI runtime handler, run with the OCI runtime as the default one; RuntimeClasses name it in their handler (repeatable)")
 	f.StringVar(&pauseImage, "pause-image", "", "image whose command is the pause process of sandboxes that share a PID namespace (default registry.k8s.io/pause:3.9)")
 	f.StringVar(&maxLayer, "max-layer-size", "64Gi", "largest uncompressed image layer a pull accepts (bytes, or with a Ki/Mi/Gi/Ti suffix); a larger one fails the pull")
 	return cmd

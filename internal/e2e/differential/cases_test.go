@@ -109,6 +109,7 @@ var invalidCreates = map[string][]invalidCreate{
 	"serviceaccounts":        {{"invalid-automount-wrong-type", []mutation{{"automountServiceAccountToken", "yes"}}}},
 	"services":               {{"invalid-ports-cleared", []mutation{{"spec.ports", []any{}}}}},
 	"endpointslices":         {{"invalid-address-type", []mutation{{"addressType", "bogus"}}}},
+	"runtimeclasses":         {{"invalid-handler", []mutation{{"handler", "Not_A_Label"}}}},
 	"pods": {
 		{"invalid-containers-cleared", []mutation{{"spec.containers", []any{}}}},
 		{"invalid-image-cleared", []mutation{{"spec.containers.0.image", nil}}},
@@ -145,6 +146,7 @@ var immutableChanges = map[string][]any{
 	"pods":                   {map[string]any{"op": "replace", "path": "/spec/containers/0/name", "value": "renamed"}},
 	"persistentvolumeclaims": {map[string]any{"op": "add", "path": "/spec/storageClassName", "value": "other"}},
 	"endpointslices":         {map[string]any{"op": "replace", "path": "/addressType", "value": "IPv6"}},
+	"runtimeclasses":         {map[string]any{"op": "replace", "path": "/handler", "value": "other"}},
 	"services":               {map[string]any{"op": "replace", "path": "/spec/clusterIP", "value": "10.96.0.99"}},
 	"persistentvolumes":      {map[string]any{"op": "replace", "path": "/spec/hostPath/path", "value": "/tmp/other/"}},
 }

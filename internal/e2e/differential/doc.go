@@ -6,12 +6,13 @@
 //
 // The cases come from upstream's own storage test data
 // (testdata/cases.json, written by hack/tools/differential-cases from
-// k8s.io/kubernetes/test/integration/etcd): per resource of the core group
-// and discovery.k8s.io EndpointSlices, its discovery entry, create, dry-run
-// create, get, list, update, the four patch types, a status update where
-// upstream serves status, invalid mutations, and delete. Every difference
-// must be listed in testdata/known-differences.txt with a reason, and every
-// listed difference must still occur.
+// k8s.io/kubernetes/test/integration/etcd): per resource of the core group,
+// discovery.k8s.io EndpointSlices and node.k8s.io RuntimeClasses, its
+// discovery entry, create, dry-run create, get, list, update, the four patch
+// types, a status update where upstream serves status, invalid mutations,
+// and delete. Every difference must be listed in
+// testdata/known-differences.txt with a reason, and every listed difference
+// must still occur.
 //
 // Both servers run beside the test: berth server in the test's process
 // (internal/server, no local agent), kube-apiserver as a child process

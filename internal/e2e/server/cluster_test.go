@@ -24,7 +24,8 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	hostcheck.Require(t, hostcheck.Root, hostcheck.Runc, hostcheck.CNIPlugins, hostcheck.BusyboxStatic, hostcheck.Overlayfs, hostcheck.Gcc)
 	ctx := context.Background()
 	// Start waits for the node to be Ready.
-	srv := cluster.Start(t, berthBin, cluster.Options{LocalNode: "e2e-node", Args: []string{"--token-auth-file", staticTokenFile(t)}})
+	srv := cluster.Start(t, berthBin, cluster.Options{LocalNode: "e2e-node",
+		Args: []string{"--token-auth-file", staticTokenFile(t), "--runtime-handler", runtimeHandler}})
 	cs := srv.Admin
 
 	grace := int64(5)
@@ -61,6 +62,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	checkStaticToken(t, srv)
 	checkAcceptanceWorkload(t, cs, srv)
 	checkOwnUsersPod(t, cs, srv)
+	checkRuntimeClassPods(t, cs)
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

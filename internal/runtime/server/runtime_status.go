@@ -19,15 +19,9 @@ func (s *Server) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*ru
 		networkReady.Message = err.Error()
 	}
 	resp := &runtimeapi.StatusResponse{
-		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{runtimeReady, networkReady}},
-		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{
-			Name: "",
-			Features: &runtimeapi.RuntimeHandlerFeatures{
-				RecursiveReadOnlyMounts: s.cfg.Features.RecursiveReadOnlyMounts,
-				UserNamespaces:          s.cfg.Features.UserNamespaces,
-			},
-		}},
-		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: s.cfg.Features.SupplementalGroupsPolicy},
+		Status:          &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{runtimeReady, networkReady}},
+		RuntimeHandlers: s.runtimeHandlers(),
+		Features:        &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: s.cfg.Features.SupplementalGroupsPolicy},
 	}
 	if req.GetVerbose() {
 		info, err := json.Marshal(map[string]any{

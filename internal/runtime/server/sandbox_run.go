@@ -24,8 +24,8 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandbo
 	if err := validateSandboxConfig(cfg); err != nil {
 		return nil, err
 	}
-	if h := req.GetRuntimeHandler(); h != "" && h != "runc" {
-		return nil, status.Errorf(codes.InvalidArgument, "unknown runtime handler %q (berth has the default handler only)", h)
+	if err := s.checkRuntimeHandler(req.GetRuntimeHandler()); err != nil {
+		return nil, err
 	}
 	// The pod's hostname and sysctls are checked before anything exists.
 	if err := s.cfg.Specs.ValidateSandbox(cfg); err != nil {

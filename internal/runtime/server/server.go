@@ -27,16 +27,19 @@ const DefaultPauseImage = "registry.k8s.io/pause:3.9"
 type Config struct {
 	StateDir   string // sandboxes/, containers/, netns/, utsns/, ipcns/ live here
 	PauseImage string
-	OCI        oci.Runtime
-	Images     Images
-	Specs      Specs
-	Network    Network
-	Streaming  Streamer // nil: Exec/Attach/PortForward answer Unavailable
-	Features   Features
-	Metrics    *Metrics
-	Cgroups    CgroupReader // nil: the host's cgroups
-	NRI        NRI          // nil: no NRI plugins
-	Logger     *slog.Logger
+	// RuntimeHandlers are the handlers a sandbox may name besides the
+	// default one (""); all run with OCI.
+	RuntimeHandlers []string
+	OCI             oci.Runtime
+	Images          Images
+	Specs           Specs
+	Network         Network
+	Streaming       Streamer // nil: Exec/Attach/PortForward answer Unavailable
+	Features        Features
+	Metrics         *Metrics
+	Cgroups         CgroupReader // nil: the host's cgroups
+	NRI             NRI          // nil: no NRI plugins
+	Logger          *slog.Logger
 }
 
 // Features are the optional CRI features the assembled runtime supports,

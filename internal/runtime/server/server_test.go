@@ -35,6 +35,7 @@ type harness struct {
 	specs    *fakeSpecs
 	cgroups  CgroupReader // nil: the host's
 	nri      NRI          // nil: none
+	handlers []string     // Config.RuntimeHandlers
 	srv      *Server
 	metrics  *Metrics // registered on registry, kept across restarts
 	registry *prometheus.Registry
@@ -84,7 +85,7 @@ func (h *harness) start() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := New(context.Background(), Config{
 		StateDir: h.stateDir, OCI: h.oci, Features: Features{SupplementalGroupsPolicy: true}, Images: h.images, Specs: h.specs, Network: h.net, Cgroups: h.cgroups, NRI: h.nri,
-		Metrics: h.metrics, Logger: log,
+		RuntimeHandlers: h.handlers, Metrics: h.metrics, Logger: log,
 	})
 	if err != nil {
 		h.t.Fatal(err)
