@@ -24,6 +24,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"authorization.k8s.io/selfsubjectaccessreviews": false, "authorization.k8s.io/subjectaccessreviews": false,
 		"authorization.k8s.io/selfsubjectrulesreviews":   false,
 		"authorization.k8s.io/localsubjectaccessreviews": true,
+		"node.k8s.io/runtimeclasses":                     false,
 	}
 	got := map[string]Resource{}
 	for _, r := range Default() {
