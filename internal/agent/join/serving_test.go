@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/berth/berth/internal/agent/join"
 	"github.com/berth/berth/internal/agent/nodeserver"
@@ -126,14 +127,23 @@ func TestJoinedNodeServesWithItsOwnCertificate(t *testing.T) {
 // reportAddresses creates or updates the node's Node with addrs, as the agent's registration does.
 func reportAddresses(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, addrs []corev1.NodeAddress) {
 	t.Helper()
-	n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if n, err = c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if _, err = c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("node creates its Node: %v", err)
 		}
 	}
-	n.Status.Addresses = addrs
-	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The server's controllers write the Node too: a stale update is read
+	// again and retried, as agents do.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Addresses = addrs
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("node reports its addresses: %v", err)
 	}
 }

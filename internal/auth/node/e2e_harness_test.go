@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/berth/berth/internal/admission/noderestriction"
 	"github.com/berth/berth/internal/agent/join"
@@ -301,13 +302,22 @@ func allocatable() corev1.ResourceList {
 // register makes a node register itself as an agent does: the object, then its status.
 func register(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {
 	t.Helper()
-	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("%s registers itself: %v", name, err)
 	}
-	n.Status.Allocatable, n.Status.Capacity = allocatable(), allocatable()
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
-	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The server's controllers may write the new Node too: a stale update
+	// is read again and retried, as agents do.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Allocatable, n.Status.Capacity = allocatable(), allocatable()
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+		_, err = c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("%s reports its status: %v", name, err)
 	}
 }

@@ -116,6 +116,20 @@ func (n *joinedNode) register(addrs []corev1.NodeAddress, port int32) {
 	if err != nil {
 		n.c.t.Fatalf("%s reports its status: %v", n.name, err)
 	}
+	// Pods are bound to it only once the node lifecycle controller has
+	// lifted the not-ready taint TaintNodesByCondition gave the new Node.
+	n.c.poll(n.c.t, n.name+" to lose the not-ready taint", time.Minute, func(ctx context.Context) (bool, error) {
+		node, err := n.c.admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, taint := range node.Spec.Taints {
+			if taint.Key == corev1.TaintNodeNotReady {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // heartbeat keeps the node Ready until ctx ends, so the node lifecycle
