@@ -30,10 +30,12 @@ func TestAgentAgainstContainerd(t *testing.T) {
 	runAgent(t, a)
 
 	var n *corev1.Node
-	wait.UntilTrue(t, 90*time.Second, "the node to register", func(ctx context.Context) (bool, error) {
+	// The agent creates its Node first and reports its status in a second
+	// write, so wait for the status rather than for the object.
+	wait.UntilTrue(t, 90*time.Second, "the node to register and report its status", func(ctx context.Context) (bool, error) {
 		var err error
 		n, err = client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
-		return err == nil, nil
+		return err == nil && len(n.Status.Addresses) > 0 && len(n.Status.Conditions) > 0, nil
 	})
 	if rv := n.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(rv, "containerd://1.6") {
 		t.Errorf("container runtime version = %q", rv)
