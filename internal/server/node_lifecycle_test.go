@@ -56,8 +56,7 @@ func TestNodeLifecycleIsUpstreams(t *testing.T) {
 	readyNode(t, s.Admin, "steady")
 	go keepRenewing(ctx, s.Admin, "steady", 500*time.Millisecond)
 
-	createNamespace(t, s.Admin, "lifecycle")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("lifecycle"))
+	podNamespace(t, s.Admin, "lifecycle")
 	pods := s.Admin.CoreV1().Pods("lifecycle")
 	for name, seconds := range map[string]int64{"brief": 1, "patient": 3600} {
 		pod := boundPod(name, "n1")
