@@ -45,6 +45,10 @@ func TestReplicationControllerKeepsItsReplicas(t *testing.T) {
 				if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != rc.UID {
 					return fmt.Errorf("pod %s is not controlled by the ReplicationController: %v", p.Name, p.OwnerReferences)
 				}
+				// As in a kube-controller-manager cluster, the write is the controller manager's.
+				if len(p.ManagedFields) == 0 || p.ManagedFields[0].Manager != "kube-controller-manager" {
+					return fmt.Errorf("pod %s's managedFields are %+v, want the manager kube-controller-manager", p.Name, p.ManagedFields)
+				}
 				live++
 			}
 			if live != want {
