@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,8 +65,6 @@ func newOf[T any, PT interface {
 //     from its Service and controller (podtopologyspread/plugin.go);
 //   - daemonsets: the node lifecycle controller's DaemonSet lister, which
 //     kube-controller-manager's node lifecycle controller waits to sync;
-//   - poddisruptionbudgets: DefaultPreemption's PDB lister
-//     (framework/preemption/preemption.go);
 //   - resourceclaims, resourceslices, devicetaintrules: scheduler.go's DRA
 //     set-up (DynamicResourceAllocation is locked on; DRADeviceTaintRules is
 //     on by default in 1.37);
@@ -80,7 +77,6 @@ func emptyCollections() []emptyCollection {
 	const (
 		volumes   = "persistent volumes"
 		workloads = "workload controllers"
-		budgets   = "disruption budgets"
 		dra       = "dynamic resource allocation"
 	)
 	apps := appsv1.SchemeGroupVersion
@@ -98,8 +94,6 @@ func emptyCollections() []emptyCollection {
 			newOf[appsv1.StatefulSet](), newOf[appsv1.StatefulSetList](), workloads, "sts")),
 		inAll(empty(apps.WithResource("daemonsets"), "DaemonSet", true,
 			newOf[appsv1.DaemonSet](), newOf[appsv1.DaemonSetList](), workloads, "ds")),
-		empty(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), "PodDisruptionBudget", true,
-			newOf[policyv1.PodDisruptionBudget](), newOf[policyv1.PodDisruptionBudgetList](), budgets, "pdb"),
 		empty(storage.WithResource("storageclasses"), "StorageClass", false,
 			newOf[storagev1.StorageClass](), newOf[storagev1.StorageClassList](), volumes, "sc"),
 		empty(storage.WithResource("csinodes"), "CSINode", false,

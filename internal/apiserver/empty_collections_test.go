@@ -49,10 +49,11 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 // storedCollections are the collections kube-scheduler watches that berth
 // stores and serves writable: they must not be read-only.
 var storedCollections = map[schema.GroupVersionResource]bool{
-	{Version: "v1", Resource: "services"}:               true,
-	{Version: "v1", Resource: "persistentvolumes"}:      true,
-	{Version: "v1", Resource: "persistentvolumeclaims"}: true,
-	{Version: "v1", Resource: "replicationcontrollers"}: true,
+	{Version: "v1", Resource: "services"}:                              true,
+	{Version: "v1", Resource: "persistentvolumes"}:                     true,
+	{Version: "v1", Resource: "persistentvolumeclaims"}:                true,
+	{Version: "v1", Resource: "replicationcontrollers"}:                true,
+	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}: true,
 }
 
 // TestKubeSchedulerInformersSyncOnEmptyCollections starts client-go's
@@ -166,11 +167,11 @@ func TestEmptyCollectionsRefuseWrites(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	before := storeRevision(t, s)
-	pdb := `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"data","namespace":"default"},"spec":{"minAvailable":1}}`
+	capacity := `{"apiVersion":"storage.k8s.io/v1","kind":"CSIStorageCapacity","metadata":{"name":"data","namespace":"default"},"storageClassName":"fast"}`
 	claim := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"gpu","namespace":"default"},"spec":{}}`
 	sc := `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"example.com/none"}`
 	for _, target := range []struct{ collection, name, body, lacks string }{
-		{"/apis/policy/v1/namespaces/default/poddisruptionbudgets", "data", pdb, "disruption budgets"},
+		{"/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities", "data", capacity, "persistent volumes"},
 		{"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", "gpu", claim, "dynamic resource allocation"},
 		{"/apis/storage.k8s.io/v1/storageclasses", "fast", sc, "persistent volumes"},
 	} {
@@ -230,7 +231,7 @@ func TestEmptyCollectionReads(t *testing.T) {
 	}
 	// Raw: client-go would retry this 504 for ten seconds.
 	future := strconv.FormatInt(storeRevision(t, s)+100, 10)
-	code, status := rawRequest(t, s, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets?resourceVersion="+future, "", nil)
+	code, status := rawRequest(t, s, "GET", "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities?resourceVersion="+future, "", nil)
 	if code != http.StatusGatewayTimeout || status.Details == nil || len(status.Details.Causes) != 1 ||
 		status.Details.Causes[0].Type != metav1.CauseTypeResourceVersionTooLarge {
 		t.Fatalf("list at a revision not reached: %d %+v, want 504 Too large resource version", code, status)

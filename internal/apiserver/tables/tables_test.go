@@ -14,12 +14,15 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apiserver/pkg/registry/rest"
 	kubectlprinters "k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/utils/ptr"
 )
 
 func testConverter(t *testing.T) *Converter {
@@ -119,7 +122,11 @@ func TestPrinters(t *testing.T) {
 		{"event series", &corev1.Event{ObjectMeta: objectMeta("web.3"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"},
 			EventTime: metav1.NewMicroTime(now.Add(-time.Hour)), Series: &corev1.EventSeries{Count: 7, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Second))}},
 			"", []any{"2s", "", "", "pod/web", "", "", "", "60m", int64(7), "web.3"}},
-		{"kind without a printer", &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta("budget")}, "Name,Age", []any{"budget", "3h"}},
+		{"kind without a printer", &storagev1.StorageClass{ObjectMeta: objectMeta("fast")}, "Name,Age", []any{"fast", "3h"}},
+		{"pod disruption budget", &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta("budget"),
+			Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2))},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}},
+			"Name,Min Available,Max Unavailable,Allowed Disruptions,Age", []any{"budget", "2", "N/A", int64(1)}}, // AGE from upstream's clock
 		{"role", &rbacv1.Role{ObjectMeta: objectMeta("reader")}, "Name,Created At", []any{"reader", now.Add(-3 * time.Hour).UTC().Format(time.RFC3339)}},
 		{"clusterrolebinding", &rbacv1.ClusterRoleBinding{ObjectMeta: objectMeta("monitoring"),
 			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"},
