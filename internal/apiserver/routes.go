@@ -67,7 +67,7 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 		case "scale":
 			ep, err = f.scaleEndpoint(res, &scaleREST{controllers: r})
 		case "eviction":
-			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r}, r)
+			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r, budgets: all[policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets").String()]}, r)
 		default:
 			return fmt.Errorf("resource %s: no handler for subresource %q", res.gvr, sub)
 		}
