@@ -74,6 +74,13 @@ func BootstrapPolicy() []Binding {
 			// (the protection finalizers are removed by the collector's rule).
 			rule(read, "", "replicationcontrollers", "resourcequotas", "persistentvolumes", "persistentvolumeclaims"),
 			rule([]string{"update"}, "", "replicationcontrollers/status", "replicationcontrollers/finalizers", "resourcequotas/status"),
+			// Upstream's disruption-controller role: budgets read and their
+			// status written, pods' controllers read and scaled ones found
+			// through their scale subresource.
+			rule(read, "policy", "poddisruptionbudgets"),
+			rule([]string{"update"}, "policy", "poddisruptionbudgets/status"),
+			rule(read, "apps", "replicasets", "deployments", "statefulsets"),
+			rule([]string{"get"}, "*", "*/scale"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
 			// The ClusterRole aggregation controller writes rules it does not

@@ -20,6 +20,7 @@ import (
 	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
+	"github.com/berth/berth/internal/controller/disruption"
 	"github.com/berth/berth/internal/controller/endpoints"
 	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/nodeipam"
@@ -97,6 +98,18 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			return err
 		}
 		return replication.Run(ctx, replication.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "replication")})
+	}})
+	out = append(out, component{name: "disruption", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return disruption.Run(ctx, disruption.Config{REST: restCfg,
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "disruption")}})
 	}})
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
