@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -57,7 +58,7 @@ func (e *evictionREST) Create(ctx context.Context, name string, obj runtime.Obje
 	}
 	deleteOptions, err := propagateDryRun(eviction, options)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
+		return nil, err
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, eviction.DeepCopyObject()); err != nil {
@@ -185,7 +186,7 @@ func (e *evictionREST) getPod(ctx context.Context, name string) (*corev1.Pod, er
 }
 
 // propagateDryRun merges the request's dry-run into the eviction's delete
-// options; they must not disagree.
+// options; they must not disagree (a 500, as upstream's plain error is).
 func propagateDryRun(eviction *policyv1.Eviction, options *metav1.CreateOptions) (*metav1.DeleteOptions, error) {
 	if eviction.DeleteOptions == nil {
 		return &metav1.DeleteOptions{DryRun: options.DryRun}, nil
@@ -198,7 +199,8 @@ func propagateDryRun(eviction *policyv1.Eviction, options *metav1.CreateOptions)
 		return eviction.DeleteOptions, nil
 	}
 	if !reflect.DeepEqual(options.DryRun, eviction.DeleteOptions.DryRun) {
-		return nil, fmt.Errorf("Non-matching dry-run options in request and content: %v and %v", options.DryRun, eviction.DeleteOptions.DryRun)
+		message := fmt.Sprintf("Non-matching dry-run options in request and content: %v and %v", options.DryRun, eviction.DeleteOptions.DryRun)
+		return nil, apierrors.NewInternalError(errors.New(message))
 	}
 	return eviction.DeleteOptions, nil
 }

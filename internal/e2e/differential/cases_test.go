@@ -110,6 +110,7 @@ var invalidCreates = map[string][]invalidCreate{
 	"services":               {{"invalid-ports-cleared", []mutation{{"spec.ports", []any{}}}}},
 	"endpointslices":         {{"invalid-address-type", []mutation{{"addressType", "bogus"}}}},
 	"runtimeclasses":         {{"invalid-handler", []mutation{{"handler", "Not_A_Label"}}}},
+	"poddisruptionbudgets":   {{"invalid-min-available-negative", []mutation{{"spec.minAvailable", -1}}}},
 	"pods": {
 		{"invalid-containers-cleared", []mutation{{"spec.containers", []any{}}}},
 		{"invalid-image-cleared", []mutation{{"spec.containers.0.image", nil}}},
