@@ -94,6 +94,8 @@ var fuzzFixtures = map[string]string{
 		"subjects":[{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"g"}]}`,
 	"node.k8s.io/RuntimeClass": `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":%[1]q},"handler":"test-handler",
 		"overhead":{"podFixed":{"cpu":"10m"}},"scheduling":{"nodeSelector":{"a":"b"}}}`,
+	"policy/PodDisruptionBudget": `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":%[1]q},
+		"spec":{"maxUnavailable":"25%%","selector":{"matchLabels":{"app":"web"}},"unhealthyPodEvictionPolicy":"AlwaysAllow"}}`,
 }
 
 // The write requests the fuzzer makes: the body's encoding and the verb.
