@@ -160,7 +160,7 @@ func newPriority(client kubernetes.Interface, factory informers.SharedInformerFa
 	if err := plugin.ValidateInitialization(); err != nil {
 		return nil, fmt.Errorf("admission plugin %s: %w", priority.PluginName, err)
 	}
-	return internalform.WrapKinds(plugin, podKind, schedulingv1.SchemeGroupVersion.WithKind("PriorityClass").GroupKind()), nil
+	return internalform.WrapKinds(waitForSync(plugin), podKind, schedulingv1.SchemeGroupVersion.WithKind("PriorityClass").GroupKind()), nil
 }
 
 // newResourceQuota is upstream's ResourceQuota plugin with upstream's
