@@ -18,6 +18,7 @@ APT_PACKAGES=(
   /usr/lib/cni/bridge:containernetworking-plugins
   /bin/busybox:busybox-static
   /bin/bash-static:bash-static # the conformance busybox image's /bin/sh
+  /usr/bin/nc.openbsd:netcat-openbsd # the conformance agnhost image's nc (UDP)
   iptables:iptables
   ip:iproute2
   nsenter:util-linux # the multi-node test enters its network namespaces

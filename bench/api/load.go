@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/berth/berth/bench/internal/nodewait"
 	"github.com/berth/berth/bench/internal/ticker"
+	"github.com/berth/berth/internal/testkit/nodewait"
 )
 
 // shape is one benchmark size.

@@ -22,9 +22,9 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/berth/berth/bench/internal/nodewait"
 	"github.com/berth/berth/bench/internal/report"
 	"github.com/berth/berth/internal/server"
+	"github.com/berth/berth/internal/testkit/nodewait"
 )
 
 type options struct {

@@ -92,7 +92,7 @@ func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime
 	if err != nil {
 		return nil, err
 	}
-	objs, rev, cont, err := r.reader.List(ctx, watchcache.ListOptions{
+	page, err := r.reader.List(ctx, watchcache.ListOptions{
 		Label: label, Field: field,
 		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: string(opts.ResourceVersionMatch),
 		Limit: opts.Limit, Continue: opts.Continue,
@@ -102,9 +102,10 @@ func (r localReader) list(ctx context.Context, opts metav1.ListOptions) (runtime
 	}
 	// An untyped list: a typed one would copy every item into its Items,
 	// and a reflector copies each typed item once more.
-	list := &metainternalversion.List{Items: viewObjects(r.view, objs)}
-	list.ResourceVersion = strconv.FormatInt(rev, 10)
-	list.Continue = cont
+	list := &metainternalversion.List{Items: viewObjects(r.view, page.Objects)}
+	list.ResourceVersion = strconv.FormatInt(page.Revision, 10)
+	list.Continue = page.Continue
+	list.RemainingItemCount = page.RemainingItemCount
 	return list, nil
 }
 

@@ -22,7 +22,7 @@ type collectionReader interface {
 	// Get reads one object at least as fresh as minRV (0: any); the
 	// returned object is shared and must not be modified.
 	Get(ctx context.Context, key string, minRV int64) (runtime.Object, int64, error)
-	List(ctx context.Context, opts watchcache.ListOptions) (objs []runtime.Object, listRV int64, continueToken string, err error)
+	List(ctx context.Context, opts watchcache.ListOptions) (watchcache.ListResult, error)
 	Watch(ctx context.Context, opts watchcache.WatchOptions) (watch.Interface, error)
 }
 

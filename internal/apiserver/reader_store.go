@@ -49,40 +49,49 @@ func (r *storeReader) Get(ctx context.Context, key string, _ int64) (runtime.Obj
 // a page whose selectors skip some objects.
 const listPageSize = 500
 
-func (r *storeReader) List(ctx context.Context, q watchcache.ListOptions) ([]runtime.Object, int64, string, error) {
+func (r *storeReader) List(ctx context.Context, q watchcache.ListOptions) (watchcache.ListResult, error) {
 	prefix := r.spec.Prefix
 	if q.Namespace != "" {
 		prefix += q.Namespace + "/"
 	}
 	startKey, rev, err := r.listStart(q)
 	if err != nil {
-		return nil, 0, "", err
+		return watchcache.ListResult{}, err
 	}
 	var out []runtime.Object
 	for {
 		page, err := r.spec.Store.List(ctx, prefix, store.ListOptions{Revision: rev, Limit: listPageSize, StartKey: startKey})
 		if err != nil {
-			return nil, 0, "", listError(err)
+			return watchcache.ListResult{}, r.listError(err, q, startKey)
 		}
 		rev = page.Revision
 		for i, kv := range page.KVs {
 			obj, err := r.spec.Decode(kv)
 			if err != nil {
-				return nil, 0, "", apierrors.NewInternalError(err)
+				return watchcache.ListResult{}, apierrors.NewInternalError(err)
 			}
 			if ok, err := r.matches(obj, q.Label, q.Field); err != nil {
-				return nil, 0, "", err
+				return watchcache.ListResult{}, err
 			} else if !ok {
 				continue
 			}
 			out = append(out, obj)
 			if q.Limit > 0 && int64(len(out)) == q.Limit && (i < len(page.KVs)-1 || page.More) {
 				token, err := apistorage.EncodeContinue(kv.Key+"\x00", r.spec.Prefix, rev)
-				return out, rev, token, err
+				if err != nil {
+					return watchcache.ListResult{}, apierrors.NewInternalError(err)
+				}
+				res := watchcache.ListResult{Objects: out, Revision: rev, Continue: token}
+				if q.Unselected() {
+					// Without selectors every key read so far was returned.
+					remaining := page.Count - int64(i+1)
+					res.RemainingItemCount = &remaining
+				}
+				return res, nil
 			}
 		}
 		if !page.More || len(page.KVs) == 0 {
-			return out, rev, "", nil
+			return watchcache.ListResult{Objects: out, Revision: rev}, nil
 		}
 		startKey = page.KVs[len(page.KVs)-1].Key + "\x00"
 	}
@@ -97,6 +106,9 @@ func (r *storeReader) listStart(q watchcache.ListOptions) (startKey string, rev 
 		if err != nil {
 			return "", 0, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
+		if rv < 0 { // an inconsistent continuation: the latest state
+			rv = 0
+		}
 		return key, rv, nil
 	}
 	if q.ResourceVersionMatch == string(metav1.ResourceVersionMatchExact) {
@@ -109,11 +121,17 @@ func (r *storeReader) listStart(q watchcache.ListOptions) (startKey string, rev 
 	return "", 0, nil
 }
 
-func listError(err error) error {
-	if errors.Is(err, store.ErrCompacted) {
-		return apierrors.NewResourceExpired("The provided continue parameter or resourceVersion is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results.")
+// listError is kube-apiserver's answer to a failed list: a revision
+// compacted away is 410, and for a continued list the 410 carries a token
+// resuming after the same key from the latest state.
+func (r *storeReader) listError(err error, q watchcache.ListOptions, startKey string) error {
+	if !errors.Is(err, store.ErrCompacted) {
+		return apierrors.NewInternalError(err)
 	}
-	return apierrors.NewInternalError(err)
+	if q.Continue == "" {
+		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	}
+	return watchcache.InconsistentContinue(startKey, r.spec.Prefix)
 }
 
 func (r *storeReader) matches(obj runtime.Object, label labels.Selector, field fields.Selector) (bool, error) {

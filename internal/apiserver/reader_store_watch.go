@@ -34,10 +34,12 @@ func (r *storeReader) Watch(ctx context.Context, q watchcache.WatchOptions) (wat
 	)
 	switch {
 	case initial:
-		replay, fromRev, _, err = r.List(ctx, watchcache.ListOptions{Namespace: q.Namespace, Label: q.Label, Field: q.Field})
+		var initialList watchcache.ListResult
+		initialList, err = r.List(ctx, watchcache.ListOptions{Namespace: q.Namespace, Label: q.Label, Field: q.Field})
 		if err != nil {
 			return nil, err
 		}
+		replay, fromRev = initialList.Objects, initialList.Revision
 		if q.SendInitialEvents != nil && q.AllowBookmarks {
 			bookmark, err = r.initialEventsEnd(fromRev)
 		}

@@ -65,13 +65,13 @@ func (r watchCacheReader) Get(ctx context.Context, key string, minRV int64) (run
 	return r.cache.Get(ctx, key, minRV)
 }
 
-func (r watchCacheReader) List(ctx context.Context, opts watchcache.ListOptions) ([]runtime.Object, int64, string, error) {
-	objs, rv, next, err := r.cache.List(ctx, opts)
+func (r watchCacheReader) List(ctx context.Context, opts watchcache.ListOptions) (watchcache.ListResult, error) {
+	res, err := r.cache.List(ctx, opts)
 	if err != nil && consistentList(opts) && apistorage.IsTooLargeResourceVersion(err) && ctx.Err() == nil {
 		r.log.Info("watch cache not fresh in time; serving a consistent list from the store", "err", err)
 		return r.store.List(ctx, opts)
 	}
-	return objs, rv, next, err
+	return res, err
 }
 
 // consistentList reports whether opts asks for the latest state (no

@@ -24,7 +24,7 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	if options == nil {
 		options = &metainternalversion.ListOptions{}
 	}
-	objs, rev, cont, err := r.reader.List(ctx, watchcache.ListOptions{
+	page, err := r.reader.List(ctx, watchcache.ListOptions{
 		Namespace:            genericapirequest.NamespaceValue(ctx),
 		Label:                options.LabelSelector,
 		Field:                options.FieldSelector,
@@ -36,7 +36,7 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	if err != nil {
 		return nil, err
 	}
-	objs = viewObjects(r.viewFor(ctx), objs)
+	objs := viewObjects(r.viewFor(ctx), page.Objects)
 	list := r.res.newList()
 	if err := meta.SetList(list, objs); err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -46,8 +46,9 @@ func (r *resourceREST) List(ctx context.Context, options *metainternalversion.Li
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	listMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
-	listMeta.SetContinue(cont)
+	listMeta.SetResourceVersion(strconv.FormatInt(page.Revision, 10))
+	listMeta.SetContinue(page.Continue)
+	listMeta.SetRemainingItemCount(page.RemainingItemCount)
 	return list, nil
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sync"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/berth/berth/internal/leader"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/scheduler"
+	"github.com/berth/berth/internal/version"
 )
 
 // component is a control-plane loop that uses only the API, under its own identity.
@@ -217,10 +219,32 @@ func loopbackConfig(lb *inprocess.Loopback, id pki.Identity) (*rest.Config, erro
 		return nil, fmt.Errorf("%s client: %w", id.CommonName, err)
 	}
 	restCfg.QPS, restCfg.Burst = 5000, 10000 // in-process peers; the server applies its own limits
+	restCfg.UserAgent = loopbackUserAgent(id)
 	// Protobuf for every request, as kube-scheduler's and
 	// kube-controller-manager's --kube-api-content-type default: client-go's
 	// typed clients otherwise send JSON wherever a method builds its own
 	// request (a pod's binding, for one).
 	restCfg.ContentType = runtime.ContentTypeProtobuf
 	return restCfg, nil
+}
+
+// upstreamPrograms are the programs a Kubernetes cluster runs the work of
+// berth's in-process identities in. managedFields name a write's manager
+// by its User-Agent's program, so berth's writes show the same managers
+// as a kube-apiserver cluster's (kube-controller-manager for a
+// ReplicaSet's pods, kube-apiserver for the default/kubernetes Service).
+var upstreamPrograms = map[string]string{
+	pki.SchedulerIdentity.CommonName:       "kube-scheduler",
+	pki.ControllerIdentity.CommonName:      "kube-controller-manager",
+	pki.APIServerClientIdentity.CommonName: "kube-apiserver",
+}
+
+// loopbackUserAgent is id's User-Agent, in client-go's format
+// (program/version (os/arch) build).
+func loopbackUserAgent(id pki.Identity) string {
+	program, ok := upstreamPrograms[id.CommonName]
+	if !ok {
+		program = "berth"
+	}
+	return fmt.Sprintf("%s/%s (%s/%s) berth", program, version.Version, goruntime.GOOS, goruntime.GOARCH)
 }

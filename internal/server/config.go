@@ -100,6 +100,11 @@ type Config struct {
 	// values take upstream's defaults.
 	NodeLifecyclePeriods nodelifecycle.Periods
 
+	// EtcdCompactionInterval is how often history is compacted (0: every
+	// 5 minutes, as kube-apiserver's --etcd-compaction-interval); one to two
+	// intervals of it stay readable and watchable.
+	EtcdCompactionInterval time.Duration
+
 	// EventTTL is how long events are kept after their last write (0: an
 	// hour, as kube-apiserver's --event-ttl).
 	EventTTL time.Duration

@@ -20,6 +20,7 @@ import (
 	"github.com/berth/berth/internal/controller/nodelifecycle"
 	"github.com/berth/berth/internal/server"
 	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/nodewait"
 	"github.com/berth/berth/internal/testkit/wait"
 )
 
@@ -49,15 +50,16 @@ func TestNodeLifecycleIsUpstreams(t *testing.T) {
 		t.Fatalf("a new node's taints are %v, want node.kubernetes.io/not-ready:NoSchedule", created.Spec.Taints)
 	}
 	heartbeat(t, s.Admin, "n1")
-	waitUntaintedNode(t, s.Admin, "n1")
+	if err := nodewait.Untainted(t.Context(), s.Admin, time.Minute, "n1"); err != nil {
+		t.Fatal(err)
+	}
 
 	// Upstream stops tainting and evicting when every node is silent (it
 	// takes that for a control-plane disruption): a second node stays live.
 	readyNode(t, s.Admin, "steady")
 	go keepRenewing(ctx, s.Admin, "steady", 500*time.Millisecond)
 
-	createNamespace(t, s.Admin, "lifecycle")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("lifecycle"))
+	podNamespace(t, s.Admin, "lifecycle")
 	pods := s.Admin.CoreV1().Pods("lifecycle")
 	for name, seconds := range map[string]int64{"brief": 1, "patient": 3600} {
 		pod := boundPod(name, "n1")
@@ -138,7 +140,9 @@ func readyNode(t *testing.T, cs kubernetes.Interface, name string) {
 		t.Fatalf("create node %s: %v", name, err)
 	}
 	heartbeat(t, cs, name)
-	waitUntaintedNode(t, cs, name)
+	if err := nodewait.Untainted(t.Context(), cs, time.Minute, name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // heartbeat reports the node Ready now and renews its Lease, once.
@@ -188,22 +192,6 @@ func keepRenewing(ctx context.Context, cs kubernetes.Interface, name string, per
 			_, _ = leases.Update(ctx, l, metav1.UpdateOptions{}) // the next tick retries
 		}
 	}
-}
-
-// waitUntaintedNode waits until the node lifecycle controller has lifted
-// the not-ready taint of a node that reported Ready.
-func waitUntaintedNode(t *testing.T, cs kubernetes.Interface, name string) {
-	t.Helper()
-	wait.UntilNil(t, time.Minute, "the not-ready taint lifted from Ready node "+name, func() error {
-		n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if len(n.Spec.Taints) != 0 {
-			return fmt.Errorf("taints %v", n.Spec.Taints)
-		}
-		return nil
-	})
 }
 
 func boundPod(name, node string) *corev1.Pod {

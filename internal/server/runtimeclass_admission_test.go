@@ -22,8 +22,7 @@ func TestRuntimeClassAdmission(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "classy")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("classy"))
+	podNamespace(t, s.Admin, "classy")
 	toleration := corev1.Toleration{Key: "sandbox", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 	if _, err := s.Admin.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "sandboxed"},

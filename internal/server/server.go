@@ -148,7 +148,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("api server: %w", err)
 	}
-	go st.RunCompactor(apiCtx, compactionInterval, compactionKeep)
+	compaction := cfg.EtcdCompactionInterval
+	if compaction <= 0 {
+		compaction = defaultCompactionInterval
+	}
+	go st.RunCompactor(apiCtx, compaction)
 	waitRBAC := access.start(apiCtx)
 	waitAdmission := plugins.start(apiCtx)
 	defer func() { stopAPI(); waitRBAC(); waitAdmission() }()
@@ -156,13 +160,9 @@ func Run(ctx context.Context, cfg Config) error {
 	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, services)
 }
 
-// History kept in etcd: compacting every 5 minutes (kube-apiserver's
-// default interval) while keeping the latest revisions lets watches resume
-// across short disconnects; older resourceVersions get 410 Gone.
-const (
-	compactionInterval = 5 * time.Minute
-	compactionKeep     = 10000
-)
+// defaultCompactionInterval is kube-apiserver's --etcd-compaction-interval
+// default.
+const defaultCompactionInterval = 5 * time.Minute
 
 // serve runs the HTTPS server, and the in-process one (socket pairs) for the
 // server's own clients, until ctx ends; stopAPI ends the API's long requests

@@ -46,6 +46,26 @@ func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 	}
 }
 
+// podNamespace creates a namespace pods can be created in: it waits for
+// the namespace's default ServiceAccount, without which the ServiceAccount
+// plugin refuses pods.
+func podNamespace(t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	createNamespace(t, cs, name)
+	waitForDefaultAccount(t, cs.CoreV1().ServiceAccounts(name))
+}
+
+// waitForDefaultAccount waits for the namespace's default ServiceAccount.
+func waitForDefaultAccount(t *testing.T, accounts interface {
+	Get(context.Context, string, metav1.GetOptions) (*corev1.ServiceAccount, error)
+}) {
+	t.Helper()
+	wait.Until(t, time.Minute, "the namespace's default service account", func() bool {
+		_, err := accounts.Get(context.Background(), "default", metav1.GetOptions{})
+		return err == nil
+	})
+}
+
 func testPod(name string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -25,8 +25,7 @@ func TestReplicationControllerKeepsItsReplicas(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "rc")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("rc"))
+	podNamespace(t, s.Admin, "rc")
 	rcs := s.Admin.CoreV1().ReplicationControllers("rc")
 	rc, err := rcs.Create(ctx, webController(2), metav1.CreateOptions{})
 	if err != nil {
@@ -45,6 +44,10 @@ func TestReplicationControllerKeepsItsReplicas(t *testing.T) {
 				}
 				if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != rc.UID {
 					return fmt.Errorf("pod %s is not controlled by the ReplicationController: %v", p.Name, p.OwnerReferences)
+				}
+				// As in a kube-controller-manager cluster, the write is the controller manager's.
+				if len(p.ManagedFields) == 0 || p.ManagedFields[0].Manager != "kube-controller-manager" {
+					return fmt.Errorf("pod %s's managedFields are %+v, want the manager kube-controller-manager", p.Name, p.ManagedFields)
 				}
 				live++
 			}
@@ -82,8 +85,7 @@ func TestLimitRangesAndQuotasAreEnforced(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "limited")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("limited"))
+	podNamespace(t, s.Admin, "limited")
 	core := s.Admin.CoreV1()
 	if _, err := core.LimitRanges("limited").Create(ctx, &corev1.LimitRange{
 		ObjectMeta: metav1.ObjectMeta{Name: "defaults"},
@@ -135,18 +137,6 @@ func TestLimitRangesAndQuotasAreEnforced(t *testing.T) {
 	})
 }
 
-// waitForDefaultAccount waits for the namespace's default ServiceAccount,
-// without which the ServiceAccount plugin refuses pods.
-func waitForDefaultAccount(t *testing.T, accounts interface {
-	Get(context.Context, string, metav1.GetOptions) (*corev1.ServiceAccount, error)
-}) {
-	t.Helper()
-	wait.Until(t, time.Minute, "the namespace's default service account", func() bool {
-		_, err := accounts.Get(context.Background(), "default", metav1.GetOptions{})
-		return err == nil
-	})
-}
-
 // A claim gets upstream's kubernetes.io/pvc-protection finalizer
 // (StorageObjectInUseProtection admission); deleting it marks it, and the
 // protection controller, seeing no pod use it, lets it go.
@@ -181,8 +171,7 @@ func TestReplicationControllerDeleteOrphansItsPods(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "orphans")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("orphans"))
+	podNamespace(t, s.Admin, "orphans")
 	rcs := s.Admin.CoreV1().ReplicationControllers("orphans")
 	if _, err := rcs.Create(ctx, webController(1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

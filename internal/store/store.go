@@ -37,6 +37,9 @@ type ListResult struct {
 	KVs      []KV
 	Revision int64 // the revision the page was read at
 	More     bool  // more keys follow the last one returned
+	// Count is how many keys the range holds from StartKey on, regardless
+	// of Limit.
+	Count int64
 }
 
 // EventType says what happened to a key.
@@ -102,6 +105,12 @@ type WatchResult struct {
 	// store's revision at that moment, so an idle watcher still learns that
 	// it is current.
 	Revision int64
+}
+
+// CompactionTracker is implemented by stores that know the revision their
+// history was last compacted to (0: none known).
+type CompactionTracker interface {
+	CompactedRevision() int64
 }
 
 // ProgressRequester is implemented by stores that can make their watches

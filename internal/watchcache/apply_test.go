@@ -37,9 +37,9 @@ func TestDeleteWithoutPreviousValueUsesTheCachedObject(t *testing.T) {
 		t.Fatal("deleted object still cached")
 	}
 	// The cached object itself was not modified (it is shared with readers).
-	old, _, _, err := c.List(ctx, ListOptions{ResourceVersion: "2", ResourceVersionMatch: "Exact"})
-	if err != nil || len(old) != 1 || old[0].(*corev1.Pod).ResourceVersion != "2" {
-		t.Fatalf("state at 2: %v %v", old, err)
+	old, err := c.List(ctx, ListOptions{ResourceVersion: "2", ResourceVersionMatch: "Exact"})
+	if err != nil || len(old.Objects) != 1 || old.Objects[0].(*corev1.Pod).ResourceVersion != "2" {
+		t.Fatalf("state at 2: %v %v", old.Objects, err)
 	}
 }
 

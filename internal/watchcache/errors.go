@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apistorage "k8s.io/apiserver/pkg/storage"
 )
 
 // errTooOld is 410 Gone: the client must re-list.
@@ -35,4 +36,27 @@ func parseRV(s string) (int64, error) {
 		return 0, errBadRequest("invalid resource version %q", s)
 	}
 	return rv, nil
+}
+
+// inconsistentContinueMessage is kube-apiserver's (its etcd3 store's) for a
+// continue token whose revision is gone.
+const inconsistentContinueMessage = "The provided continue parameter is too old " +
+	"to display a consistent list result. You can start a new list without " +
+	"the continue parameter, or use the continue token in this response to " +
+	"retrieve the remainder of the results. Continuing with the provided " +
+	"token results in an inconsistent list - objects that were created, " +
+	"modified, or deleted between the time the first chunk was returned " +
+	"and now may show up in the list."
+
+// InconsistentContinue is kube-apiserver's 410 for a continue token whose
+// revision is gone: it carries a token resuming at the same key from the
+// latest state (revision -1).
+func InconsistentContinue(key, prefix string) error {
+	token, err := apistorage.EncodeContinue(key, prefix, -1)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	status := apierrors.NewResourceExpired(inconsistentContinueMessage)
+	status.ErrStatus.ListMeta.Continue = token
+	return status
 }

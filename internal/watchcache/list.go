@@ -2,65 +2,57 @@ package watchcache
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	apistorage "k8s.io/apiserver/pkg/storage"
+
+	"github.com/berth/berth/internal/store"
 )
 
-// continueToken matches kube-apiserver's shape: the revision the first page
-// was read at and the key (relative to the prefix) to resume from.
-type continueToken struct {
-	APIVersion string `json:"v"`
-	RV         int64  `json:"rv"`
-	Start      string `json:"start"`
+// ListResult is one page of a List.
+type ListResult struct {
+	// Objects are shared: do not modify them.
+	Objects []runtime.Object
+	// Revision is the revision the page reflects.
+	Revision int64
+	// Continue is kube-apiserver's continue token when Limit cut the page
+	// short.
+	Continue string
+	// RemainingItemCount is how many objects follow the page, set as
+	// kube-apiserver sets it: only for a page cut short by a list without
+	// selectors.
+	RemainingItemCount *int64
 }
 
-const continueTokenVersion = "meta.k8s.io/v1"
-
-func encodeContinue(rv int64, nextKey string) (string, error) {
-	b, err := json.Marshal(continueToken{APIVersion: continueTokenVersion, RV: rv, Start: nextKey})
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-func decodeContinue(s string) (continueToken, error) {
-	var tok continueToken
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &tok)
-	}
-	if err != nil || tok.APIVersion != continueTokenVersion || tok.RV <= 0 || tok.Start == "" {
-		return continueToken{}, errBadRequest("continue key is not valid")
-	}
-	return tok, nil
-}
-
-// List returns the matching objects (shared: do not modify them), the
-// revision they reflect and a continue token when Limit cut the page short.
-func (c *Cache) List(ctx context.Context, opts ListOptions) ([]runtime.Object, int64, string, error) {
+// List returns the matching objects and the revision they reflect, paged
+// by Limit with kube-apiserver's continue tokens.
+func (c *Cache) List(ctx context.Context, opts ListOptions) (ListResult, error) {
 	snap, rv, start, err := c.listState(ctx, opts)
 	if err != nil {
-		return nil, 0, "", err
+		return ListResult{}, err
 	}
 	f := newFilter(opts.Namespace, opts.Label, opts.Field)
 	lo, hi := c.keyRange(opts.Namespace)
 	if start < lo {
 		start = lo
 	}
+	unselected := opts.Unselected()
 	var objs []runtime.Object
 	var next string
+	var remaining int64
 	snap.AscendGreaterOrEqual(&entry{key: start}, func(e *entry) bool {
 		if hi != "" && e.key >= hi {
 			return false
 		}
 		if opts.Limit > 0 && int64(len(objs)) == opts.Limit {
-			next = e.key // another key remains: the page is cut short here
-			return false
+			if next == "" {
+				next = e.key // another key remains: the page is cut short here
+			}
+			// Count what follows only where the count means something.
+			remaining++
+			return unselected
 		}
 		if f.matches(e) {
 			objs = append(objs, e.obj)
@@ -68,13 +60,23 @@ func (c *Cache) List(ctx context.Context, opts ListOptions) ([]runtime.Object, i
 		return true
 	})
 	if next == "" {
-		return objs, rv, "", nil
+		return ListResult{Objects: objs, Revision: rv}, nil
 	}
-	token, err := encodeContinue(rv, strings.TrimPrefix(next, c.cfg.Prefix))
+	token, err := apistorage.EncodeContinue(next, c.cfg.Prefix, rv)
 	if err != nil {
-		return nil, 0, "", apierrors.NewInternalError(err)
+		return ListResult{}, apierrors.NewInternalError(err)
 	}
-	return objs, rv, token, nil
+	res := ListResult{Objects: objs, Revision: rv, Continue: token}
+	if unselected {
+		res.RemainingItemCount = &remaining
+	}
+	return res, nil
+}
+
+// Unselected reports whether opts has no label or field selector: only
+// then does kube-apiserver count the items after a page.
+func (opts ListOptions) Unselected() bool {
+	return (opts.Label == nil || opts.Label.Empty()) && (opts.Field == nil || opts.Field.Empty())
 }
 
 // listState picks the snapshot a List reads, its revision and the first key.
@@ -97,20 +99,34 @@ func (c *Cache) listState(ctx context.Context, opts ListOptions) (*tree, int64, 
 	return c.snap, c.rv, c.cfg.Prefix, nil
 }
 
-// continueState resumes a paginated list at its token's revision.
+// continueState resumes a paginated list at its token's revision. A
+// token whose revision the cache no longer holds gets kube-apiserver's 410
+// carrying a token that resumes at the same key from the latest state; such
+// a token (revision -1) reads the latest state.
 func (c *Cache) continueState(ctx context.Context, opts ListOptions) (*tree, int64, string, error) {
 	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		return nil, 0, "", errBadRequest("specifying resource version is not allowed when using continue")
 	}
-	tok, err := decodeContinue(opts.Continue)
+	key, rv, err := apistorage.DecodeContinue(opts.Continue, c.cfg.Prefix)
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, "", errBadRequest("invalid continue token: %v", err)
 	}
-	snap, err := c.snapshotAt(ctx, tok.RV)
+	if rv < 0 {
+		if err := c.waitConsistent(ctx); err != nil {
+			return nil, 0, "", err
+		}
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return c.snap, c.rv, key, nil
+	}
+	snap, err := c.snapshotAt(ctx, rv)
 	if err != nil {
-		return nil, 0, "", apierrors.NewResourceExpired("the provided continue parameter is too old; re-list without it")
+		if !apierrors.IsResourceExpired(err) {
+			return nil, 0, "", err
+		}
+		return nil, 0, "", InconsistentContinue(key, c.cfg.Prefix)
 	}
-	return snap, tok.RV, c.cfg.Prefix + tok.Start, nil
+	return snap, rv, key, nil
 }
 
 // exactState serves resourceVersionMatch=Exact from history.
@@ -150,6 +166,13 @@ func (c *Cache) waitForList(ctx context.Context, opts ListOptions) error {
 func (c *Cache) snapshotAt(ctx context.Context, rv int64) (*tree, error) {
 	if err := c.waitFresh(ctx, rv, false); err != nil {
 		return nil, err
+	}
+	// As kube-apiserver's cache: a revision the store compacted away is
+	// gone even where the cache's history still holds it.
+	if t, ok := c.cfg.Store.(store.CompactionTracker); ok {
+		if compacted := t.CompactedRevision(); rv < compacted {
+			return nil, errTooOld(rv, compacted)
+		}
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/watchcache"
@@ -37,7 +38,7 @@ func TestListSelectorsNamespacesAndConsistency(t *testing.T) {
 		{"ns+label+field", watchcache.ListOptions{Namespace: "ab", Label: labels.SelectorFromSet(labels.Set{"app": "web"}), Field: fields.OneTermEqualSelector("spec.nodeName", "node-b")}, "[ab/web-3]"},
 	}
 	for _, tc := range cases {
-		objs, rv, cont, err := c.List(ctx, tc.opts)
+		objs, rv, cont, err := list(ctx, c, tc.opts)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -61,7 +62,7 @@ func TestConsistentListSeesRevisionsOfOtherResources(t *testing.T) {
 	}
 	// No pod changed, yet a consistent list must reflect the store's current
 	// revision; this needs the store's progress notification.
-	_, rv, _, err := c.List(ctx, watchcache.ListOptions{})
+	_, rv, _, err := list(ctx, c, watchcache.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestPaginationIsConsistentAcrossWrites(t *testing.T) {
 	for i := 0; i < 7; i++ {
 		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
 	}
-	objs, rv, cont, err := c.List(ctx, watchcache.ListOptions{Limit: 3})
+	objs, rv, cont, err := list(ctx, c, watchcache.ListOptions{Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestPaginationIsConsistentAcrossWrites(t *testing.T) {
 	}
 	for cont != "" {
 		var pageRV int64
-		objs, pageRV, cont, err = c.List(ctx, watchcache.ListOptions{Limit: 3, Continue: cont})
+		objs, pageRV, cont, err = list(ctx, c, watchcache.ListOptions{Limit: 3, Continue: cont})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestPaginationIsConsistentAcrossWrites(t *testing.T) {
 	if want := "[ns/p0 ns/p1 ns/p2 ns/p3 ns/p4 ns/p5 ns/p6]"; fmt.Sprint(got) != want {
 		t.Fatalf("pages %v, want %s", got, want)
 	}
-	if _, _, _, err := c.List(ctx, watchcache.ListOptions{Continue: "not-a-token"}); !apierrors.IsBadRequest(err) {
+	if _, _, _, err := list(ctx, c, watchcache.ListOptions{Continue: "not-a-token"}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("bad continue token: got %v, want 400", err)
 	}
 }
@@ -114,10 +115,10 @@ func TestExactListFromHistoryThenGone(t *testing.T) {
 	r1 := createPod(t, s, p)
 	p.Spec.NodeName = "node-b"
 	r2 := updatePod(t, s, p, r1)
-	if _, _, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil { // catch up
+	if _, _, _, err := list(ctx, c, watchcache.ListOptions{}); err != nil { // catch up
 		t.Fatal(err)
 	}
-	objs, rv, _, err := c.List(ctx, watchcache.ListOptions{ResourceVersion: rvs(r1), ResourceVersionMatch: "Exact"})
+	objs, rv, _, err := list(ctx, c, watchcache.ListOptions{ResourceVersion: rvs(r1), ResourceVersionMatch: "Exact"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,18 +131,18 @@ func TestExactListFromHistoryThenGone(t *testing.T) {
 		p.Labels = map[string]string{"i": fmt.Sprint(i)}
 		rev = updatePod(t, s, p, rev)
 	}
-	if _, _, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil {
+	if _, _, _, err := list(ctx, c, watchcache.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err = c.List(ctx, watchcache.ListOptions{ResourceVersion: rvs(r1), ResourceVersionMatch: "Exact"})
+	_, _, _, err = list(ctx, c, watchcache.ListOptions{ResourceVersion: rvs(r1), ResourceVersionMatch: "Exact"})
 	if !isGone(err) {
 		t.Fatalf("exact list below history: got %v, want 410", err)
 	}
-	if _, _, _, err := c.List(ctx, watchcache.ListOptions{ResourceVersion: "0", ResourceVersionMatch: "Exact"}); !apierrors.IsBadRequest(err) {
+	if _, _, _, err := list(ctx, c, watchcache.ListOptions{ResourceVersion: "0", ResourceVersionMatch: "Exact"}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("exact with rv 0: got %v, want 400", err)
 	}
 	// NotOlderThan an old revision is served from the current state.
-	objs, rv, _, err = c.List(ctx, watchcache.ListOptions{ResourceVersion: rvs(r1), ResourceVersionMatch: "NotOlderThan"})
+	objs, rv, _, err = list(ctx, c, watchcache.ListOptions{ResourceVersion: rvs(r1), ResourceVersionMatch: "NotOlderThan"})
 	if err != nil || rv < rev || len(objs) != 1 {
 		t.Fatalf("not-older-than list: %v rv %d (want >= %d) %v", err, rv, rev, objs)
 	}
@@ -169,18 +170,69 @@ func TestExpiredContinueTokenIsGone(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		last = createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
 	}
-	_, _, cont, err := c.List(ctx, watchcache.ListOptions{Limit: 2})
+	_, _, cont, err := list(ctx, c, watchcache.ListOptions{Limit: 2})
 	if err != nil || cont == "" {
 		t.Fatalf("first page: %q %v", cont, err)
 	}
 	for i := 0; i < 3; i++ {
 		last = updatePod(t, s, pod("ns", "p0", "n", map[string]string{"i": fmt.Sprint(i)}), currentRev(t, s, "ns/p0"))
 	}
-	if _, rv, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil || rv < last {
+	if _, rv, _, err := list(ctx, c, watchcache.ListOptions{}); err != nil || rv < last {
 		t.Fatalf("catch up: %d %v", rv, err)
 	}
-	if _, _, _, err := c.List(ctx, watchcache.ListOptions{Limit: 2, Continue: cont}); !isGone(err) {
+	_, _, _, err = list(ctx, c, watchcache.ListOptions{Limit: 2, Continue: cont})
+	if !isGone(err) {
 		t.Fatalf("continue below history: got %v, want 410", err)
+	}
+	// As kube-apiserver: the 410 carries a token that resumes after the
+	// same key from the latest state, where p4 now exists.
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().ListMeta.Continue == "" {
+		t.Fatalf("410 without an inconsistent continue token: %#v", err)
+	}
+	createPod(t, s, pod("ns", "p4", "n", nil))
+	res, err := c.List(ctx, watchcache.ListOptions{Limit: 2, Continue: status.Status().ListMeta.Continue})
+	if err != nil {
+		t.Fatalf("inconsistent continue: %v", err)
+	}
+	if got := fmt.Sprint(names(res.Objects)); got != "[ns/p2 ns/p3]" || res.Revision <= last {
+		t.Fatalf("inconsistent page %s at %d, want [ns/p2 ns/p3] after %d", got, res.Revision, last)
+	}
+	if res.RemainingItemCount == nil || *res.RemainingItemCount != 1 {
+		t.Fatalf("remainingItemCount %v, want 1 (p4)", res.RemainingItemCount)
+	}
+}
+
+// kube-apiserver counts the items after a page only for a list without
+// selectors; with one, it leaves the count out.
+func TestRemainingItemCountOnlyWithoutSelectors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, s := newPodCache(t, nil)
+	for i := 0; i < 5; i++ {
+		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", map[string]string{"app": "web"}))
+	}
+	createPod(t, s, pod("other", "q", "n", nil))
+	for _, tc := range []struct {
+		opts watchcache.ListOptions
+		want string
+	}{
+		{watchcache.ListOptions{Limit: 2}, "4"},
+		{watchcache.ListOptions{Limit: 2, Namespace: "ns"}, "3"},
+		{watchcache.ListOptions{Limit: 2, Label: labels.SelectorFromSet(labels.Set{"app": "web"})}, "nil"},
+		{watchcache.ListOptions{Limit: 6}, "nil"}, // not cut short
+	} {
+		res, err := c.List(ctx, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "nil"
+		if res.RemainingItemCount != nil {
+			got = fmt.Sprint(*res.RemainingItemCount)
+		}
+		if got != tc.want {
+			t.Errorf("%+v: remainingItemCount %s, want %s", tc.opts, got, tc.want)
+		}
 	}
 }
 
@@ -197,16 +249,22 @@ func TestFutureResourceVersionTimesOutWith504(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c, _ := newPodCache(t, func(cfg *watchcache.Config) { cfg.FreshnessTimeout = 50 * time.Millisecond })
-	_, rv, _, err := c.List(ctx, watchcache.ListOptions{})
+	_, rv, _, err := list(ctx, c, watchcache.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	future := rvs(rv + 1000)
-	_, _, _, err = c.List(ctx, watchcache.ListOptions{ResourceVersion: future})
+	_, _, _, err = list(ctx, c, watchcache.ListOptions{ResourceVersion: future})
 	if !apierrors.IsTimeout(err) || !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
 		t.Fatalf("list at a future revision: got %v, want 504 with cause ResourceVersionTooLarge", err)
 	}
 	if _, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: future}); !apierrors.IsTimeout(err) {
 		t.Fatalf("watch from a future revision: got %v, want 504", err)
 	}
+}
+
+// list is Cache.List with the page's parts apart.
+func list(ctx context.Context, c *watchcache.Cache, opts watchcache.ListOptions) ([]runtime.Object, int64, string, error) {
+	res, err := c.List(ctx, opts)
+	return res.Objects, res.Revision, res.Continue, err
 }

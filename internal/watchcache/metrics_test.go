@@ -36,7 +36,7 @@ func TestMetricsCountWatchersEventsCutOffsAndRelists(t *testing.T) {
 		createPod(t, s, pod("ns", fmt.Sprintf("p%d", i), "n", nil))
 	}
 	// A consistent list returns once the cache has dispatched every write.
-	if _, _, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil {
+	if _, _, _, err := list(ctx, c, watchcache.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	drainUntilClosed(t, slow) // cut off: it read nothing while 4 events came

@@ -50,7 +50,7 @@ func TestCompactionMakesTheCacheRelistAndCutOffWatchers(t *testing.T) {
 	real := etcdtest.New(t)
 	s := &compactingStore{Interface: real, trigger: make(chan struct{})}
 	c := startCache(t, podConfig(s))
-	_, startRV, _, err := c.List(ctx, watchcache.ListOptions{ResourceVersion: "0"})
+	_, startRV, _, err := list(ctx, c, watchcache.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestCompactionMakesTheCacheRelistAndCutOffWatchers(t *testing.T) {
 	if got := drainUntilClosed(t, old); len(got) != 0 {
 		t.Fatalf("watcher before the re-list got %v", got)
 	}
-	objs, rv, _, err := c.List(ctx, watchcache.ListOptions{}) // consistent: waits for the re-list
+	objs, rv, _, err := list(ctx, c, watchcache.ListOptions{}) // consistent: waits for the re-list
 	if err != nil || rv < r || fmt.Sprint(names(objs)) != "[ns/p]" {
 		t.Fatalf("list after re-list: %v at %d (want >= %d), %v", names(objs), rv, r, err)
 	}

@@ -67,7 +67,7 @@ func TestWatchFromRevisionInOrderAndTooOld(t *testing.T) {
 		p.Labels = map[string]string{"i": fmt.Sprint(i)}
 		rev = updatePod(t, s, p, rev)
 	}
-	if _, _, _, err := c.List(ctx, watchcache.ListOptions{}); err != nil {
+	if _, _, _, err := list(ctx, c, watchcache.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: rvs(start)}); !isGone(err) {

@@ -34,37 +34,41 @@ func modeOr(mode *int32, def int32) *int32 {
 	return &def
 }
 
-// configMapPayload is the configMap volume plugin's payload: a configMap
-// that does not exist is empty when optional; any other failure to read it
-// is an error.
+// configMapPayload is the configMap volume plugin's payload.
 func (m *Manager) configMapPayload(ctx context.Context, ns, name string, items []corev1.KeyToPath, defaultMode *int32, defaultUser *int64, opt *bool) (payload, error) {
-	cm, err := m.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if !apierrors.IsNotFound(err) || !optional(opt) {
-			return nil, fmt.Errorf("configmap %q: %w", name, err)
-		}
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	}
-	p, err := configmap.MakePayload(items, cm, defaultMode, defaultUser, optional(opt))
-	if err != nil {
-		return nil, fmt.Errorf("configmap %q: %w", name, err)
-	}
-	return p, nil
+	absent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	return optionalSourcePayload(ctx, "configmap", name, opt, m.client.CoreV1().ConfigMaps(ns).Get, absent,
+		func(cm *corev1.ConfigMap, optional bool) (payload, error) {
+			return configmap.MakePayload(items, cm, defaultMode, defaultUser, optional)
+		})
 }
 
-// secretPayload is the secret volume plugin's payload, with the same
-// rules for a missing secret as configMapPayload.
+// secretPayload is the secret volume plugin's payload.
 func (m *Manager) secretPayload(ctx context.Context, ns, name string, items []corev1.KeyToPath, defaultMode *int32, defaultUser *int64, opt *bool) (payload, error) {
-	s, err := m.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	absent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	return optionalSourcePayload(ctx, "secret", name, opt, m.client.CoreV1().Secrets(ns).Get, absent,
+		func(s *corev1.Secret, optional bool) (payload, error) {
+			return secret.MakePayload(items, s, defaultMode, defaultUser, optional)
+		})
+}
+
+// optionalSourcePayload reads a volume's source object and builds its
+// payload with upstream's function: a source that does not exist is the
+// empty absent object when the volume is optional; any other failure to
+// read it is an error.
+func optionalSourcePayload[T any](ctx context.Context, what, name string, opt *bool,
+	get func(context.Context, string, metav1.GetOptions) (T, error), absent T,
+	makePayload func(T, bool) (payload, error)) (payload, error) {
+	obj, err := get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		if !apierrors.IsNotFound(err) || !optional(opt) {
-			return nil, fmt.Errorf("secret %q: %w", name, err)
+			return nil, fmt.Errorf("%s %q: %w", what, name, err)
 		}
-		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		obj = absent
 	}
-	p, err := secret.MakePayload(items, s, defaultMode, defaultUser, optional(opt))
+	p, err := makePayload(obj, optional(opt))
 	if err != nil {
-		return nil, fmt.Errorf("secret %q: %w", name, err)
+		return nil, fmt.Errorf("%s %q: %w", what, name, err)
 	}
 	return p, nil
 }

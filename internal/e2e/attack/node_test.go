@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/berth/berth/internal/agent/join"
+	"github.com/berth/berth/internal/testkit/nodewait"
 )
 
 // joinedNode is a node the attacker controls: it joined with the server's
@@ -118,18 +119,9 @@ func (n *joinedNode) register(addrs []corev1.NodeAddress, port int32) {
 	}
 	// Pods are bound to it only once the node lifecycle controller has
 	// lifted the not-ready taint TaintNodesByCondition gave the new Node.
-	n.c.poll(n.c.t, n.name+" to lose the not-ready taint", time.Minute, func(ctx context.Context) (bool, error) {
-		node, err := n.c.admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, taint := range node.Spec.Taints {
-			if taint.Key == corev1.TaintNodeNotReady {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	if err := nodewait.Untainted(n.c.t.Context(), n.c.admin, time.Minute, n.name); err != nil {
+		n.c.t.Fatal(err)
+	}
 }
 
 // heartbeat keeps the node Ready until ctx ends, so the node lifecycle

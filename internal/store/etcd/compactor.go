@@ -2,52 +2,42 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/berth/berth/internal/store"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	"k8s.io/utils/clock"
 )
 
-// RunCompactor compacts the store every interval, keeping the newest keep
-// revisions of history (what watchers can resume from), until ctx ends.
-// Several servers sharing one cluster may each run it: a compaction another
-// server already went past is ignored.
-func (s *Store) RunCompactor(ctx context.Context, interval time.Duration, keep int64) error {
-	if interval <= 0 || keep < 1 {
-		return fmt.Errorf("compactor: interval %s and keep %d must be positive", interval, keep)
-	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	var compacted int64
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-		next, err := s.compactOnce(ctx, compacted, keep)
-		if err != nil && ctx.Err() == nil {
-			s.logger.Warn("compaction failed", "err", err)
-			continue
-		}
-		compacted = next
-	}
+// compactor is what the store keeps of kube-apiserver's compactor.
+type compactor interface {
+	CompactRevision() int64
+	Stop()
 }
 
-// compactOnce compacts to current-keep if that is past the last compaction.
-func (s *Store) compactOnce(ctx context.Context, compacted, keep int64) (int64, error) {
-	current, err := s.CurrentRevision(ctx)
-	if err != nil {
-		return compacted, err
+// RunCompactor runs kube-apiserver's own compactor (k8s.io/apiserver's
+// etcd3 compactor) until ctx ends: every interval it compacts to the
+// revision it saw one interval before, so one to two intervals of history
+// stay, and servers sharing a cluster take turns through etcd's
+// compact_rev_key as kube-apiserver instances do.
+func (s *Store) RunCompactor(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		return fmt.Errorf("compactor: interval %s must be positive", interval)
 	}
-	target := current - keep
-	if target <= compacted {
-		return compacted, nil
+	var c compactor = etcd3.NewCompactor(s.client, interval, clock.RealClock{}, nil)
+	s.compactor.Store(&c)
+	<-ctx.Done()
+	c.Stop()
+	return nil
+}
+
+// CompactedRevision is the newest revision the compactor knows history
+// was compacted to (0: none yet, or no compactor runs): reads at older
+// revisions fail as compacted.
+func (s *Store) CompactedRevision() int64 {
+	c := s.compactor.Load()
+	if c == nil {
+		return 0
 	}
-	if err := s.Compact(ctx, target); err != nil && !errors.Is(err, store.ErrCompacted) {
-		return compacted, err
-	}
-	s.logger.Debug("compacted", "revision", target)
-	return target, nil
+	return (*c).CompactRevision()
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -28,12 +29,15 @@ type Store struct {
 	// defragmentMember is the embedded member's defragmentation; nil for
 	// an external cluster, whose operators own its maintenance.
 	defragmentMember func() error
+	// compactor is the running compactor (RunCompactor), if any.
+	compactor *atomic.Pointer[compactor]
 }
 
 var (
 	_ store.Interface         = (*Store)(nil)
 	_ store.ProgressRequester = (*Store)(nil)
 	_ store.Expiring          = (*Store)(nil)
+	_ store.CompactionTracker = (*Store)(nil)
 )
 
 // newStore wraps client; closeFn runs on Close.
@@ -41,7 +45,7 @@ func newStore(client *clientv3.Client, logger *slog.Logger, closeFn func() error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{client: client, watches: clientWatches{client}, logger: logger, leases: &leases{}, closeFn: closeFn}
+	return &Store{client: client, watches: clientWatches{client}, logger: logger, leases: &leases{}, closeFn: closeFn, compactor: &atomic.Pointer[compactor]{}}
 }
 
 // Close releases the client and, for an embedded member, stops it.
@@ -88,7 +92,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts store.ListOptions)
 	if err != nil {
 		return store.ListResult{}, fmt.Errorf("store list %q at revision %d: %w", prefix, opts.Revision, mapErr(err))
 	}
-	out := store.ListResult{KVs: make([]store.KV, 0, len(resp.Kvs)), Revision: resp.Header.Revision, More: resp.More}
+	out := store.ListResult{KVs: make([]store.KV, 0, len(resp.Kvs)), Revision: resp.Header.Revision, More: resp.More, Count: resp.Count}
 	if opts.Revision > 0 {
 		out.Revision = opts.Revision
 	}

@@ -40,10 +40,15 @@ type ConformanceOptions struct {
 	// Busybox is a statically linked busybox (Debian's busybox-static).
 	Busybox string
 	// Shell is a statically linked bash (Debian's bash-static), the busybox
-	// image's /bin/sh. Debian's busybox (1.35) ash drops environment
-	// variables whose names are not shell identifiers (data-1, p-data-1)
-	// before it runs a command; upstream's busybox image (1.37) and bash
-	// pass them on, and the envFrom tests read them with `sh -c env`.
+	// and agnhost images' /bin/sh. Debian's busybox (1.35) ash drops
+	// environment variables whose names are not shell identifiers (data-1,
+	// p-data-1) before it runs a command; upstream's busybox image (1.37)
+	// and bash pass them on, and the envFrom tests read them with
+	// `sh -c env`. Debian's busybox-static ash also runs its own applet for
+	// a bare command name wherever /proc is mounted, ahead of PATH, so from
+	// it agnhost's `nc` would be busybox's, without the UDP mode the
+	// HostPort test uses; bash looks commands up on PATH, as alpine's ash
+	// in upstream's image does.
 	Shell string
 	// Agnhost is a static build of k8s.io/kubernetes/test/images/agnhost
 	// (hack/build-conformance.sh writes _output/conformance/agnhost).
@@ -127,7 +132,7 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 	}
 
 	base := sharedLayer("busybox-static "+opts.Busybox, busyboxRoot(bb, applets, nil))
-	agnhostLayer := sharedLayer("agnhost, its tools, users and files", agnhostEntries(agnhost, tools, crt, key))
+	agnhostLayer := sharedLayer("agnhost, its tools, shell, users and files", agnhostEntries(agnhost, shell, tools, crt, key))
 	set := Set{}
 	add := func(about string, s spec, refs ...string) {
 		img, berr := build(s)
@@ -139,13 +144,16 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 		}
 	}
 	agnhostConfig := v1.Config{
+		// Upstream's alpine base sets PATH; /usr/bin before /bin makes a
+		// tool's command link (toolCommands) win over busybox's applet.
+		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		Entrypoint: []string{"/agnhost"},
 		Cmd:        []string{"pause"},
 		ExposedPorts: map[string]struct{}{
 			"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {},
 		},
 	}
-	add("upstream agnhost (static, built from k8s.io/kubernetes) on busybox-static, with "+toolNames(opts.HostTools)+
+	add("upstream agnhost (static, built from k8s.io/kubernetes) on busybox-static with bash-static as /bin/sh, with "+toolNames(opts.HostTools)+
 		"; ENTRYPOINT /agnhost, CMD pause; the one build stands for both tags",
 		spec{layers: []layerSpec{base, agnhostLayer}, config: agnhostConfig},
 		ConformanceAgnhost, ConformanceAgnhostPrev)
@@ -184,8 +192,14 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 	return set, nil
 }
 
+// toolCommands are host tools Debian installs under another name than the
+// command the tests run: upstream's agnhost image (alpine) has
+// netcat-openbsd as nc, whose -u (UDP) the HostPort test uses and
+// busybox's nc lacks.
+var toolCommands = map[string]string{"nc.openbsd": "nc"}
+
 // agnhostEntries is the layer upstream's agnhost Dockerfile adds to its base.
-func agnhostEntries(agnhost []byte, tools []hostFile, crt, key []byte) []Entry {
+func agnhostEntries(agnhost, shell []byte, tools []hostFile, crt, key []byte) []Entry {
 	var entries []Entry
 	have := map[string]bool{"/": true}
 	for _, d := range baseDirs {
@@ -200,8 +214,12 @@ func agnhostEntries(agnhost []byte, tools []hostFile, crt, key []byte) []Entry {
 	}
 	for _, f := range tools {
 		entries = append(entries, File(f.path, 0o755, f.data))
+		if command, ok := toolCommands[path.Base(f.path)]; ok {
+			entries = append(entries, Symlink(path.Join("/usr/bin", command), path.Base(f.path)))
+		}
 	}
 	return append(entries,
+		File("/bin/sh", 0o755, shell),
 		File("/agnhost", 0o755, agnhost),
 		Symlink("/agnhost-2", "agnhost"),
 		Dir("/uploads", 0o755),

@@ -3,9 +3,12 @@ package images
 import (
 	"archive/tar"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
 )
@@ -42,7 +45,7 @@ func conformanceCatalogue(t *testing.T) Set {
 		}
 	}
 	tools := []string{}
-	for _, p := range []string{"/usr/bin/curl", "/bin/bash"} {
+	for _, p := range []string{"/usr/bin/curl", "/bin/bash", "/usr/bin/nc.openbsd"} {
 		if _, err := os.Stat(p); err == nil {
 			tools = append(tools, p)
 		}
@@ -79,7 +82,7 @@ func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 	merged := flattenHeaders(t, agnhost)
 	for name, typ := range map[string]byte{
 		"agnhost": tar.TypeReg, "agnhost-2": tar.TypeSymlink, "uploads": tar.TypeDir,
-		"localhost.crt": tar.TypeReg, "localhost.key": tar.TypeReg, "bin/sh": tar.TypeLink,
+		"localhost.crt": tar.TypeReg, "localhost.key": tar.TypeReg, "bin/sh": tar.TypeReg, // bash-static
 		"bin/nc": tar.TypeLink, "home/user-defined-in-image": tar.TypeDir,
 	} {
 		if h := merged[name]; h == nil || h.Typeflag != typ {
@@ -176,7 +179,11 @@ func TestConformanceAgnhostToolsRunChrooted(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "bin/bash")); err == nil {
 		script += "; bash -c 'echo bash-ok'"
 	}
-	out := chrootOutput(t, dir, "0:0", "/bin/sh", "-c", script)
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/nc.openbsd")); err == nil {
+		// With the image's PATH, nc is netcat-openbsd, not busybox's applet without -u.
+		script += "; nc -h 2>&1 | grep -q 'UDP mode' && echo nc-udp-ok"
+	}
+	out := containerLikeOutput(t, dir, imagePath(t, set[ConformanceAgnhost].Image), script)
 	for _, want := range []string{"uid=1000(user-defined-in-image)", "50000(group-defined-in-image)", "uploads-ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("chrooted agnhost image: output lacks %q:\n%s", want, out)
@@ -188,4 +195,39 @@ func TestConformanceAgnhostToolsRunChrooted(t *testing.T) {
 	if strings.Contains(script, "bash -c") && !strings.Contains(out, "bash-ok") {
 		t.Errorf("bash did not run in the image:\n%s", out)
 	}
+	if strings.Contains(script, "nc -h") && !strings.Contains(out, "nc-udp-ok") {
+		t.Errorf("nc in the image has no UDP mode:\n%s", out)
+	}
+}
+
+// imagePath is the PATH the image's configuration sets.
+func imagePath(t *testing.T, img v1.Image) string {
+	t.Helper()
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range cfg.Config.Env {
+		if p, ok := strings.CutPrefix(e, "PATH="); ok {
+			return p
+		}
+	}
+	t.Fatal("the image sets no PATH")
+	return ""
+}
+
+// containerLikeOutput runs script with the image's /bin/sh in dir as a
+// container would: in private PID and mount namespaces with /proc mounted
+// (busybox-static's ash picks its applets over PATH only then) and with the
+// image's PATH.
+func containerLikeOutput(t *testing.T, dir, path, script string) string {
+	t.Helper()
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc="+filepath.Join(dir, "proc"),
+		"chroot", dir, "/bin/sh", "-c", script)
+	cmd.Env = []string{"PATH=" + path}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s in the image: %v\n%s", script, err, out)
+	}
+	return string(out)
 }
