@@ -94,6 +94,8 @@ var fuzzFixtures = map[string]string{
 		"subjects":[{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"g"}]}`,
 	"node.k8s.io/RuntimeClass": `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":%[1]q},"handler":"test-handler",
 		"overhead":{"podFixed":{"cpu":"10m"}},"scheduling":{"nodeSelector":{"a":"b"}}}`,
+	"scheduling.k8s.io/PriorityClass": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":%[1]q},"value":1000,
+		"preemptionPolicy":"Never","description":"d"}`,
 }
 
 // The write requests the fuzzer makes: the body's encoding and the verb.

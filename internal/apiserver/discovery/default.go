@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1()} {
+	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), schedulingV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -126,6 +126,13 @@ func nodeV1() []Resource {
 	return []Resource{
 		{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses", Kind: "RuntimeClass", SingularName: "runtimeclass",
 			Verbs: crudVerbs},
+	}
+}
+
+func schedulingV1() []Resource {
+	return []Resource{
+		{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Kind: "PriorityClass", SingularName: "priorityclass",
+			Verbs: crudVerbs, ShortNames: []string{"pc"}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +19,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/discovery/install"
 	nodeapi "k8s.io/kubernetes/pkg/apis/node"
 	_ "k8s.io/kubernetes/pkg/apis/node/install"
+	schedulingapi "k8s.io/kubernetes/pkg/apis/scheduling"
+	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	kubeprinters "k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 )
@@ -38,6 +41,9 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Kind: "PersistentVolume"}:                         upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
 		{Kind: "PersistentVolumeClaim"}:                    upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
 		{Group: "node.k8s.io", Kind: "RuntimeClass"}:       upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
+		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {
+			return &schedulingapi.PriorityClass{}
+		}),
 	}
 }
 
