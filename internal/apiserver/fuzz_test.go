@@ -96,6 +96,8 @@ var fuzzFixtures = map[string]string{
 		"overhead":{"podFixed":{"cpu":"10m"}},"scheduling":{"nodeSelector":{"a":"b"}}}`,
 	"policy/PodDisruptionBudget": `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":%[1]q},
 		"spec":{"maxUnavailable":"25%%","selector":{"matchLabels":{"app":"web"}},"unhealthyPodEvictionPolicy":"AlwaysAllow"}}`,
+	"scheduling.k8s.io/PriorityClass": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":%[1]q},"value":1000,
+		"preemptionPolicy":"Never","description":"d"}`,
 }
 
 // The write requests the fuzzer makes: the body's encoding and the verb.

@@ -37,7 +37,6 @@ func TestPodCreateAppliesUpstreamDefaults(t *testing.T) {
 		"terminationGracePeriod":   {*spec.TerminationGracePeriodSeconds, int64(30)},
 		"schedulerName":            {spec.SchedulerName, "default-scheduler"},
 		"enableServiceLinks":       {*spec.EnableServiceLinks, true},
-		"priority":                 {*spec.Priority, int32(0)},
 		"imagePullPolicy":          {c.ImagePullPolicy, corev1.PullAlways},
 		"terminationMessagePath":   {c.TerminationMessagePath, "/dev/termination-log"},
 		"terminationMessagePolicy": {c.TerminationMessagePolicy, corev1.TerminationMessageReadFile},

@@ -45,7 +45,6 @@ type registryStrategy struct {
 	newInternal func() runtime.Object
 	// subresources maps a status-like subresource to upstream's strategy.
 	subresources map[string]upstreamStrategy
-	admit        func(runtime.Object)
 }
 
 var _ writeStrategy = registryStrategy{}
@@ -84,9 +83,6 @@ func (s registryStrategy) PrepareForCreate(ctx context.Context, obj runtime.Obje
 	// Upstream defaults on decoding a request; berth's handlers decode into
 	// its own scheme, so the v1 defaulters run here.
 	legacyscheme.Scheme.Default(obj)
-	if s.admit != nil {
-		s.admit(obj)
-	}
 	in := s.toInternal(obj)
 	s.upstream.PrepareForCreate(ctx, in)
 	fromInternal(in, obj)

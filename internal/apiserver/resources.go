@@ -48,6 +48,12 @@ type resource struct {
 	// storagePath, when set, is kube-apiserver's etcd path of the kind
 	// where it is not the resource's name ("services/specs").
 	storagePath string
+	// newMain, when set, wraps the kind's REST for its main endpoint with
+	// the kind's own rules, as upstream's storage for the kind does.
+	newMain func(*resourceREST) fullREST
+	// bootstrap, when set, are objects every cluster has: created at
+	// start when absent.
+	bootstrap func() []runtime.Object
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -57,16 +63,13 @@ type registryKind struct {
 	strategy     upstreamStrategy
 	newInternal  func() runtime.Object
 	subresources map[string]upstreamStrategy
-	// admit, when set, adds on create what kube-apiserver's default
-	// admission plugins add before the registry runs.
-	admit func(runtime.Object)
 }
 
 // writeStrategy is how r's creates and updates are prepared and validated.
 func (r *resource) writeStrategy(typer runtime.ObjectTyper) writeStrategy {
 	if r.registry != nil {
 		return registryStrategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator,
-			upstream: r.registry.strategy, newInternal: r.registry.newInternal, subresources: r.registry.subresources, admit: r.registry.admit}
+			upstream: r.registry.strategy, newInternal: r.registry.newInternal, subresources: r.registry.subresources}
 	}
 	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, rules: r.rules, namespaced: r.namespaced}
 }
@@ -85,7 +88,7 @@ func servedResources() []*resource {
 		{
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
-			rules: podRules(), registry: &registryKind{strategy: pod.Strategy, admit: admitPodDefaults, newInternal: func() runtime.Object { return &api.Pod{} },
+			rules: podRules(), registry: &registryKind{strategy: pod.Strategy, newInternal: func() runtime.Object { return &api.Pod{} },
 				subresources: map[string]upstreamStrategy{"status": pod.StatusStrategy, "ephemeralcontainers": pod.EphemeralContainersStrategy}},
 			subresources: []string{"status", "ephemeralcontainers", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"},
 			indexFields:  []string{"spec.nodeName"},
@@ -139,7 +142,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, slices.Concat(serviceResources(), workloadResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources())...)
+	}, slices.Concat(serviceResources(), workloadResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources())...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.

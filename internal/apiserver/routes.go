@@ -28,8 +28,11 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 	}
 	var main fullREST = r
 	isNamespaces := res.gvr.Group == "" && res.gvr.Resource == "namespaces"
-	if isNamespaces {
+	switch {
+	case isNamespaces:
 		main = a.namespaces
+	case res.newMain != nil:
+		main = res.newMain(r)
 	}
 	ep, err := f.mainEndpoint(res, main)
 	if err != nil {

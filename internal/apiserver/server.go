@@ -174,7 +174,8 @@ func (c *Config) complete() error {
 // New builds the API server's HTTP handler. Background work (the namespace
 // controller, collection readers) runs until ctx ends; the handler must not
 // be used after that. The system namespaces, with their default
-// ServiceAccounts, exist before New returns.
+// ServiceAccounts, and the other objects every cluster has (the system
+// PriorityClasses) exist before New returns.
 func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
@@ -198,6 +199,11 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	for _, ns := range systemNamespaces() {
 		if err := api.nsController.ensureDefaultServiceAccount(ctx, ns); err != nil {
 			return nil, fmt.Errorf("default service account of %s: %w", ns, err)
+		}
+	}
+	for _, r := range api.bootstrapped {
+		if err := createBootstrapObjects(ctx, r); err != nil {
+			return nil, err
 		}
 	}
 	go api.nsController.run(ctx)
@@ -259,6 +265,8 @@ type apiSet struct {
 	openapi      http.Handler
 	namespaces   *namespaceREST
 	nsController *namespaceController
+	// bootstrapped are the kinds with objects every cluster has.
+	bootstrapped []*resourceREST
 	// nodeTransport is Config.NodeTransport, for the connect subresources.
 	nodeTransport http.RoundTripper
 	// serviceAccountTokens is Config.ServiceAccountTokens, for serviceaccounts/token.
@@ -302,6 +310,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 			api.namespaces = &namespaceREST{resourceREST: r, wake: api.nsController.wake}
 		case res.gvr.Resource == "serviceaccounts" && res.gvr.Group == "":
 			api.nsController.serviceAccounts = r
+		}
+		if res.bootstrap != nil {
+			api.bootstrapped = append(api.bootstrapped, r)
 		}
 	}
 	api.nsController.namespaces = api.namespaces

@@ -25,11 +25,15 @@ type podQueue struct {
 	gen  uint64
 }
 
-func newPodQueue(initialBackoff, maxBackoff time.Duration) *podQueue {
+// newPodQueue is the queue of pod keys, handed out by priority
+// (priorityOf: the pod's spec.priority) as kube-scheduler does.
+func newPodQueue(initialBackoff, maxBackoff time.Duration, priorityOf func(key string) int32) *podQueue {
+	ordered := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "scheduler", Queue: newPriorityOrder(priorityOf)})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "scheduler", Queue: ordered})
 	return &podQueue{
 		q: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](initialBackoff, maxBackoff),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "scheduler"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{DelayingQueue: delaying}),
 		held: map[string]uint64{},
 	}
 }

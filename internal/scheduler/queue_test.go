@@ -8,7 +8,7 @@ import (
 )
 
 func TestQueueHoldsAKeyUntilReleasedAndNotEnqueuedAgain(t *testing.T) {
-	q := newPodQueue(initialBackoff, maxBackoff)
+	q := newPodQueue(initialBackoff, maxBackoff, func(string) int32 { return 0 })
 	defer q.shutDown()
 	q.add("ns/p")
 	d, ok := q.get()
@@ -30,6 +30,31 @@ func TestQueueHoldsAKeyUntilReleasedAndNotEnqueuedAgain(t *testing.T) {
 	q.done(again)
 	if q.holds("ns/p") {
 		t.Fatal("a released key with no newer enqueue is still held")
+	}
+}
+
+// As kube-scheduler's PrioritySort: the highest priority first, equal
+// priorities in the order they were queued, a key queued again while
+// waiting keeping its place.
+func TestQueueHandsOutByPriorityThenArrival(t *testing.T) {
+	priority := map[string]int32{"ns/low": -5, "ns/a": 0, "ns/b": 0, "ns/critical": 2000000000, "ns/high": 100}
+	q := newPodQueue(initialBackoff, maxBackoff, func(key string) int32 { return priority[key] })
+	defer q.shutDown()
+	for _, key := range []string{"ns/low", "ns/a", "ns/high", "ns/b", "ns/critical", "ns/a"} {
+		q.add(key)
+	}
+	var got []string
+	for range 5 {
+		d, ok := q.get()
+		if !ok {
+			t.Fatal("queue shut down")
+		}
+		got = append(got, d.key)
+		q.release(d)
+		q.done(d)
+	}
+	if want := "[ns/critical ns/high ns/a ns/b ns/low]"; fmt.Sprint(got) != want {
+		t.Fatalf("handed out %v, want %s", got, want)
 	}
 }
 

@@ -116,12 +116,13 @@ func New(cfg Config) *Scheduler {
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &v1.Pod{}, cfg.Pods)
 	informeropts.ReadThrough(factory, &v1.Node{}, cfg.Nodes)
+	pods := factory.Core().V1().Pods().Lister()
 	return &Scheduler{
 		cfg:           cfg,
 		log:           cfg.Logger,
 		cache:         newCache(),
-		queue:         newPodQueue(cfg.InitialBackoff, cfg.MaxBackoff),
-		pods:          factory.Core().V1().Pods().Lister(),
+		queue:         newPodQueue(cfg.InitialBackoff, cfg.MaxBackoff, podPriority(pods)),
+		pods:          pods,
 		namespaces:    factory.Core().V1().Namespaces().Lister(),
 		podWaiters:    map[string]struct{}{},
 		factory:       factory,
@@ -312,3 +313,19 @@ func (s *Scheduler) namespaceLabels(name string) labels.Set {
 }
 
 func keyOf(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// podPriority reads a queued pod's spec.priority (0 when unset or when the
+// pod is already gone: it will be dropped when handed out).
+func podPriority(pods corelisters.PodLister) func(key string) int32 {
+	return func(key string) int32 {
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return 0
+		}
+		pod, err := pods.Pods(ns).Get(name)
+		if err != nil || pod.Spec.Priority == nil {
+			return 0
+		}
+		return *pod.Spec.Priority
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/client-go/informers"
@@ -14,6 +15,7 @@ import (
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
+	"k8s.io/kubernetes/plugin/pkg/admission/priority"
 	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
@@ -27,7 +29,7 @@ import (
 )
 
 // admissionPlugins are the admission plugins that read the cluster:
-// kube-apiserver's LimitRanger, ServiceAccount, RuntimeClass and
+// kube-apiserver's LimitRanger, ServiceAccount, Priority, RuntimeClass and
 // ResourceQuota plugins (upstream's own, on the internal form) and
 // PodSecurity. Their informers
 // come from one factory whose informers read through to the watch cache
@@ -40,6 +42,7 @@ type admissionPlugins struct {
 	storageInUse   admission.Interface
 	nodeTaint      admission.Interface
 	podSecurity    *podsecurity.Plugin
+	priority       admission.Interface
 	runtimeClass   admission.Interface
 	resourceQuota  admission.Interface
 }
@@ -56,6 +59,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	informeropts.ReadThrough(factory, &corev1.LimitRange{}, localOnceServed(local, "limitranges"))
 	informeropts.ReadThrough(factory, &corev1.ResourceQuota{}, localOnceServed(local, "resourcequotas"))
 	informeropts.ReadThrough(factory, &nodev1.RuntimeClass{}, localOnceServedGVR(local, nodev1.SchemeGroupVersion.WithResource("runtimeclasses")))
+	informeropts.ReadThrough(factory, &schedulingv1.PriorityClass{}, localOnceServedGVR(local, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")))
 	limits, err := newLimitRanger(client, factory)
 	if err != nil {
 		return nil, err
@@ -72,6 +76,10 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
+	priorities, err := newPriority(client, factory)
+	if err != nil {
+		return nil, err
+	}
 	sa := serviceaccount.NewServiceAccount()
 	sa.SetExternalKubeClientSet(client)
 	sa.SetExternalKubeInformerFactory(factory)
@@ -83,7 +91,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, runtimeClass: runtimeClasses, resourceQuota: quota}, nil
+		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, resourceQuota: quota}, nil
 }
 
 // podKind is the kind the pod-only plugins act on: other writes skip them,
@@ -141,6 +149,20 @@ func newRuntimeClass(client kubernetes.Interface, factory informers.SharedInform
 	return internalform.WrapKinds(plugin, podKind), nil
 }
 
+// newPriority is upstream's Priority plugin: a new pod's priorityClassName
+// (or the global default class, or none) becomes its priority and
+// preemption policy, a pod naming a class that does not exist is refused,
+// and a second global default class is refused.
+func newPriority(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+	plugin := priority.NewPlugin()
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetExternalKubeInformerFactory(factory)
+	if err := plugin.ValidateInitialization(); err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", priority.PluginName, err)
+	}
+	return internalform.WrapKinds(waitForSync(plugin), podKind, schedulingv1.SchemeGroupVersion.WithKind("PriorityClass").GroupKind()), nil
+}
+
 // newResourceQuota is upstream's ResourceQuota plugin with upstream's
 // evaluators, as kube-apiserver configures it (five evaluator workers, no
 // configuration file): it refuses what would exceed a namespace's quota
@@ -169,12 +191,13 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // chain runs the plugins with berth's own, in kube-apiserver's order:
 // LimitRanger (resource defaults), ServiceAccount (defaults the account,
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
-// (so it judges the pod as it will run), TaintNodesByCondition,
+// (so it judges the pod as it will run), TaintNodesByCondition, Priority,
 // StorageObjectInUseProtection, RuntimeClass (the class's overhead, so that
 // quota charges it), RBAC's escalation check, and ResourceQuota last, so
-// that it charges what the others let through.
+// that it charges what the others let through (a quota scoped to priority
+// classes sees the pod's resolved class).
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
-	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.storageInUse,
+	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse,
 		p.runtimeClass, escalation, p.resourceQuota)
 }
 

@@ -6,8 +6,9 @@
 // GetEtcdStorageDataForNamespace, the stub object, its mutations, the etcd
 // key and the storage version kube-apiserver's integration tests expect per
 // resource. It keeps the core group (core/v1), discovery.k8s.io/v1
-// EndpointSlices, node.k8s.io/v1 RuntimeClasses and policy/v1
-// PodDisruptionBudgets, in the namespace the test uses.
+// EndpointSlices, node.k8s.io/v1 RuntimeClasses, policy/v1
+// PodDisruptionBudgets and scheduling.k8s.io/v1 PriorityClasses, in the
+// namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -65,7 +66,8 @@ func kept(gvr schema.GroupVersionResource) bool {
 	switch gvr {
 	case schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 		schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
-		schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}:
+		schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+		schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}:
 		return true
 	}
 	return gvr.Group == ""

@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), policyV1()} {
+	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -134,6 +134,13 @@ func policyV1() []Resource {
 		{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets", Kind: "PodDisruptionBudget", SingularName: "poddisruptionbudget", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"pdb"},
 			Subresources: []Subresource{{Name: "status", Kind: "PodDisruptionBudget", Verbs: statusVerbs}}},
+	}
+}
+
+func schedulingV1() []Resource {
+	return []Resource{
+		{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Kind: "PriorityClass", SingularName: "priorityclass",
+			Verbs: crudVerbs, ShortNames: []string{"pc"}},
 	}
 }
 

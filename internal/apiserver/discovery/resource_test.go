@@ -26,6 +26,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"authorization.k8s.io/localsubjectaccessreviews": true,
 		"node.k8s.io/runtimeclasses":                     false,
 		"policy/poddisruptionbudgets":                    true,
+		"scheduling.k8s.io/priorityclasses":              false,
 	}
 	got := map[string]Resource{}
 	for _, r := range Default() {

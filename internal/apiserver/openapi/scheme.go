@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,7 @@ func newScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme,
 		rbacv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme,
 		appsv1.AddToScheme, autoscalingv1.AddToScheme, storagev1.AddToScheme, resourcev1.AddToScheme, nodev1.AddToScheme,
+		schedulingv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building the OpenAPI scheme: %w", err)

@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +22,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/node/install"
 	policyapi "k8s.io/kubernetes/pkg/apis/policy"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	schedulingapi "k8s.io/kubernetes/pkg/apis/scheduling"
+	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	kubeprinters "k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 )
@@ -42,6 +45,9 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Kind: "PersistentVolumeClaim"}:                    upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
 		{Group: "node.k8s.io", Kind: "RuntimeClass"}:       upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
 		{Group: "policy", Kind: "PodDisruptionBudget"}:     upstreamPrinter[*policyv1.PodDisruptionBudget](func() runtime.Object { return &policyapi.PodDisruptionBudget{} }),
+		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {
+			return &schedulingapi.PriorityClass{}
+		}),
 	}
 }
 

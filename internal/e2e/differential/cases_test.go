@@ -111,6 +111,7 @@ var invalidCreates = map[string][]invalidCreate{
 	"endpointslices":         {{"invalid-address-type", []mutation{{"addressType", "bogus"}}}},
 	"runtimeclasses":         {{"invalid-handler", []mutation{{"handler", "Not_A_Label"}}}},
 	"poddisruptionbudgets":   {{"invalid-min-available-negative", []mutation{{"spec.minAvailable", -1}}}},
+	"priorityclasses":        {{"invalid-value-above-user-maximum", []mutation{{"value", 1000000001}}}},
 	"pods": {
 		{"invalid-containers-cleared", []mutation{{"spec.containers", []any{}}}},
 		{"invalid-image-cleared", []mutation{{"spec.containers.0.image", nil}}},
@@ -148,6 +149,7 @@ var immutableChanges = map[string][]any{
 	"persistentvolumeclaims": {map[string]any{"op": "add", "path": "/spec/storageClassName", "value": "other"}},
 	"endpointslices":         {map[string]any{"op": "replace", "path": "/addressType", "value": "IPv6"}},
 	"runtimeclasses":         {map[string]any{"op": "replace", "path": "/handler", "value": "other"}},
+	"priorityclasses":        {map[string]any{"op": "replace", "path": "/value", "value": 2000}},
 	"services":               {map[string]any{"op": "replace", "path": "/spec/clusterIP", "value": "10.96.0.99"}},
 	"persistentvolumes":      {map[string]any{"op": "replace", "path": "/spec/hostPath/path", "value": "/tmp/other/"}},
 }
