@@ -49,10 +49,12 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 // storedCollections are the collections kube-scheduler watches that berth
 // stores and serves writable: they must not be read-only.
 var storedCollections = map[schema.GroupVersionResource]bool{
-	{Version: "v1", Resource: "services"}:               true,
-	{Version: "v1", Resource: "persistentvolumes"}:      true,
-	{Version: "v1", Resource: "persistentvolumeclaims"}: true,
-	{Version: "v1", Resource: "replicationcontrollers"}: true,
+	{Version: "v1", Resource: "services"}:                    true,
+	{Version: "v1", Resource: "persistentvolumes"}:           true,
+	{Version: "v1", Resource: "persistentvolumeclaims"}:      true,
+	{Version: "v1", Resource: "replicationcontrollers"}:      true,
+	{Group: "apps", Version: "v1", Resource: "replicasets"}:  true,
+	{Group: "apps", Version: "v1", Resource: "statefulsets"}: true,
 }
 
 // TestKubeSchedulerInformersSyncOnEmptyCollections starts client-go's
