@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/inprocess"
+	"github.com/berth/berth/internal/controller/apps"
 	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
 	"github.com/berth/berth/internal/controller/endpoints"
@@ -95,6 +96,13 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			return err
 		}
 		return replication.Run(ctx, replication.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "replication")})
+	}})
+	out = append(out, component{name: "apps", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return apps.Run(ctx, apps.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "apps")})
 	}})
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
