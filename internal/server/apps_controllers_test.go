@@ -3,11 +3,13 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,4 +176,38 @@ func webDeployment(name string, replicas int32) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
 	}
+}
+
+// Upstream's Job controller runs in the server: a Job gets its pod, owned
+// by it and tracked with the Job's finalizer, and counts it active.
+func TestJobCreatesItsPod(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	ctx := context.Background()
+	createNamespace(t, s.Admin, "jobs")
+	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("jobs"))
+	template := webDeployment("pi", 1).Spec.Template
+	template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	job, err := s.Admin.BatchV1().Jobs("jobs").Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pi"},
+		Spec: batchv1.JobSpec{Template: template}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create job: %v", err)
+	}
+	wait.UntilNil(t, time.Minute, "the Job's pod, with the Job's tracking finalizer", func() error {
+		if err := ownedPods(ctx, s.Admin, "jobs", "pi", job.UID, 1)(); err != nil {
+			return err
+		}
+		pods, err := s.Admin.CoreV1().Pods("jobs").List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=pi"})
+		if err != nil || len(pods.Items) != 1 || !slices.Contains(pods.Items[0].Finalizers, batchv1.JobTrackingFinalizer) {
+			return fmt.Errorf("pods %v, %v", pods, err)
+		}
+		return nil
+	})
+	wait.UntilNil(t, time.Minute, "the Job's status to count its active pod", func() error {
+		got, err := s.Admin.BatchV1().Jobs("jobs").Get(ctx, "pi", metav1.GetOptions{})
+		if err != nil || got.Status.Active != 1 || got.Status.StartTime == nil {
+			return fmt.Errorf("status %+v, %v", got.Status, err)
+		}
+		return nil
+	})
 }

@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1()} {
 		all = append(all, group...)
 	}
 	return all

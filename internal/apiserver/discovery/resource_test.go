@@ -26,7 +26,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"authorization.k8s.io/localsubjectaccessreviews": true,
 		"node.k8s.io/runtimeclasses":                     false,
 		"apps/deployments":                               true, "apps/replicasets": true, "apps/statefulsets": true, "apps/daemonsets": true,
-		"apps/controllerrevisions": true,
+		"apps/controllerrevisions": true, "batch/jobs": true, "batch/cronjobs": true,
 	}
 	got := map[string]Resource{}
 	for _, r := range Default() {

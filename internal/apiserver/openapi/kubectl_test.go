@@ -216,8 +216,8 @@ func TestClientGoReadsBothDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gvs) != 9 { // core, apps, events, coordination, discovery, certificates, rbac, authorization, node
-		t.Errorf("v3 group-versions %v, want 9", gvs)
+	if len(gvs) != 10 { // core, apps, batch, events, coordination, discovery, certificates, rbac, authorization, node
+		t.Errorf("v3 group-versions %v, want 10", gvs)
 	}
 	s, err := root.GVSpec(schema.GroupVersion{Group: "certificates.k8s.io", Version: "v1"})
 	if err != nil {
