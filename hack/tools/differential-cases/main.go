@@ -5,9 +5,9 @@
 // storage test data: k8s.io/kubernetes/test/integration/etcd's
 // GetEtcdStorageDataForNamespace, the stub object, its mutations, the etcd
 // key and the storage version kube-apiserver's integration tests expect per
-// resource. It keeps the core group (core/v1), discovery.k8s.io/v1
-// EndpointSlices and node.k8s.io/v1 RuntimeClasses, in the namespace the
-// test uses.
+// resource. It keeps the core group (core/v1), apps/v1, batch/v1,
+// discovery.k8s.io/v1 EndpointSlices and node.k8s.io/v1 RuntimeClasses, in
+// the namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -65,6 +65,10 @@ func kept(gvr schema.GroupVersionResource) bool {
 	switch gvr {
 	case schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 		schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"}:
+		return true
+	}
+	switch gvr.GroupVersion() {
+	case schema.GroupVersion{Group: "apps", Version: "v1"}, schema.GroupVersion{Group: "batch", Version: "v1"}:
 		return true
 	}
 	return gvr.Group == ""
