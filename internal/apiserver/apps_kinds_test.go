@@ -98,6 +98,12 @@ func TestAppsKindsUseUpstreamRules(t *testing.T) {
 	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ds.Generation != 1 {
 		t.Fatalf("daemonset defaults: generation %d, %+v", ds.Generation, ds.Spec)
 	}
+	// As kube-apiserver, whose decoder goes through the internal form: the
+	// template generation is an annotation, which its creator manages.
+	if ds.Annotations[appsv1.DeprecatedTemplateGeneration] != "1" || len(ds.ManagedFields) != 1 ||
+		!strings.Contains(string(ds.ManagedFields[0].FieldsV1.Raw), `"f:`+appsv1.DeprecatedTemplateGeneration+`"`) {
+		t.Fatalf("daemonset template generation: annotations %v, managedFields %v", ds.Annotations, ds.ManagedFields)
+	}
 	restart := webTemplate()
 	restart.Spec.RestartPolicy = corev1.RestartPolicyNever
 	_, err = apps.DaemonSets("default").Create(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "never"},
