@@ -3,12 +3,15 @@ package apiserver
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -75,7 +78,8 @@ func TestBatchKindsUseUpstreamRules(t *testing.T) {
 
 // TestJobDeleteOrphansByDefault: a batch/v1 Job deleted without a
 // propagation policy orphans its pods (upstream's strategy's default for
-// batch/v1), so the delete adds the orphan finalizer.
+// batch/v1), so the delete adds the orphan finalizer, and warns as
+// upstream's Job storage does.
 func TestJobDeleteOrphansByDefault(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
@@ -85,8 +89,15 @@ func TestJobDeleteOrphansByDefault(t *testing.T) {
 		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: jobTemplate()}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := jobs.Delete(ctx, "pi", metav1.DeleteOptions{}); err != nil {
+	// As upstream, a delete that names no propagation policy is warned.
+	var warned recordedWarnings
+	cfg := rest.CopyConfig(s.config)
+	cfg.WarningHandler = &warned
+	if err := kubernetes.NewForConfigOrDie(cfg).BatchV1().Jobs("default").Delete(ctx, "pi", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], "child pods are preserved by default when jobs are deleted") {
+		t.Fatalf("warnings of a default delete: %q", warned)
 	}
 	got, err := jobs.Get(ctx, "pi", metav1.GetOptions{})
 	if err != nil || got.DeletionTimestamp == nil || !slices.Contains(got.Finalizers, metav1.FinalizerOrphanDependents) {
@@ -97,3 +108,9 @@ func TestJobDeleteOrphansByDefault(t *testing.T) {
 		t.Fatalf("status of a missing job: %v, want NotFound", err)
 	}
 }
+
+// recordedWarnings keeps the warnings a client is sent (client-go hands
+// them over within the request's call).
+type recordedWarnings []string
+
+func (w *recordedWarnings) HandleWarningHeader(_ int, _ string, text string) { *w = append(*w, text) }

@@ -26,6 +26,9 @@ func batchResources() []*resource {
 			registry: &registryKind{strategy: job.Strategy, newInternal: func() runtime.Object { return &batchapi.Job{} },
 				subresources: map[string]upstreamStrategy{"status": job.StatusStrategy}},
 			subresources: []string{"status"},
+			// Upstream's Job storage's warning, word for word.
+			orphanWarning: "child pods are preserved by default when jobs are deleted; " +
+				"set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning",
 		},
 		{
 			gvr: batch.WithResource("cronjobs"), kind: "CronJob", singular: "cronjob", shortNames: []string{"cj"}, namespaced: true,
