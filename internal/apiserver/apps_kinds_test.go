@@ -257,3 +257,59 @@ func wantInvalidOn(t *testing.T, what string, err error, field string) {
 		t.Fatalf("%s: %v, want Invalid on %s", what, err, field)
 	}
 }
+
+// TestWorkloadTablesAreUpstreams: kubectl get deployments, replicasets,
+// statefulsets, daemonsets, jobs and cronjobs show kube-apiserver's
+// columns (upstream's printers).
+func TestWorkloadTablesAreUpstreams(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	ctx := testContext(t)
+	selector := &metav1.LabelSelector{MatchLabels: webLabels}
+	if _, err := s.client.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{Selector: selector, Template: webTemplate()}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/apis/apps/v1/namespaces/default/deployments":  "Name Ready Up-to-date Available Age Containers Images Selector",
+		"/apis/apps/v1/namespaces/default/replicasets":  "Name Desired Current Ready Age Containers Images Selector",
+		"/apis/apps/v1/namespaces/default/statefulsets": "Name Ready Age Containers Images",
+		"/apis/apps/v1/namespaces/default/daemonsets":   "Name Desired Current Ready Up-to-date Available Node Selector Age Containers Images Selector",
+		"/apis/batch/v1/namespaces/default/jobs":        "Name Status Completions Duration Age Containers Images Selector",
+		"/apis/batch/v1/namespaces/default/cronjobs":    "Name Schedule Timezone Suspend Active Last Schedule Age Containers Images Selector",
+	} {
+		code, _, body := getWithAccept(t, s, path, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+		var table metav1.Table
+		if code != 200 || json.Unmarshal(body, &table) != nil || table.Kind != "Table" {
+			t.Fatalf("%s as a Table: %d %s", path, code, body)
+		}
+		var cols []string
+		for _, c := range table.ColumnDefinitions {
+			cols = append(cols, c.Name)
+		}
+		if got := strings.Join(cols, " "); got != want {
+			t.Errorf("%s columns %q, want %q", path, got, want)
+		}
+	}
+}
+
+// TestKubectlWorkloads drives the workload kinds with upstream kubectl:
+// create deployment and job, scale (through the scale subresource), get
+// with the all category and short names, and rollout history (which reads
+// the Deployment's ReplicaSets; this server runs no controllers, so it has
+// none).
+func TestKubectlWorkloads(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	k := newKubectl(t, s)
+	k.Must("", []string{"create", "deployment", "web", "--image=busybox:1.36", "--replicas=2"}, "deployment.apps/web created")
+	k.Must("", []string{"scale", "deployment", "web", "--replicas=3"}, "deployment.apps/web scaled")
+	k.Must("", []string{"get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"}, "3")
+	k.Must("", []string{"create", "job", "once", "--image=busybox:1.36", "--", "true"}, "job.batch/once created")
+	k.Must("", []string{"create", "cronjob", "hourly", "--image=busybox:1.36", "--schedule=0 * * * *"}, "cronjob.batch/hourly created")
+	k.Must("", []string{"get", "all"}, "deployment.apps/web", "0/3", "job.batch/once", "cronjob.batch/hourly", "0 * * * *")
+	k.Must("", []string{"get", "cj,rs,sts,ds"}, "hourly")
+	k.Must("", []string{"rollout", "history", "deployment/web"}, "deployment.apps/web")
+	k.Must("", []string{"delete", "deployment", "web"}, `deployment.apps "web" deleted`)
+	k.Must("", []string{"delete", "job", "once", "--cascade=background"}, `job.batch "once" deleted`)
+}
