@@ -101,7 +101,7 @@ func TestAppsKindsUseUpstreamRules(t *testing.T) {
 	// As kube-apiserver, whose decoder goes through the internal form: the
 	// template generation is an annotation, which its creator manages.
 	if ds.Annotations[appsv1.DeprecatedTemplateGeneration] != "1" || len(ds.ManagedFields) != 1 ||
-		!strings.Contains(string(ds.ManagedFields[0].FieldsV1.Raw), `"f:`+appsv1.DeprecatedTemplateGeneration+`"`) {
+		!strings.Contains(ds.ManagedFields[0].FieldsV1.GetRawString(), `"f:`+appsv1.DeprecatedTemplateGeneration+`"`) {
 		t.Fatalf("daemonset template generation: annotations %v, managedFields %v", ds.Annotations, ds.ManagedFields)
 	}
 	restart := webTemplate()
