@@ -56,6 +56,21 @@ func TestDynamicCRUDEveryResource(t *testing.T) {
 			obj: map[string]any{"kind": "CertificateSigningRequest", "apiVersion": "certificates.k8s.io/v1", "spec": map[string]any{
 				"request": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K", "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
 				"usages": []any{"client auth"}}}},
+		// batch/v1 Jobs orphan their pods on delete by default, which holds
+		// them for the collector this server lacks: TestJobDeleteOrphansByDefault.
+		{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+			obj: map[string]any{"kind": "Deployment", "apiVersion": "apps/v1", "spec": crudWorkloadSpec()}},
+		{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"},
+			obj: map[string]any{"kind": "ReplicaSet", "apiVersion": "apps/v1", "spec": crudWorkloadSpec()}},
+		{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"},
+			obj: map[string]any{"kind": "StatefulSet", "apiVersion": "apps/v1", "spec": crudWorkloadSpec()}},
+		{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"},
+			obj: map[string]any{"kind": "DaemonSet", "apiVersion": "apps/v1", "spec": crudWorkloadSpec()}},
+		{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"},
+			obj: map[string]any{"kind": "ControllerRevision", "apiVersion": "apps/v1", "revision": int64(1), "data": map[string]any{"spec": map[string]any{}}}},
+		{gvr: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"},
+			obj: map[string]any{"kind": "CronJob", "apiVersion": "batch/v1", "spec": map[string]any{"schedule": "@hourly",
+				"jobTemplate": map[string]any{"spec": map[string]any{"template": crudPodTemplate("Never")}}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.gvr.Group+"/"+tc.gvr.Resource, func(t *testing.T) {
@@ -111,3 +126,13 @@ func resourceClient(s *testServer, gvr schema.GroupVersionResource, namespaced b
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// crudWorkloadSpec is an apps/v1 workload's spec selecting its template's pods.
+func crudWorkloadSpec() map[string]any {
+	return map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "crud"}}, "template": crudPodTemplate("Always")}
+}
+
+func crudPodTemplate(restartPolicy string) map[string]any {
+	return map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "crud"}},
+		"spec": map[string]any{"restartPolicy": restartPolicy, "containers": []any{map[string]any{"name": "c", "image": "busybox:1.36"}}}}
+}

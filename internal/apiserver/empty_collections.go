@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,8 +30,7 @@ import (
 // ever be written to it, so it needs no store prefix and no watch cache:
 // every revision of it is the empty collection.
 type emptyCollection struct {
-	res        *resource
-	categories []string
+	res *resource
 	// lacks completes "berth has no ...": why the collection is empty.
 	lacks string
 }
@@ -46,10 +44,9 @@ func newOf[T any, PT interface {
 }
 
 // emptyCollections are the collections kube-scheduler v1.37's default
-// profile and its DRA manager (and one, daemonsets, that upstream's node
-// lifecycle controller) list and watch that berth does not store
-// (pods, nodes, volumes and claims it does), scoped and short-named as
-// upstream. Where each comes from in k8s.io/kubernetes/pkg/scheduler:
+// profile and its DRA manager list and watch that berth does not store
+// (pods, nodes, volumes, claims and the apps workloads it does), scoped
+// and short-named as upstream. Where each comes from in k8s.io/kubernetes/pkg/scheduler:
 //   - storageclasses: eventhandlers.go (StorageClass events) and the listers of the
 //     VolumeBinding, VolumeRestrictions, VolumeZone and NodeVolumeLimits
 //     plugins (framework/plugins/volume*, nodevolumelimits/csi.go);
@@ -59,12 +56,6 @@ func newOf[T any, PT interface {
 //     (volumebinding/volume_binding.go), eventhandlers.go;
 //   - volumeattachments: NodeVolumeLimits (nodevolumelimits/csi.go),
 //     eventhandlers.go;
-//   - replicasets, statefulsets (and services and replicationcontrollers,
-//     which berth stores):
-//     PodTopologySpread's default constraints, which take a pod's selector
-//     from its Service and controller (podtopologyspread/plugin.go);
-//   - daemonsets: the node lifecycle controller's DaemonSet lister, which
-//     kube-controller-manager's node lifecycle controller waits to sync;
 //   - resourceclaims, resourceslices, devicetaintrules: scheduler.go's DRA
 //     set-up (DynamicResourceAllocation is locked on; DRADeviceTaintRules is
 //     on by default in 1.37);
@@ -75,25 +66,15 @@ func newOf[T any, PT interface {
 // with the GenericWorkload gate, off by default in 1.37.
 func emptyCollections() []emptyCollection {
 	const (
-		volumes   = "persistent volumes"
-		workloads = "workload controllers"
-		dra       = "dynamic resource allocation"
+		volumes = "persistent volumes"
+		dra     = "dynamic resource allocation"
 	)
-	apps := appsv1.SchemeGroupVersion
 	storage, dynamic := storagev1.SchemeGroupVersion, resourcev1.SchemeGroupVersion
-	all := []string{"all"}
 	empty := func(gvr schema.GroupVersionResource, kind string, namespaced bool, newObj, newList func() runtime.Object, lacks string, shortNames ...string) emptyCollection {
 		return emptyCollection{lacks: lacks, res: &resource{gvr: gvr, kind: kind, singular: strings.ToLower(kind), shortNames: shortNames,
 			namespaced: namespaced, newObj: newObj, newList: newList}}
 	}
-	inAll := func(c emptyCollection) emptyCollection { c.categories = all; return c }
 	return []emptyCollection{
-		inAll(empty(apps.WithResource("replicasets"), "ReplicaSet", true,
-			newOf[appsv1.ReplicaSet](), newOf[appsv1.ReplicaSetList](), workloads, "rs")),
-		inAll(empty(apps.WithResource("statefulsets"), "StatefulSet", true,
-			newOf[appsv1.StatefulSet](), newOf[appsv1.StatefulSetList](), workloads, "sts")),
-		inAll(empty(apps.WithResource("daemonsets"), "DaemonSet", true,
-			newOf[appsv1.DaemonSet](), newOf[appsv1.DaemonSetList](), workloads, "ds")),
 		empty(storage.WithResource("storageclasses"), "StorageClass", false,
 			newOf[storagev1.StorageClass](), newOf[storagev1.StorageClassList](), volumes, "sc"),
 		empty(storage.WithResource("csinodes"), "CSINode", false,
@@ -131,7 +112,7 @@ func describe(collections []emptyCollection, verbs []string) []discovery.Resourc
 	for _, c := range collections {
 		out = append(out, discovery.Resource{Group: c.res.gvr.Group, Version: c.res.gvr.Version, Resource: c.res.gvr.Resource,
 			Kind: c.res.kind, SingularName: c.res.singular, Namespaced: c.res.namespaced, Verbs: verbs,
-			ShortNames: c.res.shortNames, Categories: c.categories})
+			ShortNames: c.res.shortNames})
 	}
 	return out
 }

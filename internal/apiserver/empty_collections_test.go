@@ -53,6 +53,8 @@ var storedCollections = map[schema.GroupVersionResource]bool{
 	{Version: "v1", Resource: "persistentvolumes"}:                     true,
 	{Version: "v1", Resource: "persistentvolumeclaims"}:                true,
 	{Version: "v1", Resource: "replicationcontrollers"}:                true,
+	{Group: "apps", Version: "v1", Resource: "replicasets"}:            true,
+	{Group: "apps", Version: "v1", Resource: "statefulsets"}:           true,
 	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}: true,
 }
 

@@ -33,7 +33,8 @@ func existingName(res *resource) string {
 	if res.gvr.Group == "" {
 		return fuzzExisting
 	}
-	return fuzzExisting + "." + res.gvr.Group
+	// A DNS label: StatefulSets' and others' names may hold no dots.
+	return fuzzExisting + "-" + strings.ReplaceAll(res.gvr.Group, ".", "-")
 }
 
 // fuzzFixtures are one valid object per served kind, by "group/Kind", as
@@ -68,7 +69,19 @@ var fuzzFixtures = map[string]string{
 		"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}`,
 	"/ReplicationController": `{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":%[1]q},
 		"spec":{"replicas":0,"selector":{"app":"web"},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`,
-	"/ResourceQuota": `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":%[1]q},"spec":{"hard":{"pods":"10","requests.cpu":"2"}}}`,
+	"apps/Deployment": `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":%[1]q},
+		"spec":{"replicas":0,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`,
+	"apps/ReplicaSet": `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":%[1]q},
+		"spec":{"replicas":0,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`,
+	"apps/StatefulSet": `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":%[1]q},
+		"spec":{"replicas":0,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`,
+	"apps/DaemonSet": `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":%[1]q},
+		"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`,
+	"batch/Job": `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":%[1]q},"spec":{"suspend":true,"template":{"metadata":{"labels":{"app":"web"}},"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`,
+	"batch/CronJob": `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":%[1]q},
+		"spec":{"schedule":"*/5 * * * *","suspend":true,"jobTemplate":{"spec":{"template":{"metadata":{"labels":{"app":"web"}},"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}}`,
+	"apps/ControllerRevision": `{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":%[1]q},"revision":1,"data":{"a":1}}`,
+	"/ResourceQuota":          `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":%[1]q},"spec":{"hard":{"pods":"10","requests.cpu":"2"}}}`,
 	"/LimitRange": `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":%[1]q},
 		"spec":{"limits":[{"type":"Container","default":{"cpu":"200m"},"defaultRequest":{"cpu":"100m"}}]}}`,
 	"/PersistentVolume": `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":%[1]q},

@@ -14,7 +14,7 @@ import (
 // workloadResources are the core group's pod templates and
 // ReplicationControllers, each prepared and validated by upstream's
 // registry strategy. A ReplicationController's scale subresource is
-// rc_scale.go; upstream's replication manager runs it.
+// scale.go; upstream's replication manager runs it.
 func workloadResources() []*resource {
 	core := corev1.SchemeGroupVersion
 	return []*resource{

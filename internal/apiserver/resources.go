@@ -45,6 +45,9 @@ type resource struct {
 	// shortLived marks objects kept only for Config.EventTTL after their
 	// last write, and read from the store rather than a watch cache (events).
 	shortLived bool
+	// orphanWarning, when set, is the warning a delete that names no
+	// propagation policy gets while the kind orphans by default.
+	orphanWarning string
 	// storagePath, when set, is kube-apiserver's etcd path of the kind
 	// where it is not the resource's name ("services/specs").
 	storagePath string
@@ -142,7 +145,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, slices.Concat(serviceResources(), workloadResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources())...)
+	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources())...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.

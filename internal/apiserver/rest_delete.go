@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // Delete implements rest.GracefulDeleter. It returns deleted=false when the
@@ -19,6 +20,7 @@ import (
 // (rest_delete_propagation.go); the garbage collector acts on it.
 // A delete that removed the object answers as deletedAnswer says.
 func (r *resourceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	r.warnOfDefaultOrphaning(ctx, options)
 	obj, deleted, err := r.deleteObject(ctx, name, deleteValidation, options)
 	if err == nil && deleted {
 		obj = r.deletedAnswer(obj)
@@ -150,6 +152,7 @@ func (r *resourceREST) markDeleting(ctx context.Context, name string, obj runtim
 // DeleteCollection implements rest.CollectionDeleter: it deletes each
 // object the selectors match, one compare-and-swap at a time.
 func (r *resourceREST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	r.warnOfDefaultOrphaning(ctx, options)
 	listOptions = listOptions.DeepCopy()
 	listOptions.ResourceVersion, listOptions.ResourceVersionMatch, listOptions.Limit, listOptions.Continue = "", "", 0, ""
 	listObj, err := r.List(ctx, listOptions)
@@ -180,4 +183,18 @@ func (r *resourceREST) DeleteCollection(ctx context.Context, deleteValidation re
 	}
 	clearItemKinds(listObj)
 	return listObj, nil
+}
+
+// warnOfDefaultOrphaning adds the kind's orphaning warning (upstream's Job
+// storage has one) to a delete that names no propagation policy, when the
+// kind's default for this request is to orphan dependents.
+func (r *resourceREST) warnOfDefaultOrphaning(ctx context.Context, options *metav1.DeleteOptions) {
+	//lint:ignore SA1019 OrphanDependents still chooses the policy, as upstream checks it
+	if r.res.orphanWarning == "" || options == nil || options.PropagationPolicy != nil || options.OrphanDependents != nil {
+		return
+	}
+	gc, ok := r.strategy.(rest.GarbageCollectionDeleteStrategy)
+	if ok && gc.DefaultGarbageCollectionPolicy(ctx) == rest.OrphanDependents {
+		warning.AddWarning(ctx, "", r.res.orphanWarning)
+	}
 }

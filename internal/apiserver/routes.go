@@ -68,7 +68,11 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 		case "proxy":
 			ep, err = a.proxyEndpoint(f, r, all)
 		case "scale":
-			ep, err = f.scaleEndpoint(res, &scaleREST{controllers: r})
+			target, ok := scaleTargetFor(res)
+			if !ok {
+				return fmt.Errorf("resource %s: no scale target", res.gvr)
+			}
+			ep, err = f.scaleEndpoint(res, &scaleREST{controllers: r, target: target})
 		case "eviction":
 			ep, err = f.createEndpoint(res, sub, policyv1.SchemeGroupVersion.WithKind("Eviction"), &evictionREST{pods: r, budgets: all[policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets").String()]}, r)
 		default:

@@ -30,6 +30,7 @@ func newScheme(resources []*resource) (*runtime.Scheme, error) {
 	if err := metav1beta1.AddMetaToScheme(s); err != nil {
 		return nil, fmt.Errorf("registering meta.k8s.io/v1beta1: %w", err)
 	}
+	addDaemonSetDecoding(s)
 	for _, res := range resources {
 		if res.rules.fields == nil {
 			continue // the scheme's default: metadata.name and metadata.namespace

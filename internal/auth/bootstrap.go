@@ -81,6 +81,18 @@ func BootstrapPolicy() []Binding {
 			rule([]string{"update"}, "policy", "poddisruptionbudgets/status"),
 			rule(read, "apps", "replicasets", "deployments", "statefulsets"),
 			rule([]string{"get"}, "*", "*/scale"),
+			// Upstream's deployment-, replicaset-, statefulset-,
+			// daemon-set-, job- and cronjob-controller roles: the workloads
+			// and the objects they own written, their status and finalizers
+			// updated, claims created for StatefulSets' volume templates and
+			// DaemonSets' pods bound.
+			rule(readWrite, "apps", "deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
+			rule([]string{"update"}, "apps", "deployments/status", "replicasets/status", "statefulsets/status", "daemonsets/status",
+				"deployments/finalizers", "replicasets/finalizers", "statefulsets/finalizers", "daemonsets/finalizers"),
+			rule([]string{"create", "update", "patch", "delete"}, "", "persistentvolumeclaims"),
+			rule([]string{"create"}, "", "pods/binding"),
+			rule(readWrite, "batch", "jobs", "cronjobs"),
+			rule([]string{"update"}, "batch", "jobs/status", "cronjobs/status", "jobs/finalizers", "cronjobs/finalizers"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
 			// The ClusterRole aggregation controller writes rules it does not

@@ -18,6 +18,8 @@ import (
 
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/inprocess"
+	"github.com/berth/berth/internal/controller/apps"
+	"github.com/berth/berth/internal/controller/batch"
 	"github.com/berth/berth/internal/controller/certificates"
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
 	"github.com/berth/berth/internal/controller/disruption"
@@ -110,6 +112,20 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}
 		return disruption.Run(ctx, disruption.Config{REST: restCfg,
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "disruption")}})
+	}})
+	out = append(out, component{name: "apps", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return apps.Run(ctx, apps.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "apps")})
+	}})
+	out = append(out, component{name: "batch", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return batch.Run(ctx, batch.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "batch")})
 	}})
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)

@@ -5,10 +5,10 @@
 // storage test data: k8s.io/kubernetes/test/integration/etcd's
 // GetEtcdStorageDataForNamespace, the stub object, its mutations, the etcd
 // key and the storage version kube-apiserver's integration tests expect per
-// resource. It keeps the core group (core/v1), discovery.k8s.io/v1
-// EndpointSlices, node.k8s.io/v1 RuntimeClasses, policy/v1
-// PodDisruptionBudgets and scheduling.k8s.io/v1 PriorityClasses, in the
-// namespace the test uses.
+// resource. It keeps the core group (core/v1), apps/v1, batch/v1,
+// discovery.k8s.io/v1 EndpointSlices, node.k8s.io/v1 RuntimeClasses,
+// policy/v1 PodDisruptionBudgets and scheduling.k8s.io/v1 PriorityClasses,
+// in the namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -68,6 +68,10 @@ func kept(gvr schema.GroupVersionResource) bool {
 		schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
 		schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 		schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}:
+		return true
+	}
+	switch gvr.GroupVersion() {
+	case schema.GroupVersion{Group: "apps", Version: "v1"}, schema.GroupVersion{Group: "batch", Version: "v1"}:
 		return true
 	}
 	return gvr.Group == ""

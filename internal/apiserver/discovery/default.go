@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -87,6 +87,43 @@ func core() []Resource {
 		{Version: "v1", Resource: "serviceaccounts", Kind: "ServiceAccount", SingularName: "serviceaccount", Namespaced: true,
 			Verbs: crudVerbs, ShortNames: []string{"sa"},
 			Subresources: []Subresource{{Name: "token", Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Verbs: []string{"create"}}}},
+	}
+}
+
+// appsV1 is apps/v1 as kube-apiserver v1.37 advertises it.
+func appsV1() []Resource {
+	workload := func(resource, kind string, shortName string, subresources ...string) Resource {
+		r := Resource{Group: "apps", Version: "v1", Resource: resource, Kind: kind, SingularName: singular(resource), Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{shortName}, Categories: []string{"all"}}
+		for _, sub := range subresources {
+			switch sub {
+			case "scale":
+				r.Subresources = append(r.Subresources, Subresource{Name: "scale", Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: statusVerbs})
+			case "status":
+				r.Subresources = append(r.Subresources, Subresource{Name: "status", Kind: kind, Verbs: statusVerbs})
+			}
+		}
+		return r
+	}
+	return []Resource{
+		{Group: "apps", Version: "v1", Resource: "controllerrevisions", Kind: "ControllerRevision", SingularName: "controllerrevision",
+			Namespaced: true, Verbs: crudVerbs},
+		workload("daemonsets", "DaemonSet", "ds", "status"),
+		workload("deployments", "Deployment", "deploy", "scale", "status"),
+		workload("replicasets", "ReplicaSet", "rs", "scale", "status"),
+		workload("statefulsets", "StatefulSet", "sts", "scale", "status"),
+	}
+}
+
+// batchV1 is batch/v1 as kube-apiserver v1.37 advertises it.
+func batchV1() []Resource {
+	return []Resource{
+		{Group: "batch", Version: "v1", Resource: "cronjobs", Kind: "CronJob", SingularName: "cronjob", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"cj"}, Categories: []string{"all"},
+			Subresources: []Subresource{{Name: "status", Kind: "CronJob", Verbs: statusVerbs}}},
+		{Group: "batch", Version: "v1", Resource: "jobs", Kind: "Job", SingularName: "job", Namespaced: true,
+			Verbs: crudVerbs, Categories: []string{"all"},
+			Subresources: []Subresource{{Name: "status", Kind: "Job", Verbs: statusVerbs}}},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,7 @@ func newScheme() (*runtime.Scheme, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme,
 		rbacv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme,
-		appsv1.AddToScheme, autoscalingv1.AddToScheme, storagev1.AddToScheme, resourcev1.AddToScheme, nodev1.AddToScheme,
+		appsv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, storagev1.AddToScheme, resourcev1.AddToScheme, nodev1.AddToScheme,
 		schedulingv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {

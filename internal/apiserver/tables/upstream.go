@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -13,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	appsapi "k8s.io/kubernetes/pkg/apis/apps"
+	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	batchapi "k8s.io/kubernetes/pkg/apis/batch"
+	_ "k8s.io/kubernetes/pkg/apis/batch/install"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	// The internal types and conversions upstream's printers take.
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
@@ -43,6 +49,13 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Kind: "ResourceQuota"}:                            upstreamPrinter[*corev1.ResourceQuota](func() runtime.Object { return &api.ResourceQuota{} }),
 		{Kind: "PersistentVolume"}:                         upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
 		{Kind: "PersistentVolumeClaim"}:                    upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
+		{Group: "apps", Kind: "Deployment"}:                upstreamPrinter[*appsv1.Deployment](func() runtime.Object { return &appsapi.Deployment{} }),
+		{Group: "apps", Kind: "ReplicaSet"}:                upstreamPrinter[*appsv1.ReplicaSet](func() runtime.Object { return &appsapi.ReplicaSet{} }),
+		{Group: "apps", Kind: "StatefulSet"}:               upstreamPrinter[*appsv1.StatefulSet](func() runtime.Object { return &appsapi.StatefulSet{} }),
+		{Group: "apps", Kind: "DaemonSet"}:                 upstreamPrinter[*appsv1.DaemonSet](func() runtime.Object { return &appsapi.DaemonSet{} }),
+		{Group: "apps", Kind: "ControllerRevision"}:        upstreamPrinter[*appsv1.ControllerRevision](func() runtime.Object { return &appsapi.ControllerRevision{} }),
+		{Group: "batch", Kind: "Job"}:                      upstreamPrinter[*batchv1.Job](func() runtime.Object { return &batchapi.Job{} }),
+		{Group: "batch", Kind: "CronJob"}:                  upstreamPrinter[*batchv1.CronJob](func() runtime.Object { return &batchapi.CronJob{} }),
 		{Group: "node.k8s.io", Kind: "RuntimeClass"}:       upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
 		{Group: "policy", Kind: "PodDisruptionBudget"}:     upstreamPrinter[*policyv1.PodDisruptionBudget](func() runtime.Object { return &policyapi.PodDisruptionBudget{} }),
 		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {

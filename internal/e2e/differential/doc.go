@@ -7,11 +7,11 @@
 // The cases come from upstream's own storage test data
 // (testdata/cases.json, written by hack/tools/differential-cases from
 // k8s.io/kubernetes/test/integration/etcd): per resource of the core group,
-// discovery.k8s.io EndpointSlices, node.k8s.io RuntimeClasses, policy
-// PodDisruptionBudgets and scheduling.k8s.io PriorityClasses, its discovery
-// entry, create, dry-run create, get, list, update, the four patch types, a
-// status update where upstream serves status, invalid mutations, and
-// delete. Every difference must be listed in
+// apps/v1, batch/v1, discovery.k8s.io EndpointSlices, node.k8s.io
+// RuntimeClasses, policy PodDisruptionBudgets and scheduling.k8s.io
+// PriorityClasses, its discovery entry, create, dry-run create, get, list,
+// update, the four patch types, a status update where upstream serves
+// status, invalid mutations, and delete. Every difference must be listed in
 // testdata/known-differences.txt with a reason, and every listed difference
 // must still occur.
 //

@@ -63,6 +63,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	checkAcceptanceWorkload(t, cs, srv)
 	checkOwnUsersPod(t, cs, srv)
 	checkRuntimeClassPods(t, cs)
+	checkWorkloads(t, cs)
 
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

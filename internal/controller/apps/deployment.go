@@ -1,0 +1,23 @@
+package apps
+
+import (
+	"context"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/kubernetes/pkg/controller/deployment"
+
+	"github.com/berth/berth/internal/informeropts"
+)
+
+// deploymentWorkers is kube-controller-manager's --concurrent-deployment-syncs default.
+const deploymentWorkers = 5
+
+// newDeploymentController rolls Deployments out through ReplicaSets.
+func newDeploymentController(ctx context.Context, factory informers.SharedInformerFactory, cfg Config) (func(context.Context), error) {
+	apps := factory.Apps().V1()
+	dc, err := deployment.NewDeploymentController(ctx, apps.Deployments(), apps.ReplicaSets(), factory.Core().V1().Pods(), cfg.Client)
+	if err != nil {
+		return nil, err
+	}
+	return informeropts.Workers(dc.Run, deploymentWorkers), nil
+}
