@@ -56,6 +56,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	annotations := map[string]string{
 		annotationRestartCount: strconv.FormatUint(uint64(attempt), 10),
 		annotationGracePeriod:  strconv.FormatInt(gracePeriod(pod), 10),
+		annotationHash:         containerHash(c),
 	}
 	if init {
 		annotations[annotationInit] = "true"

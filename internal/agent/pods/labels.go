@@ -13,7 +13,11 @@ const (
 	labelPodUID        = "io.kubernetes.pod.uid"
 	labelContainerName = "io.kubernetes.container.name"
 
-	annotationRestartCount           = "io.kubernetes.container.restartCount"
+	annotationRestartCount = "io.kubernetes.container.restartCount"
+	// annotationHash is the kubelet's hash of the container's spec
+	// (kubecontainer.HashContainer): a running container whose hash no
+	// longer matches its pod's spec is replaced.
+	annotationHash                   = "io.kubernetes.container.hash"
 	annotationTerminationMessagePath = "io.kubernetes.container.terminationMessagePath"
 	annotationGracePeriod            = "io.kubernetes.pod.terminationGracePeriod"
 	// annotationInit marks init containers, so a restarted agent knows which

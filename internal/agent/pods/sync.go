@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 )
 
 // Upstream waiting reasons for containers.
@@ -231,8 +233,37 @@ func (s *syncRun) runContainers(ctx context.Context) {
 			s.startCreated(ctx, c, latest)
 		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(s.pod.Spec.RestartPolicy, latest.ExitCode):
 			s.restart(ctx, c, false, latest)
+		case latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING && specChanged(c, latest):
+			s.replace(ctx, c, latest)
 		}
 	}
+}
+
+// containerHash is the kubelet's hash of what of a container's spec may
+// change in a running pod (its image), as the kubelet annotates it.
+func containerHash(c *corev1.Container) string {
+	return strconv.FormatUint(kubecontainer.HashContainer(c), 16)
+}
+
+// specChanged reports whether a running container was created from another
+// spec than c's. A container without the annotation (created before the
+// agent wrote it) is taken as current.
+func specChanged(c *corev1.Container, latest *runtimeapi.ContainerStatus) bool {
+	h, ok := latest.GetAnnotations()[annotationHash]
+	return ok && h != containerHash(c)
+}
+
+// replace stops a running container whose spec changed and starts its next
+// attempt from the new spec at once, whatever the restart policy, as the
+// kubelet does ("Container definition changed").
+func (s *syncRun) replace(ctx context.Context, c *corev1.Container, latest *runtimeapi.ContainerStatus) {
+	s.m.event(s.pod, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
+	if _, err := s.m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: latest.Id, Timeout: gracePeriod(s.pod)}); err != nil {
+		s.m.log.Warn("stop changed container", "id", latest.Id, "err", err)
+		s.requeueIn(time.Second)
+		return
+	}
+	s.start(ctx, startSpec{c: c}, latest.Metadata.Attempt+1)
 }
 
 func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
