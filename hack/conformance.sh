@@ -160,7 +160,7 @@ mirrors=(--insecure-registry "$REGISTRY")
 for host in "${MIRRORED_HOSTS[@]}"; do mirrors+=(--registry-mirror "$host=http://$REGISTRY"); done
 log "conformance: starting berth server on 127.0.0.1:$port with node $NODE_NAME (images from $REGISTRY)"
 "$BERTH_BIN" server --data-dir "$WORK/data" --socket-dir "$WORK/run" --bind-address 127.0.0.1 --port "$port" \
-  --node-name "$NODE_NAME" --node-ip "$NODE_IP" --agent-port 0 --pause-image "$PAUSE_IMAGE" --runtime-handler test-handler "${mirrors[@]}" \
+  --node-name "$NODE_NAME" --node-ip "$NODE_IP" --agent-port 0 --pause-image "$PAUSE_IMAGE" --runtime-handler test-handler --allow-privileged "${mirrors[@]}" \
   >"$WORK/server.log" 2>&1 &
 server_pid=$!
 KUBECONFIG_FILE="$WORK/data/admin.kubeconfig"

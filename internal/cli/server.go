@@ -52,6 +52,7 @@ func newServerCommand() *cobra.Command {
 	f.IntVar(&cfg.AuditLogRotation.MaxBackups, "audit-log-maxbackup", 0, "how many rotated audit log files to keep (0: all, unless --audit-log-maxage removes them)")
 	f.IntVar(&cfg.AuditLogRotation.MaxAgeDays, "audit-log-maxage", 0, "days to keep rotated audit log files (0: regardless of age)")
 	f.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept after their last write")
+	f.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "admit privileged containers, as kube-apiserver's flag; Pod Security admission still decides per namespace")
 	f.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often the store's history is compacted, as kube-apiserver's; older resourceVersions and continue tokens expire after one to two intervals")
 	f.DurationVar(&cfg.NodeLifecyclePeriods.Monitor, "node-monitor-period", nodelifecycle.DefaultPeriods.Monitor, "how often the node lifecycle controller checks nodes' health, as kube-controller-manager's")
 	f.DurationVar(&cfg.NodeLifecyclePeriods.StartupGrace, "node-startup-grace-period", nodelifecycle.DefaultPeriods.StartupGrace, "how long a starting node may be silent before it is marked unhealthy, as kube-controller-manager's")

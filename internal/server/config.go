@@ -100,6 +100,12 @@ type Config struct {
 	// values take upstream's defaults.
 	NodeLifecyclePeriods nodelifecycle.Periods
 
+	// AllowPrivileged admits privileged containers (kube-apiserver's
+	// --allow-privileged, false by default as there); Pod Security
+	// admission still decides per namespace. It is process-wide, as
+	// upstream's validation reads it from one global.
+	AllowPrivileged bool
+
 	// EtcdCompactionInterval is how often history is compacted (0: every
 	// 5 minutes, as kube-apiserver's --etcd-compaction-interval); one to two
 	// intervals of it stay readable and watchable.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/kubernetes/pkg/capabilities"
 
 	"github.com/berth/berth/internal/admission/noderestriction"
 	"github.com/berth/berth/internal/apiserver"
@@ -40,6 +41,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.prepareDataDir(); err != nil {
 		return err
 	}
+	capabilities.Setup(cfg.AllowPrivileged, 0)
 	// Bind first: a port in use is the most common start-up failure and
 	// should be reported before anything is created.
 	ln, err := net.Listen("tcp", cfg.Address())
