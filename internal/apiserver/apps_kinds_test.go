@@ -278,16 +278,7 @@ func TestWorkloadTablesAreUpstreams(t *testing.T) {
 		"/apis/batch/v1/namespaces/default/jobs":        "Name Status Completions Duration Age Containers Images Selector",
 		"/apis/batch/v1/namespaces/default/cronjobs":    "Name Schedule Timezone Suspend Active Last Schedule Age Containers Images Selector",
 	} {
-		code, _, body := getWithAccept(t, s, path, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-		var table metav1.Table
-		if code != 200 || json.Unmarshal(body, &table) != nil || table.Kind != "Table" {
-			t.Fatalf("%s as a Table: %d %s", path, code, body)
-		}
-		var cols []string
-		for _, c := range table.ColumnDefinitions {
-			cols = append(cols, c.Name)
-		}
-		if got := strings.Join(cols, " "); got != want {
+		if got, _ := tableOf(t, s, path); got != want {
 			t.Errorf("%s columns %q, want %q", path, got, want)
 		}
 	}

@@ -34,23 +34,12 @@ func TestTableOutput(t *testing.T) {
 	if _, err := s.client.CoreV1().Pods("default").Create(ctx, boundPod("tabled", "n1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, _, body := getWithAccept(t, s, "/api/v1/namespaces/default/pods", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-	if code != 200 {
-		t.Fatalf("table list: %d %s", code, body)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil || table.Kind != "Table" {
-		t.Fatalf("not a Table: %v %s", err, body)
-	}
-	var cols []string
-	for _, c := range table.ColumnDefinitions {
-		cols = append(cols, c.Name)
-	}
-	if got := strings.Join(cols, " "); !strings.HasPrefix(got, "Name Ready Status Restarts Age") || !strings.Contains(got, "Node") {
+	got, rows := tableOf(t, s, "/api/v1/namespaces/default/pods")
+	if !strings.HasPrefix(got, "Name Ready Status Restarts Age") || !strings.Contains(got, "Node") {
 		t.Fatalf("columns %q, want kubectl's pod columns", got)
 	}
-	if len(table.Rows) != 1 || table.Rows[0].Cells[0] != "tabled" {
-		t.Fatalf("rows %+v", table.Rows)
+	if len(rows) != 1 || rows[0].Cells[0] != "tabled" {
+		t.Fatalf("rows %+v", rows)
 	}
 }
 

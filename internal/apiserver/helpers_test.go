@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -48,4 +49,20 @@ func createNodes(t *testing.T, s *testServer, names ...string) {
 			t.Fatalf("create node %s: %v", name, err)
 		}
 	}
+}
+
+// tableOf GETs path as a meta.k8s.io Table, as kubectl asks for it, and
+// returns its column names (joined by spaces) and rows.
+func tableOf(t *testing.T, s *testServer, path string) (string, []metav1.TableRow) {
+	t.Helper()
+	code, _, body := getWithAccept(t, s, path, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	var table metav1.Table
+	if code != 200 || json.Unmarshal(body, &table) != nil || table.Kind != "Table" {
+		t.Fatalf("%s as a Table: %d %s", path, code, body)
+	}
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	return strings.Join(cols, " "), table.Rows
 }

@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	policyv1 "k8s.io/api/policy/v1"
@@ -74,21 +72,10 @@ func TestPodDisruptionBudgetCRUD(t *testing.T) {
 		t.Fatalf("negative disruptionsAllowed: %v, want Invalid", err)
 	}
 
-	code, _, body := getWithAccept(t, s, "/apis/policy/v1/namespaces/default/poddisruptionbudgets", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-	if code != 200 {
-		t.Fatalf("table list: %d %s", code, body)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
-		t.Fatalf("not a Table: %v %s", err, body)
-	}
-	var cols []string
-	for _, c := range table.ColumnDefinitions {
-		cols = append(cols, c.Name)
-	}
-	if strings.Join(cols, ",") != "Name,Min Available,Max Unavailable,Allowed Disruptions,Age" || len(table.Rows) != 1 ||
-		table.Rows[0].Cells[1] != "1" || table.Rows[0].Cells[2] != "N/A" || table.Rows[0].Cells[3] != float64(1) {
-		t.Fatalf("table columns %q rows %+v, want kubectl's columns and the budget", cols, table.Rows)
+	cols, rows := tableOf(t, s, "/apis/policy/v1/namespaces/default/poddisruptionbudgets")
+	if cols != "Name Min Available Max Unavailable Allowed Disruptions Age" || len(rows) != 1 ||
+		rows[0].Cells[1] != "1" || rows[0].Cells[2] != "N/A" || rows[0].Cells[3] != float64(1) {
+		t.Fatalf("table columns %q rows %+v, want kubectl's columns and the budget", cols, rows)
 	}
 
 	if err := budgets.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -62,21 +61,10 @@ func TestPriorityClassCRUD(t *testing.T) {
 		t.Fatalf("changing the description: %v", err)
 	}
 
-	code, _, body := getWithAccept(t, s, "/apis/scheduling.k8s.io/v1/priorityclasses/high", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-	if code != 200 {
-		t.Fatalf("table get: %d %s", code, body)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
-		t.Fatalf("not a Table: %v %s", err, body)
-	}
-	var cols []string
-	for _, c := range table.ColumnDefinitions {
-		cols = append(cols, c.Name)
-	}
-	if strings.Join(cols, " ") != "Name Value Global-Default Age PreemptionPolicy" || len(table.Rows) != 1 ||
-		table.Rows[0].Cells[1] != float64(1000) || table.Rows[0].Cells[4] != "PreemptLowerPriority" {
-		t.Fatalf("table columns %q rows %+v, want upstream's columns and the class", cols, table.Rows)
+	cols, rows := tableOf(t, s, "/apis/scheduling.k8s.io/v1/priorityclasses/high")
+	if cols != "Name Value Global-Default Age PreemptionPolicy" || len(rows) != 1 ||
+		rows[0].Cells[1] != float64(1000) || rows[0].Cells[4] != "PreemptLowerPriority" {
+		t.Fatalf("table columns %q rows %+v, want upstream's columns and the class", cols, rows)
 	}
 
 	if err := classes.Delete(ctx, "high", metav1.DeleteOptions{}); err != nil {

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -58,20 +57,9 @@ func TestRuntimeClassCRUD(t *testing.T) {
 		t.Fatalf("changing the handler: %v, want Invalid on handler (immutable)", err)
 	}
 
-	code, _, body := getWithAccept(t, s, "/apis/node.k8s.io/v1/runtimeclasses", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-	if code != 200 {
-		t.Fatalf("table list: %d %s", code, body)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
-		t.Fatalf("not a Table: %v %s", err, body)
-	}
-	var cols []string
-	for _, c := range table.ColumnDefinitions {
-		cols = append(cols, c.Name)
-	}
-	if strings.Join(cols, " ") != "Name Handler Age" || len(table.Rows) != 1 || table.Rows[0].Cells[1] != "test-handler" {
-		t.Fatalf("table columns %q rows %+v, want Name Handler Age and the class", cols, table.Rows)
+	cols, rows := tableOf(t, s, "/apis/node.k8s.io/v1/runtimeclasses")
+	if cols != "Name Handler Age" || len(rows) != 1 || rows[0].Cells[1] != "test-handler" {
+		t.Fatalf("table columns %q rows %+v, want Name Handler Age and the class", cols, rows)
 	}
 
 	if err := classes.Delete(ctx, "sandboxed", metav1.DeleteOptions{}); err != nil {

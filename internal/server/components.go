@@ -94,13 +94,7 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			Logger: c.Logger.With("component", "garbage-collector"),
 		}).Run(ctx)
 	}})
-	out = append(out, component{name: "replication", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		return replication.Run(ctx, replication.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "replication")})
-	}})
+	out = append(out, c.podController(local, "replication", replication.Run))
 	out = append(out, component{name: "disruption", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
 		if err != nil {
@@ -113,20 +107,8 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		return disruption.Run(ctx, disruption.Config{REST: restCfg,
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "disruption")}})
 	}})
-	out = append(out, component{name: "apps", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		return apps.Run(ctx, apps.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "apps")})
-	}})
-	out = append(out, component{name: "batch", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		return batch.Run(ctx, batch.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "batch")})
-	}})
+	out = append(out, c.podController(local, "apps", apps.Run))
+	out = append(out, c.podController(local, "batch", batch.Run))
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
 		if err != nil {
@@ -139,20 +121,8 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		return resourcequota.Run(ctx, resourcequota.Config{Metadata: meta,
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "resourcequota")}})
 	}})
-	out = append(out, component{name: "volume-protection", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		return volumeprotection.Run(ctx, volumeprotection.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "volume-protection")})
-	}})
-	out = append(out, component{name: "endpoints", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		return endpoints.Run(ctx, endpoints.Config{Client: client, Pods: pods, Logger: c.Logger.With("component", "endpoints")})
-	}})
+	out = append(out, c.podController(local, "volume-protection", volumeprotection.Run))
+	out = append(out, c.podController(local, "endpoints", endpoints.Run))
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 			ctrl, err := nodeipam.New(nodeipam.Config{Client: client, ClusterCIDR: c.ClusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize, Logger: c.Logger.With("component", "node-ipam")})
@@ -163,6 +133,18 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}})
 	}
 	return out
+}
+
+// podController is a controller of kube-controller-manager's that reads
+// pods through the watch cache and needs nothing else but its client.
+func (c *Config) podController(local *apiserver.LocalReads, name string, run func(context.Context, informeropts.ControllerConfig) error) component {
+	return component{name: name, identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return run(ctx, informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", name)})
+	}}
 }
 
 // startComponents runs each component against the server's own API, each
