@@ -39,7 +39,11 @@ func startBerth(t *testing.T, admissionConfig string) *berth {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- server.Run(ctx, server.Config{DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true,
+		// Privileged containers allowed by the API, as upstream's Pod
+		// Security integration tests run kube-apiserver, so that Pod
+		// Security alone decides (the setting is process-wide: every
+		// server of these tests has it).
+		done <- server.Run(ctx, server.Config{DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true, AllowPrivileged: true,
 			AuditLogPath: filepath.Join(dataDir, "audit.log"), AdmissionControlConfigFile: admissionConfig,
 			Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}()
