@@ -52,8 +52,8 @@ func TestUpstreamFixturesChild(t *testing.T) {
 var (
 	// A failure the run reports: "    run.go:NNN: message".
 	failureLine = regexp.MustCompile(`^\s+\w+\.go:\d+: (.*)$`)
-	passedCase          = regexp.MustCompile(`(?m)^\s+--- PASS: TestUpstreamFixturesChild/(podsecurity-\S+)`)
-	failedCase          = regexp.MustCompile(`(?m)^\s+--- FAIL: TestUpstreamFixturesChild/(podsecurity-\S+)`)
+	passedCase  = regexp.MustCompile(`(?m)^\s+--- PASS: TestUpstreamFixturesChild/(podsecurity-\S+)`)
+	failedCase  = regexp.MustCompile(`(?m)^\s+--- FAIL: TestUpstreamFixturesChild/(podsecurity-\S+)`)
 )
 
 func checkFixtureRun(t *testing.T, out string) {
