@@ -310,7 +310,7 @@ func podScheduled(p *v1.Pod) *v1.PodCondition {
 func checkWatchHistories(ctx context.Context, t *testing.T, watches *nodeWatches, nodes []*v1.Node, final *clusterState) {
 	t.Helper()
 	var histories map[string][]Event
-	err := wait.Poll(ctx, time.Minute, "the node watches to deliver the final sets", func(context.Context) error {
+	err := wait.Poll(ctx, 3*time.Minute, "the node watches to deliver the final sets", func(context.Context) error {
 		var errs []error
 		histories, errs = watches.snapshot()
 		if len(errs) > 0 {
