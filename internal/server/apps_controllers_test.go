@@ -31,8 +31,7 @@ func TestDeploymentOwnsReplicaSetOwnsPods(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "deploy")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("deploy"))
+	podNamespace(t, s.Admin, "deploy")
 	deployments := s.Admin.AppsV1().Deployments("deploy")
 	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
 		name := "web-" + strings.ToLower(string(policy))
@@ -84,8 +83,7 @@ func TestStatefulSetAndDaemonSetControllersRun(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "sets")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("sets"))
+	podNamespace(t, s.Admin, "sets")
 	d := webDeployment("db", 1)
 	ss, err := s.Admin.AppsV1().StatefulSets("sets").Create(ctx, &appsv1.StatefulSet{ObjectMeta: d.ObjectMeta,
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: d.Spec.Selector, Template: d.Spec.Template}}, metav1.CreateOptions{})
@@ -184,8 +182,7 @@ func TestJobCreatesItsPod(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "jobs")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("jobs"))
+	podNamespace(t, s.Admin, "jobs")
 	template := webDeployment("pi", 1).Spec.Template
 	template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	job, err := s.Admin.BatchV1().Jobs("jobs").Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "pi"},

@@ -26,8 +26,7 @@ func TestPriorityAdmission(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
-	createNamespace(t, s.Admin, "prio")
-	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts("prio"))
+	podNamespace(t, s.Admin, "prio")
 	waitForDefaultAccount(t, s.Admin.CoreV1().ServiceAccounts(metav1.NamespaceSystem))
 
 	critical := testPod("critical")
