@@ -10,7 +10,10 @@ import (
 const (
 	SchedulerUser  = "system:kube-scheduler"
 	ControllerUser = "system:kube-controller-manager"
-	NodesGroup     = "system:nodes"
+	// CoreDNSUser is the server's in-process cluster DNS (CoreDNS), which
+	// kubeadm runs as the kube-system/coredns service account.
+	CoreDNSUser = "system:coredns"
+	NodesGroup  = "system:nodes"
 )
 
 func rule(verbs []string, group string, resources ...string) rbacv1.PolicyRule {
@@ -102,6 +105,12 @@ func BootstrapPolicy() []Binding {
 			// it watches, patches and deletes any served resource by metadata.
 			rule([]string{"get", "list", "watch", "patch", "update", "delete"}, "*", "*"),
 		), Users: []string{ControllerUser}},
+		// kubeadm's system:coredns role: what CoreDNS's kubernetes plugin
+		// lists and watches to answer for the cluster domain.
+		{Role: clusterRole(CoreDNSUser,
+			rule([]string{"list", "watch"}, "", "endpoints", "services", "pods", "namespaces"),
+			rule([]string{"list", "watch"}, "discovery.k8s.io", "endpointslices"),
+		), Users: []string{CoreDNSUser}},
 		// No system:node role: nodes get exactly what the Node authorizer
 		// (internal/auth/node) grants each of them, and nothing by group.
 	}

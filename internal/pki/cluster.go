@@ -17,6 +17,8 @@ var (
 	AdminIdentity      = Identity{CommonName: "berth-admin", Organizations: []string{"system:masters"}, Client: true}
 	SchedulerIdentity  = Identity{CommonName: "system:kube-scheduler", Client: true}
 	ControllerIdentity = Identity{CommonName: "system:kube-controller-manager", Client: true}
+	// CoreDNSIdentity is the server's in-process cluster DNS.
+	CoreDNSIdentity = Identity{CommonName: "system:coredns", Client: true}
 	// APIServerClientIdentity is how the API server calls node agents (logs, exec).
 	APIServerClientIdentity = Identity{CommonName: "system:apiserver", Organizations: []string{"system:masters"}, Client: true}
 )

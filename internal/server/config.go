@@ -62,6 +62,15 @@ type Config struct {
 	// unspecified or loopback, else the host's default address.
 	AdvertiseAddress string
 
+	// ClusterDomain is the cluster's DNS domain (empty: cluster.local).
+	ClusterDomain string
+	// ClusterDNSPort is where cluster DNS (CoreDNS, in-process) listens on
+	// the advertised address, UDP and TCP; 0 picks a port free for both
+	// (tests), the command line's default is 53.
+	ClusterDNSPort int
+	// DisableClusterDNS turns cluster DNS and the kube-dns Service off.
+	DisableClusterDNS bool
+
 	DisableAgent     bool
 	DisableScheduler bool // let an external scheduler (e.g. kube-scheduler) bind pods
 	NodeName         string
@@ -135,6 +144,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Port < 1 || c.Port > 65535 {
 		return fmt.Errorf("--port %d is out of range 1-65535", c.Port)
+	}
+	if c.ClusterDNSPort < 0 || c.ClusterDNSPort > 65535 {
+		return fmt.Errorf("--cluster-dns-port %d is out of range 0-65535", c.ClusterDNSPort)
 	}
 	if c.AgentPort < 0 || c.AgentPort > 65535 {
 		return fmt.Errorf("--agent-port %d is out of range 0-65535", c.AgentPort)

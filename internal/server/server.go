@@ -158,7 +158,11 @@ func Run(ctx context.Context, cfg Config) error {
 	waitRBAC := access.start(apiCtx)
 	waitAdmission := plugins.start(apiCtx)
 	defer func() { stopAPI(); waitRBAC(); waitAdmission() }()
-	services := &serviceLoops{kubernetes: kubeService, allocations: apiCfg.ServiceAllocations}
+	dns, err := newClusterDNS(cfg, kubeService)
+	if err != nil {
+		return err
+	}
+	services := &serviceLoops{kubernetes: kubeService, allocations: apiCfg.ServiceAllocations, dns: dns}
 	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, services)
 }
 

@@ -50,6 +50,7 @@ func startServiceRepair(ctx context.Context, lb *inprocess.Loopback, allocs *api
 type serviceLoops struct {
 	kubernetes  *kubernetesService
 	allocations *apiserver.ServiceAllocations
+	dns         *clusterDNS // nil: cluster DNS is off
 }
 
 func (s *serviceLoops) start(ctx context.Context, lb *inprocess.Loopback) (wait func(), err error) {
@@ -61,5 +62,11 @@ func (s *serviceLoops) start(ctx context.Context, lb *inprocess.Loopback) (wait 
 	if err != nil {
 		return nil, err
 	}
-	return func() { waitKubernetes(); waitRepair() }, nil
+	waitDNS := func() {}
+	if s.dns != nil {
+		if waitDNS, err = s.dns.start(ctx, lb); err != nil {
+			return nil, err
+		}
+	}
+	return func() { waitKubernetes(); waitRepair(); waitDNS() }, nil
 }
