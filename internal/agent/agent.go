@@ -160,15 +160,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	podManager := pods.New(pods.Config{
-		NodeName:    a.cfg.NodeName,
-		NodeIP:      facts.InternalIP,
-		DataDir:     a.cfg.DataDir,
-		PodLogDir:   a.cfg.podLogDir(),
-		ResolvConf:  "/etc/resolv.conf",
-		RuntimeName: a.version.RuntimeName,
-		Clock:       a.clock,
-		Metrics:     a.metrics.pods,
-		Cgroups:     cgroups,
+		NodeName:      a.cfg.NodeName,
+		NodeIP:        facts.InternalIP,
+		DataDir:       a.cfg.DataDir,
+		PodLogDir:     a.cfg.podLogDir(),
+		ResolvConf:    "/etc/resolv.conf",
+		ClusterDNS:    a.cfg.ClusterDNS,
+		ClusterDomain: a.cfg.ClusterDomain,
+		RuntimeName:   a.version.RuntimeName,
+		Clock:         a.clock,
+		Metrics:       a.metrics.pods,
+		Cgroups:       cgroups,
 
 		SeccompDefault:     a.cfg.SeccompDefault,
 		SeccompProfileRoot: a.cfg.seccompProfileRoot(),

@@ -30,10 +30,15 @@ type Config struct {
 	// Token is a join token (berth token create): with it the agent joins
 	// (internal/agent/join) and from then on uses only the certificate it
 	// obtained, kept in DataDir. Exclusive with Kubeconfig.
-	Token           string
-	Kubeconfig      string // an admin-issued kubeconfig for system:node:NodeName, instead of joining
-	NodeName        string
-	NodeIP          string // the node's InternalIP; empty means the host's first global IPv4
+	Token      string
+	Kubeconfig string // an admin-issued kubeconfig for system:node:NodeName, instead of joining
+	NodeName   string
+	NodeIP     string // the node's InternalIP; empty means the host's first global IPv4
+	// ClusterDNS are the nameservers pods with dnsPolicy ClusterFirst get
+	// (the kubelet's --cluster-dns); empty: the host's resolver.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (the kubelet's --cluster-domain).
+	ClusterDomain   string
 	DataDir         string
 	RuntimeEndpoint string // unix:///path of the CRI runtime
 	// HostGatewayRoutes keeps a route to every other node's podCIDR via

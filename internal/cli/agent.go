@@ -62,6 +62,8 @@ unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches its node server (default: the host's first global IPv4 address)")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the agent's node certificate and kubeconfig, per-pod files and pod logs")
 	f.BoolVar(&cfg.HostGatewayRoutes, "host-gw-routes", true, "route to other nodes' podCIDRs via their InternalIPs (nodes on one L2 segment); turn off when another network plugin routes pods")
+	f.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", []string{"10.96.0.10"}, "nameservers for pods with dnsPolicy ClusterFirst, comma-separated, as the kubelet's (the kube-dns Service's IP); empty: the host's resolver")
+	f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, added to pods' search list, as the kubelet's")
 	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
 	f.StringVar(&cfg.Address, "address", "", "node server listen address (default all interfaces)")
 	f.IntVar(&cfg.Port, "port", cfg.Port, "node server port (logs, exec, attach, port-forward); 0 picks a free one, reported in the Node")

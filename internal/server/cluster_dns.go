@@ -83,3 +83,18 @@ func (c *Config) clusterDomain() string {
 }
 
 const defaultClusterDomain = "cluster.local"
+
+// localAgentDNSFlags point the local agent's pods at the kube-dns Service
+// (none when cluster DNS is off: the host's resolver).
+func (c *Config) localAgentDNSFlags() ([]string, error) {
+	flags := []string{"--cluster-domain", c.clusterDomain(), "--cluster-dns="}
+	if c.DisableClusterDNS {
+		return flags, nil
+	}
+	ip, err := c.kubeDNSServiceIP()
+	if err != nil {
+		return nil, err
+	}
+	flags[len(flags)-1] += ip.String()
+	return flags, nil
+}

@@ -44,13 +44,9 @@ type kubeDNSService struct {
 }
 
 func newKubeDNSService(cfg Config, leases reconcilers.Leases) (*kubeDNSService, error) {
-	serviceRange, _, err := cfg.serviceRanges()
+	ip, err := cfg.kubeDNSServiceIP()
 	if err != nil {
 		return nil, err
-	}
-	ip, err := netutils.GetIndexedIP(serviceRange, kubeDNSServiceIndex)
-	if err != nil {
-		return nil, fmt.Errorf("the kube-dns service's IP in %s: %w", serviceRange, err)
 	}
 	return &kubeDNSService{serviceIP: ip, leases: leases,
 		logger: cfg.Logger.With("component", "kube-dns-service")}, nil
@@ -161,4 +157,17 @@ func (k *kubeDNSService) endpoints(ips []string) *corev1.Endpoints {
 	}
 	e.Subsets = []corev1.EndpointSubset{subset}
 	return e
+}
+
+// kubeDNSServiceIP is the 10th IP of the service range.
+func (c *Config) kubeDNSServiceIP() (net.IP, error) {
+	serviceRange, _, err := c.serviceRanges()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := netutils.GetIndexedIP(serviceRange, kubeDNSServiceIndex)
+	if err != nil {
+		return nil, fmt.Errorf("the kube-dns service's IP in %s: %w", serviceRange, err)
+	}
+	return ip, nil
 }

@@ -65,6 +65,10 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	if err := os.MkdirAll(filepath.Dir(node.runtimeSocket), 0o755); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
+	dnsFlags, err := cfg.localAgentDNSFlags()
+	if err != nil {
+		return nil, err
+	}
 	serverFlags, err := issueNodeServerFiles(cfg, cluster, node.name)
 	if err != nil {
 		return nil, err
@@ -94,7 +98,7 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	agent := supervisor.Child{
 		Name: "agent", Path: self, Output: os.Stderr,
 		Args: append([]string{"agent", "--kubeconfig", kubeconfigPath, "--node-name", node.name,
-			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint}, serverFlags...),
+			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint}, append(serverFlags, dnsFlags...)...),
 	}
 	log := cfg.Logger.With("component", "supervisor")
 	var wg sync.WaitGroup

@@ -1,15 +1,18 @@
 package pods
 
 import (
+	"context"
 	"fmt"
-	"os"
+	"net"
 	"path/filepath"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	kubeletdns "k8s.io/kubernetes/pkg/kubelet/network/dns"
 
 	"github.com/berth/berth/internal/agent/podcgroup"
 )
@@ -189,67 +192,41 @@ func sysctls(pod *corev1.Pod) map[string]string {
 	return out
 }
 
-// dnsConfig follows the pod's dnsPolicy. Without cluster DNS configured,
-// ClusterFirst falls back to the host's resolver, as the kubelet does.
+// dnsConfig is the pod's resolv.conf as the kubelet writes it, from
+// upstream's configurer: every dnsPolicy, the pod's dnsConfig merged in, and
+// the kubelet's limits on search domains and nameservers. Without cluster
+// DNS configured, ClusterFirst falls back to the host's resolver (with a
+// warning event), as the kubelet does.
 func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
-	cfg := &runtimeapi.DNSConfig{}
-	policy := pod.Spec.DNSPolicy
-	if policy == "" {
-		policy = corev1.DNSClusterFirst
-	}
-	useCluster := len(m.cfg.ClusterDNS) > 0 && (policy == corev1.DNSClusterFirst && !pod.Spec.HostNetwork || policy == corev1.DNSClusterFirstWithHostNet)
-	switch {
-	case policy == corev1.DNSNone:
-	case useCluster:
-		cfg.Servers = m.cfg.ClusterDNS
-		d := m.cfg.ClusterDomain
-		cfg.Searches = []string{pod.Namespace + ".svc." + d, "svc." + d, d}
-		cfg.Options = []string{"ndots:5"}
-	default:
-		host, err := hostResolvConf(m.cfg.ResolvConf)
-		if err != nil {
-			return nil, err
+	var clusterDNS []net.IP
+	for _, s := range m.cfg.ClusterDNS {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, fmt.Errorf("cluster DNS address %q is not an IP address", s)
 		}
-		cfg = host
+		clusterDNS = append(clusterDNS, ip)
 	}
-	if pc := pod.Spec.DNSConfig; pc != nil {
-		cfg.Servers = append(cfg.Servers, pc.Nameservers...)
-		cfg.Searches = append(cfg.Searches, pc.Searches...)
-		for _, o := range pc.Options {
-			opt := o.Name
-			if o.Value != nil {
-				opt += ":" + *o.Value
-			}
-			cfg.Options = append(cfg.Options, opt)
-		}
+	var nodeIPs []net.IP
+	if ip := net.ParseIP(m.cfg.NodeIP); ip != nil {
+		nodeIPs = append(nodeIPs, ip)
+	}
+	nodeRef := &corev1.ObjectReference{Kind: "Node", Name: m.cfg.NodeName, UID: types.UID(m.cfg.NodeName)}
+	configurer := kubeletdns.NewConfigurer(m.dnsEventRecorder(), nodeRef, nodeIPs, clusterDNS, m.cfg.ClusterDomain, m.cfg.ResolvConf)
+	// The configurer takes only its logger from the context.
+	cfg, err := configurer.GetPodDNS(context.Background(), pod)
+	if err != nil {
+		return nil, fmt.Errorf("pod DNS configuration: %w", err)
 	}
 	return cfg, nil
 }
 
-func hostResolvConf(path string) (*runtimeapi.DNSConfig, error) {
-	cfg := &runtimeapi.DNSConfig{}
-	if path == "" {
-		return cfg, nil
+// dnsEventRecorder is where the configurer reports pods whose DNS settings
+// exceed the limits: the pods' event recorder once Run has made it.
+func (m *Manager) dnsEventRecorder() record.EventRecorderLogger {
+	if r, ok := m.recorder.(record.EventRecorderLogger); ok {
+		return r
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read host resolv.conf: %w", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "nameserver":
-			cfg.Servers = append(cfg.Servers, f[1])
-		case "search":
-			cfg.Searches = append(cfg.Searches, f[1:]...)
-		case "options":
-			cfg.Options = append(cfg.Options, f[1:]...)
-		}
-	}
-	return cfg, nil
+	return &record.FakeRecorder{} // before Run (unit tests): events are dropped
 }
 
 // milliCPU returns q in millicores.
