@@ -46,7 +46,7 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", "30000-32767", "range NodePort Services' node ports are allocated from")
 	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address the kubernetes Service's endpoints name for this server (default: --bind-address unless unspecified or loopback, else the host's default address)")
 	f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, which cluster DNS answers for")
-	f.IntVar(&cfg.ClusterDNSPort, "cluster-dns-port", 53, "UDP and TCP port cluster DNS (CoreDNS, in-process) listens on at the advertised address; the kube-dns Service's endpoints name it")
+	f.IntVar(&cfg.ClusterDNSPort, "cluster-dns-port", 53, "UDP and TCP port cluster DNS (CoreDNS, in-process) listens on at the advertised address; the kube-dns Service's endpoints name it (0 picks a free one)")
 	f.BoolVar(&cfg.DisableClusterDNS, "disable-cluster-dns", false, "do not run cluster DNS nor keep the kube-system/kube-dns Service")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV of static bearer tokens (token,user,uid,\"group1,group2\"), as kube-apiserver's; empty: none")
 	f.StringVar(&cfg.AdmissionControlConfigFile, "admission-control-config-file", "", "AdmissionConfiguration file with the PodSecurity plugin's configuration, as kube-apiserver's; empty: enforce baseline, warn and audit restricted, exempt kube-system")

@@ -136,7 +136,9 @@ func (s *Server) Restart(t testing.TB) {
 }
 
 func (s *Server) args() []string {
-	args := []string{"server", "--data-dir", s.DataDir, "--bind-address", s.opts.BindAddress, "--port", strconv.Itoa(s.Port)}
+	args := []string{"server", "--data-dir", s.DataDir, "--bind-address", s.opts.BindAddress, "--port", strconv.Itoa(s.Port),
+		// Several servers share the machine: cluster DNS on a free port each.
+		"--cluster-dns-port", "0"}
 	if s.opts.LocalNode == "" {
 		args = append(args, "--disable-agent")
 	} else {
