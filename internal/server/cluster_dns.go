@@ -52,7 +52,10 @@ func (d *clusterDNS) start(ctx context.Context, lb *inprocess.Loopback) (wait fu
 		Domain: d.domain, Address: d.address, Port: d.port, Client: client, Logger: d.logger,
 	})
 	if err != nil {
-		return nil, err
+		// The advertised address need not be this host's (a NAT or load
+		// balancer in front): the API still serves, without cluster DNS.
+		d.logger.Error("cluster DNS is off: cannot listen on the advertised address", "err", err)
+		return func() {}, nil
 	}
 	waitService, err := d.service.start(ctx, lb, int32(srv.Port()))
 	if err != nil {
