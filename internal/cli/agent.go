@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth/berth/internal/agent"
 	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/agent/proxy"
 )
 
 func newAgentCommand() *cobra.Command {
@@ -62,6 +63,8 @@ unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the node's InternalIP, where the API server reaches its node server (default: the host's first global IPv4 address)")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the agent's node certificate and kubeconfig, per-pod files and pod logs")
 	f.BoolVar(&cfg.HostGatewayRoutes, "host-gw-routes", true, "route to other nodes' podCIDRs via their InternalIPs (nodes on one L2 segment); turn off when another network plugin routes pods")
+	f.StringVar(&cfg.ProxyMode, "proxy-mode", proxy.ModeNFTables, "the Service data path: nftables runs kube-proxy's nftables proxier in the agent (needs the nft command); none leaves Services to another proxy on this host")
+	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "", "the pod network, as kube-proxy's --cluster-cidr (comma-separated, one per family); empty: this node's podCIDRs")
 	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
 	f.StringVar(&cfg.Address, "address", "", "node server listen address (default all interfaces)")
 	f.IntVar(&cfg.Port, "port", cfg.Port, "node server port (logs, exec, attach, port-forward); 0 picks a free one, reported in the Node")
