@@ -207,4 +207,3 @@ func waitForPodCIDRs(ctx context.Context, client kubernetes.Interface, nodeName 
 	}
 	return cidrs, nil
 }
-
