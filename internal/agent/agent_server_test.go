@@ -88,7 +88,7 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	client := waitForServer(t, kubeconfig)
 
 	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", "node-e2e",
-		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint}
+		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint, "--proxy-mode", "none"}
 	agent := startBerth(t, bin, "agent-1.log", agentArgs...)
 	wait.UntilTrue(t, 2*time.Minute, "node registered and Ready", func(ctx context.Context) (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, "node-e2e", metav1.GetOptions{})
