@@ -55,6 +55,16 @@ func TestProxyWritesServiceRulesAndStopsCleanly(t *testing.T) {
 		rules := kubeproxytable.List(ctx)
 		return strings.Contains(rules, "10.96.77.7") && strings.Contains(rules, "10.244.7.9"), nil
 	})
+	// A Service created later reaches the rules too (the sync loop runs).
+	if _, err := client.CoreV1().Services("default").Create(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "default"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.77.8", ClusterIPs: []string{"10.96.77.8"},
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait.UntilTrue(t, time.Minute, "the later service's cluster IP in table ip kube-proxy", func(ctx context.Context) (bool, error) {
+		return strings.Contains(kubeproxytable.List(ctx), "10.96.77.8"), nil
+	})
 	rules := kubeproxytable.List(t.Context())
 	// The cluster CIDR came from the node's podCIDR: pod traffic is local.
 	if !strings.Contains(rules, "10.244.7.0/24") {
