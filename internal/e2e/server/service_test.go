@@ -90,21 +90,14 @@ func TestServiceDataPath(t *testing.T) {
 		return nil
 	})
 
-	// A client outside the node (in the test's namespace) reaches it too.
-	wait.UntilCtx(t, 2*time.Minute, "a client in netns "+serviceTestNetNS+" to fetch "+hostURL, func(ctx context.Context) error {
-		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", serviceTestNetNS, hostcheck.BusyboxPath, "wget", "-q", "-T", "2", "-O", "-", hostURL).CombinedOutput()
-		if err != nil || string(out) != webPage+"\n" {
-			return fmt.Errorf("wget: %v: %q", err, out)
-		}
-		return nil
-	})
-
 	// A second pod fetches the page through the ClusterIP until it gets it.
-	url := "http://" + net.JoinHostPort(clusterIP, "8080") + "/"
+	// busybox's nc, not its wget: the static wget crashes.
+	url := net.JoinHostPort(clusterIP, "8080")
+	fetch := "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 " + clusterIP + " 8080"
 	client := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "client"},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptrTo[int64](1), Containers: []corev1.Container{{
 			Name: "wget", Image: images.Busybox,
-			Command: []string{"sh", "-c", "until wget -q -T 2 -O - " + url + "; do sleep 1; done; echo REACHED; exec sleep 3600"},
+			Command: []string{"sh", "-c", "until " + fetch + " | grep -q '^" + webPage + "$'; do sleep 1; done; echo REACHED; exec sleep 3600"},
 		}}}}
 	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), client, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -120,9 +113,21 @@ func TestServiceDataPath(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("client's log: %w", err)
 		}
-		if !strings.Contains(string(logs), webPage+"\nREACHED") {
+		if !strings.Contains(string(logs), "REACHED") {
 			clientLog = string(logs)
 			return fmt.Errorf("client's log so far: %q", logs)
+		}
+		return nil
+	})
+
+	// A client outside the node (in the test's namespace) reaches it too.
+	wait.UntilCtx(t, 2*time.Minute, "a client in netns "+serviceTestNetNS+" to fetch "+hostURL, func(ctx context.Context) error {
+		// busybox's nc: its static wget crashes outside a container's root.
+		get := exec.CommandContext(ctx, "ip", "netns", "exec", serviceTestNetNS, hostcheck.BusyboxPath, "nc", "-w", "3", serviceTestNodeIP, strconv.Itoa(int(nodePort)))
+		get.Stdin = strings.NewReader("GET / HTTP/1.0\r\n\r\n")
+		out, err := get.CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "HTTP/1.1 200 OK") || !strings.HasSuffix(string(out), "\r\n\r\n"+webPage+"\n") {
+			return fmt.Errorf("nc: %v: %q", err, out)
 		}
 		return nil
 	})
