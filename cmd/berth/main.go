@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/berth/berth/internal/cli"
+	// Before the server's packages initialize: see the package comment.
+	_ "github.com/berth/berth/internal/cli/companionexec"
 )
 
 func main() {

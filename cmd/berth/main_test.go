@@ -62,6 +62,20 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("berth execs its companions before the server's packages initialize", func(t *testing.T) {
+		// A package of the server's with an init, which berth-kubectl and
+		// berth-agent do not link.
+		const serverPkg = "k8s.io/kubernetes/pkg/apis/core/install"
+		if n := initTraceLines(t, bin, serverPkg, "version"); n != 1 {
+			t.Fatalf("berth version: %d init trace lines for %s, want 1: the package names no longer fit", n, serverPkg)
+		}
+		for _, args := range [][]string{{"kubectl", "version", "--client"}, {"--log-level", "info", "agent", "--help"}} {
+			if n := initTraceLines(t, bin, serverPkg, args...); n != 0 {
+				t.Errorf("berth %v initialised %s before it execed its companion", args, serverPkg)
+			}
+		}
+	})
+
 	t.Run("kubectl's message catalog is berth-kubectl's alone", func(t *testing.T) {
 		// Go's init trace shows what each package's init allocated: the
 		// first of kubectl's packages to translate a help text loads the

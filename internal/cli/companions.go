@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/berth/berth/internal/cli/companionexec"
 	"github.com/berth/berth/internal/sibling"
 )
 
@@ -12,27 +13,30 @@ import (
 // server, etcd and the controllers (docs/architecture.md, Executables).
 // `berth NAME ARGS` execs `berth-NAME NAME ARGS`: same PID, stdio, exit
 // code and signals, and berth's own flags before NAME reach the companion.
+// cmd/berth normally execs it earlier, from internal/cli/companionexec; these
+// commands are the path that reports why it could not.
 
 func newRuntimeCommand() *cobra.Command {
-	return companionCommand("runtime", "berth-runtime",
+	return companionCommand("runtime",
 		"Run the CRI v1 runtime service (runc through a monitor per container, CNI networking, image store)")
 }
 
 func newAgentCommand() *cobra.Command {
-	return companionCommand("agent", "berth-agent",
+	return companionCommand("agent",
 		"Run the node agent: register this node, run the pods bound to it through a CRI runtime, report their status")
 }
 
 func newKubectlCommand() *cobra.Command {
-	cmd := companionCommand("kubectl", "berth-kubectl",
+	cmd := companionCommand("kubectl",
 		"Run the upstream kubectl, defaulting to berth's admin kubeconfig")
 	cmd.Use = "kubectl [args...]"
 	return cmd
 }
 
-// companionCommand is `berth name`, which execs the executable companion in
+// companionCommand is `berth name`, which execs its companion executable in
 // its own place with the same arguments.
-func companionCommand(name, companion, short string) *cobra.Command {
+func companionCommand(name, short string) *cobra.Command {
+	companion := companionexec.Companions[name]
 	return &cobra.Command{
 		Use:   name,
 		Short: short,
