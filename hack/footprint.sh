@@ -31,7 +31,10 @@ stop_all() {
   remove_scratch "$dir" || true
 }
 trap stop_all EXIT
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# rss PID: resident KiB, and in parentheses the anonymous part, which,
+# unlike the executable's file pages, memory pressure from other work on
+# the machine does not shrink.
+rss() { awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} END {printf "%6d KiB (anon %6d KiB)", r, a}' "/proc/$1/status"; }
 kubectl() { "$out/berth" kubectl --kubeconfig "$dir/data/admin.kubeconfig" "$@"; }
 # wait_for WHAT LOG CMD...: up to 60 s for CMD to succeed.
 wait_for() {
@@ -74,10 +77,10 @@ fi
 
 # Idle: the start-up work (RBAC bootstrap, caches filled, first GC) is over.
 sleep 30
-printf '%-34s %6d KiB\n' "berth server --disable-agent, idle" "$(rss "$server")"
+printf '%-34s %s\n' "berth server --disable-agent, idle" "$(rss "$server")"
 if [[ -n "$agent" ]]; then
-  printf '%-34s %6d KiB\n' "berth runtime, idle (no pods)" "$(rss "$runtime")"
-  printf '%-34s %6d KiB\n' "berth agent, idle (no pods)" "$(rss "$agent")"
+  printf '%-34s %s\n' "berth runtime, idle (no pods)" "$(rss "$runtime")"
+  printf '%-34s %s\n' "berth agent, idle (no pods)" "$(rss "$agent")"
 else
   echo "berth runtime and berth agent: not measured (needs root and runc)"
 fi
