@@ -57,15 +57,17 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// buildBerth builds cmd/berth into a temporary directory.
+// buildBerth builds cmd/berth into a temporary directory, with
+// berth-agent beside it, which `berth agent` execs.
 func buildBerth(t *testing.T) string {
 	t.Helper()
 	root, err := hostcheck.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "berth")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "berth")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/berth", "./cmd/berth-agent")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build berth: %v\n%s", err, out)

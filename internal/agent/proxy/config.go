@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
-	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
-	proxyconfigscheme "k8s.io/kubernetes/pkg/proxy/apis/config/scheme"
 	netutils "k8s.io/utils/net"
+	"k8s.io/utils/ptr"
 )
 
 // Modes of --proxy-mode.
@@ -67,23 +68,30 @@ func (c Config) nodeIPsByFamily() map[v1.IPFamily]net.IP {
 	return out
 }
 
-// kubeProxyConfiguration is kube-proxy's own defaulted configuration
-// (masqueradeBit 14, syncPeriod 30s, minSyncPeriod 1s, its conntrack and
-// config-sync settings) in nftables mode, with this node's NodePort
-// addresses and cluster CIDRs.
-func kubeProxyConfiguration(nodeIPs map[v1.IPFamily]net.IP, clusterCIDRs []string) (*kubeproxyconfig.KubeProxyConfiguration, error) {
-	external := &kubeproxyconfigv1alpha1.KubeProxyConfiguration{}
-	proxyconfigscheme.Scheme.Default(external)
-	cfg := &kubeproxyconfig.KubeProxyConfiguration{}
-	if err := proxyconfigscheme.Scheme.Convert(external, cfg, nil); err != nil {
-		return nil, fmt.Errorf("kube-proxy defaults: %w", err)
-	}
+// kubeProxyDefaults are the values of kube-proxy's defaulted configuration
+// (its v1alpha1 SetDefaults) for the fields the nftables proxier and its
+// informers read. They are written out because linking kube-proxy's
+// defaulting would link k8s.io/kubernetes/pkg/cluster/ports, and through
+// it the cloud provider's and kube-apiserver's server options, into the
+// agent; TestKubeProxyConfigurationUsesKubeProxyDefaults compares them
+// with upstream's defaulting.
+var kubeProxyDefaults = kubeproxyconfig.KubeProxyConfiguration{
+	SyncPeriod:       metav1.Duration{Duration: 30 * time.Second},
+	MinSyncPeriod:    metav1.Duration{Duration: time.Second},
+	ConfigSyncPeriod: metav1.Duration{Duration: 15 * time.Minute},
+	NFTables:         kubeproxyconfig.KubeProxyNFTablesConfiguration{MasqueradeBit: ptr.To[int32](14)},
+	Linux:            kubeproxyconfig.KubeProxyLinuxConfiguration{MasqueradeAll: false},
+}
+
+// kubeProxyConfiguration is kube-proxy's defaulted configuration in
+// nftables mode, with this node's NodePort addresses and cluster CIDRs.
+func kubeProxyConfiguration(nodeIPs map[v1.IPFamily]net.IP, clusterCIDRs []string) *kubeproxyconfig.KubeProxyConfiguration {
+	cfg := kubeProxyDefaults.DeepCopy()
 	cfg.Mode = kubeproxyconfig.ProxyModeNFTables
 	cfg.DetectLocalMode = kubeproxyconfig.LocalModeClusterCIDR
 	cfg.DetectLocal.ClusterCIDRs = slices.Clone(clusterCIDRs)
 	// kube-proxy's nftables default, "primary", expanded as its server
 	// does: the node IP of each family, never a loopback one.
-	cfg.NodePortAddresses = nil
 	for _, family := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 		ip := nodeIPs[family]
 		if ip == nil || ip.IsLoopback() {
@@ -95,5 +103,5 @@ func kubeProxyConfiguration(nodeIPs map[v1.IPFamily]net.IP, clusterCIDRs []strin
 		}
 		cfg.NodePortAddresses = append(cfg.NodePortAddresses, fmt.Sprintf("%s/%d", ip, bits))
 	}
-	return cfg, nil
+	return cfg
 }

@@ -18,11 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	proxyapis "k8s.io/kubernetes/pkg/proxy/apis"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
-	proxyconfigscheme "k8s.io/kubernetes/pkg/proxy/apis/config/scheme"
 	proxyconfig "k8s.io/kubernetes/pkg/proxy/config"
 	"k8s.io/kubernetes/pkg/proxy/nftables"
 	proxyutil "k8s.io/kubernetes/pkg/proxy/util"
@@ -50,13 +50,10 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface, log *slog
 		}
 	}
 	nodeIPs := cfg.nodeIPsByFamily()
-	kpCfg, err := kubeProxyConfiguration(nodeIPs, clusterCIDRs)
-	if err != nil {
-		return err
-	}
+	kpCfg := kubeProxyConfiguration(nodeIPs, clusterCIDRs)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(proxyconfigscheme.Scheme, "kube-proxy")
+	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, "kube-proxy")
 	proxiers, err := newProxiers(ctx, kpCfg, cfg.NodeName, nodeIPs, recorder)
 	if err != nil {
 		return err

@@ -13,6 +13,9 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	proxyconfigscheme "k8s.io/kubernetes/pkg/proxy/apis/config/scheme"
 	"k8s.io/utils/ptr"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
@@ -104,24 +107,27 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// The proxier's configuration is kube-proxy's defaulted one: the values
+// the agent writes out are those upstream's defaulting gives.
 func TestKubeProxyConfigurationUsesKubeProxyDefaults(t *testing.T) {
-	cfg, err := kubeProxyConfiguration(Config{NodeName: "a", NodeIPs: []net.IP{net.ParseIP("10.0.0.1")}}.nodeIPsByFamily(), []string{"10.244.0.0/16"})
-	if err != nil {
+	external := &kubeproxyconfigv1alpha1.KubeProxyConfiguration{}
+	proxyconfigscheme.Scheme.Default(external)
+	upstream := &kubeproxyconfig.KubeProxyConfiguration{}
+	if err := proxyconfigscheme.Scheme.Convert(external, upstream, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := *cfg.NFTables.MasqueradeBit; got != 14 {
-		t.Errorf("masqueradeBit = %d, want 14", got)
-	}
-	if cfg.SyncPeriod.Duration != 30*time.Second || cfg.MinSyncPeriod.Duration != time.Second {
-		t.Errorf("syncPeriod %v, minSyncPeriod %v; want 30s, 1s", cfg.SyncPeriod.Duration, cfg.MinSyncPeriod.Duration)
+	cfg := kubeProxyConfiguration(Config{NodeName: "a", NodeIPs: []net.IP{net.ParseIP("10.0.0.1")}}.nodeIPsByFamily(), []string{"10.244.0.0/16"})
+	if *cfg.NFTables.MasqueradeBit != *upstream.NFTables.MasqueradeBit || cfg.SyncPeriod != upstream.SyncPeriod ||
+		cfg.MinSyncPeriod != upstream.MinSyncPeriod || cfg.ConfigSyncPeriod != upstream.ConfigSyncPeriod ||
+		cfg.Linux.MasqueradeAll != upstream.Linux.MasqueradeAll {
+		t.Errorf("masqueradeBit %d syncPeriod %v minSyncPeriod %v configSyncPeriod %v masqueradeAll %v; kube-proxy's defaults are %d %v %v %v %v",
+			*cfg.NFTables.MasqueradeBit, cfg.SyncPeriod, cfg.MinSyncPeriod, cfg.ConfigSyncPeriod, cfg.Linux.MasqueradeAll,
+			*upstream.NFTables.MasqueradeBit, upstream.SyncPeriod, upstream.MinSyncPeriod, upstream.ConfigSyncPeriod, upstream.Linux.MasqueradeAll)
 	}
 	if strings.Join(cfg.NodePortAddresses, ",") != "10.0.0.1/32" {
 		t.Errorf("nodePortAddresses = %v, want the node IP", cfg.NodePortAddresses)
 	}
-	loopback, err := kubeProxyConfiguration(Config{NodeIPs: []net.IP{net.ParseIP("127.0.0.1")}}.nodeIPsByFamily(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loopback := kubeProxyConfiguration(Config{NodeIPs: []net.IP{net.ParseIP("127.0.0.1")}}.nodeIPsByFamily(), nil)
 	if len(loopback.NodePortAddresses) != 0 {
 		t.Errorf("a loopback node IP gave nodePortAddresses %v; kube-proxy's primary skips loopback", loopback.NodePortAddresses)
 	}

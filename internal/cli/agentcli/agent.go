@@ -1,8 +1,13 @@
-package cli
+// Package agentcli is `berth agent`'s command: its flags, handed over to
+// internal/agent. berth-agent (cmd/berth-agent) is built from it alone, and
+// `berth agent` execs that binary (internal/cli), so the node agent's
+// process carries none of the API server's, etcd's or kubectl's packages.
+package agentcli
 
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -11,10 +16,20 @@ import (
 	"github.com/berth/berth/internal/agent"
 	"github.com/berth/berth/internal/agent/gc"
 	"github.com/berth/berth/internal/agent/proxy"
+	"github.com/berth/berth/internal/cli/clibase"
 )
 
-func newAgentCommand() *cobra.Command {
-	cfg := agent.Config{DataDir: filepath.Join(DefaultDataDir, "agent"), Port: 10250, GC: gc.DefaultPolicy}
+// Execute runs `berth ARGS` with `agent` as the only subcommand and returns
+// the process exit code.
+func Execute(args []string) int {
+	root := clibase.NewRoot(os.Stdout, os.Stderr)
+	root.AddCommand(NewCommand())
+	return clibase.Execute(root, args)
+}
+
+// NewCommand is `berth agent`: the node agent.
+func NewCommand() *cobra.Command {
+	cfg := agent.Config{DataDir: filepath.Join(clibase.DefaultDataDir, "agent"), Port: 10250, GC: gc.DefaultPolicy}
 	var pauseImage string
 	var reservedCPU, reservedMemory, reservedStorage string
 	cmd := &cobra.Command{
