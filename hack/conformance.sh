@@ -76,7 +76,7 @@ fi
 if ((EUID != 0)); then echo "conformance.sh: must run as root" >&2; exit 1; fi
 # The cluster under test is this checkout's berth, built now (cheap when current).
 build_berth
-for bin in "$BERTH_BIN" "$OUT_DIR/berth-runtime" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/crictl"; do
+for bin in "$BERTH_BIN" "$OUT_DIR/berth-agent" "$OUT_DIR/berth-kubectl" "$OUT_DIR/berth-runtime" "$OUT_DIR/berth-monitor" "$TOOLS_DIR/crictl"; do
   [[ -x "$bin" ]] || { echo "conformance.sh: $bin missing; run hack/setup.sh" >&2; exit 1; }
 done
 "$REPO_ROOT/hack/build-conformance.sh"

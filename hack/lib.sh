@@ -20,6 +20,7 @@ APT_PACKAGES=(
   /bin/bash-static:bash-static # the conformance busybox image's /bin/sh
   /usr/bin/nc.openbsd:netcat-openbsd # the conformance agnhost image's nc (UDP)
   iptables:iptables
+  nft:nftables # kube-proxy's nftables proxier in berth agent
   ip:iproute2
   nsenter:util-linux # the multi-node test enters its network namespaces
   script:bsdutils    # a pseudo-terminal for crictl exec -it in the crictl test

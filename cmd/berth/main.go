@@ -1,13 +1,16 @@
-// Command berth is the single multicall binary of berth: API server, node
-// agent, CRI runtime and kubectl are subcommands run as separate processes.
+// Command berth is berth's one command: `berth server`, `berth token`,
+// `berth image`, `berth snapshot` and `berth version` run here, while
+// `berth agent`, `berth runtime` and `berth kubectl` exec the companion
+// executables beside it (berth-agent, berth-runtime, berth-kubectl), each
+// built with only its own packages.
 package main
 
 import (
 	"os"
 
 	"github.com/berth/berth/internal/cli"
-	// Before kubectl's packages initialize: see the package comment.
-	_ "github.com/berth/berth/internal/cli/kubectli18n"
+	// Before the server's packages initialize: see the package comment.
+	_ "github.com/berth/berth/internal/cli/companionexec"
 )
 
 func main() {

@@ -52,7 +52,7 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
-	t.Run("kubectl is embedded", func(t *testing.T) {
+	t.Run("kubectl is embedded (berth-kubectl)", func(t *testing.T) {
 		out, err := exec.Command(bin, "kubectl", "version", "--client").CombinedOutput()
 		if err != nil {
 			t.Fatalf("berth kubectl version --client: %v\n%s", err, out)
@@ -62,13 +62,29 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
-	t.Run("only kubectl loads kubectl's message catalog", func(t *testing.T) {
+	t.Run("berth execs its companions before the server's packages initialize", func(t *testing.T) {
+		// A package of the server's with an init, which berth-kubectl and
+		// berth-agent do not link.
+		const serverPkg = "k8s.io/kubernetes/pkg/apis/core/install"
+		if n := initTraceLines(t, bin, serverPkg, "version"); n != 1 {
+			t.Fatalf("berth version: %d init trace lines for %s, want 1: the package names no longer fit", n, serverPkg)
+		}
+		for _, args := range [][]string{{"kubectl", "version", "--client"}, {"--log-level", "info", "agent", "--help"}} {
+			if n := initTraceLines(t, bin, serverPkg, args...); n != 0 {
+				t.Errorf("berth %v initialised %s before it execed its companion", args, serverPkg)
+			}
+		}
+	})
+
+	t.Run("kubectl's message catalog is berth-kubectl's alone", func(t *testing.T) {
 		// Go's init trace shows what each package's init allocated: the
 		// first of kubectl's packages to translate a help text loads the
-		// catalog (megabytes) if the process is to load it at all.
+		// catalog (megabytes). berth links no kubectl, so its other
+		// commands never load it; berth kubectl execs berth-kubectl, which
+		// loads it at init.
 		const firstTranslator = "k8s.io/kubectl/pkg/cmd/options"
-		if b := initAllocBytes(t, bin, firstTranslator, "version"); b > 64<<10 {
-			t.Errorf("berth version: %s allocated %d bytes at init, want no catalog", firstTranslator, b)
+		if n := initTraceLines(t, bin, firstTranslator, "version"); n != 0 {
+			t.Errorf("berth version: %d init trace lines for %s, want none (berth links no kubectl)", n, firstTranslator)
 		}
 		if b := initAllocBytes(t, bin, firstTranslator, "kubectl", "version", "--client"); b < 1<<20 {
 			t.Errorf("berth kubectl: %s allocated %d bytes at init, want the catalog loaded", firstTranslator, b)
@@ -82,9 +98,9 @@ func TestBinary(t *testing.T) {
 	})
 }
 
-// initAllocBytes runs bin with args under GODEBUG=inittrace=1 and returns
-// the bytes pkg's init allocated.
-func initAllocBytes(t *testing.T, bin, pkg string, args ...string) int {
+// initTrace runs bin with args under GODEBUG=inittrace=1 and returns the
+// trace: that of berth and, when it execs a companion, the companion's.
+func initTrace(t *testing.T, bin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
@@ -93,8 +109,28 @@ func initAllocBytes(t *testing.T, bin, pkg string, args ...string) int {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("berth %v: %v\n%s", args, err, trace.String())
 	}
+	return trace.String()
+}
+
+// initTraceLines counts the init trace lines of pkg when bin runs args.
+func initTraceLines(t *testing.T, bin, pkg string, args ...string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(initTrace(t, bin, args...), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "init" && f[1] == pkg {
+			n++
+		}
+	}
+	return n
+}
+
+// initAllocBytes runs bin with args under GODEBUG=inittrace=1 and returns
+// the bytes pkg's init allocated.
+func initAllocBytes(t *testing.T, bin, pkg string, args ...string) int {
+	t.Helper()
+	trace := initTrace(t, bin, args...)
 	// init PKG @T ms, D ms clock, N bytes, A allocs
-	for _, line := range strings.Split(trace.String(), "\n") {
+	for _, line := range strings.Split(trace, "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 9 && f[0] == "init" && f[1] == pkg && f[8] == "bytes," {
 			n, err := strconv.Atoi(f[7])
@@ -104,6 +140,6 @@ func initAllocBytes(t *testing.T, bin, pkg string, args ...string) int {
 			return n
 		}
 	}
-	t.Fatalf("no init trace line for %s in:\n%s", pkg, trace.String())
+	t.Fatalf("no init trace line for %s in:\n%s", pkg, trace)
 	return 0
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/berth/berth/internal/agent/nodeserver"
 	"github.com/berth/berth/internal/agent/podcgroup"
 	"github.com/berth/berth/internal/agent/pods"
+	"github.com/berth/berth/internal/agent/proxy"
 	"github.com/berth/berth/internal/memtrim"
 	"github.com/berth/berth/internal/version"
 )
@@ -198,6 +199,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.Go(func() error { return podManager.Run(ctx) })
 	g.Go(func() error { return a.runGarbageCollector(ctx, podManager, cgroups) })
 	g.Go(func() error { return a.podNetwork().Run(ctx) })
+	if a.cfg.ProxyMode == proxy.ModeNFTables {
+		proxyCfg, err := a.cfg.proxyConfig(facts.InternalIP)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return proxy.Run(ctx, proxyCfg, a.client, a.log.With("component", "proxy")) })
+	}
 	if serveNode != nil {
 		g.Go(func() error { return serveNode(ctx) })
 	}

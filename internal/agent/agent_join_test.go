@@ -43,7 +43,7 @@ func TestAgentJoinsWithToken(t *testing.T) {
 
 	agentDir := filepath.Join(dataDir, "agent")
 	agentArgs := []string{"agent", "--server", "https://127.0.0.1:" + strconv.Itoa(port), "--token", token,
-		"--node-name", "node-join", "--data-dir", agentDir, "--runtime-endpoint", ctd.Endpoint}
+		"--node-name", "node-join", "--data-dir", agentDir, "--runtime-endpoint", ctd.Endpoint, "--proxy-mode", "none"}
 	agent := startBerth(t, bin, "agent-1.log", agentArgs...)
 	waitNodeReady(t, client, "node-join")
 

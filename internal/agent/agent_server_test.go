@@ -57,15 +57,17 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// buildBerth builds cmd/berth into a temporary directory.
+// buildBerth builds cmd/berth into a temporary directory, with
+// berth-agent beside it, which `berth agent` execs.
 func buildBerth(t *testing.T) string {
 	t.Helper()
 	root, err := hostcheck.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "berth")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/berth")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "berth")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/berth", "./cmd/berth-agent")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build berth: %v\n%s", err, out)
@@ -88,7 +90,7 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	client := waitForServer(t, kubeconfig)
 
 	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", "node-e2e",
-		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint}
+		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint, "--proxy-mode", "none"}
 	agent := startBerth(t, bin, "agent-1.log", agentArgs...)
 	wait.UntilTrue(t, 2*time.Minute, "node registered and Ready", func(ctx context.Context) (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, "node-e2e", metav1.GetOptions{})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth/berth/internal/agent/gc"
 	"github.com/berth/berth/internal/agent/pods"
+	"github.com/berth/berth/internal/agent/proxy"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
 )
 
@@ -45,6 +46,14 @@ type Config struct {
 	// its InternalIP (host-gw; nodes on one L2 segment). Off when another
 	// network plugin routes pod traffic.
 	HostGatewayRoutes bool
+	// ProxyMode is the Service data path on this node: "nftables" runs
+	// upstream kube-proxy's nftables proxier (internal/agent/proxy), "none"
+	// (or empty) leaves Services to another proxy.
+	ProxyMode string
+	// ClusterCIDR is the pod network for the proxy (kube-proxy's
+	// --cluster-cidr, comma-separated per family); empty: the node's
+	// podCIDRs.
+	ClusterCIDR string
 
 	// The node server (logs, exec, attach, port-forward for the API
 	// server). It runs only when TLSCertFile is given; ClientCAFile is the
@@ -122,12 +131,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--data-dir %q: want an absolute path", c.DataDir)
 	case c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil:
 		return fmt.Errorf("--node-ip %q: not an IP address", c.NodeIP)
+	case c.ProxyMode != "" && c.ProxyMode != proxy.ModeNFTables && c.ProxyMode != proxy.ModeNone:
+		return fmt.Errorf("--proxy-mode %q: want %s or %s", c.ProxyMode, proxy.ModeNFTables, proxy.ModeNone)
 	case c.Port < 0 || c.Port > 65535:
 		return fmt.Errorf("--port %d: want 0-65535", c.Port)
 	case (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == ""):
 		return errors.New("--tls-cert-file and --tls-private-key-file go together")
 	case c.TLSCertFile != "" && c.ClientCAFile == "":
 		return errors.New("--client-ca-file is required with --tls-cert-file: the node server admits only the API server's client certificate")
+	}
+	for _, cidr := range c.clusterCIDRs() {
+		if _, _, err := net.ParseCIDR(cidr); err != nil {
+			return fmt.Errorf("--cluster-cidr %q: %w", cidr, err)
+		}
 	}
 	if _, err := c.sysctlAllowlist(); err != nil {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
@@ -152,4 +168,26 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	return nil
+}
+
+// clusterCIDRs splits --cluster-cidr into its CIDRs.
+func (c Config) clusterCIDRs() []string {
+	var out []string
+	for _, cidr := range strings.Split(c.ClusterCIDR, ",") {
+		if cidr = strings.TrimSpace(cidr); cidr != "" {
+			out = append(out, cidr)
+		}
+	}
+	return out
+}
+
+// proxyConfig is the Service proxy's configuration for a node whose
+// InternalIP is nodeIP.
+func (c Config) proxyConfig(nodeIP string) (proxy.Config, error) {
+	ip := net.ParseIP(nodeIP)
+	if ip == nil {
+		return proxy.Config{}, fmt.Errorf("service proxy: node IP %q is not an IP address", nodeIP)
+	}
+	cfg := proxy.Config{NodeName: c.NodeName, NodeIPs: []net.IP{ip}, ClusterCIDRs: c.clusterCIDRs()}
+	return cfg, cfg.Validate()
 }

@@ -55,6 +55,8 @@ func TestValidate(t *testing.T) {
 		{"negative reserve", func(c *Config) { c.ReservedMemory = resource.MustParse("-1Gi") }, "must not be negative"},
 		{"bad node IP", func(c *Config) { c.NodeIP = "10.0.0" }, "--node-ip \"10.0.0\""},
 		{"port out of range", func(c *Config) { c.Port = 70000 }, "--port 70000"},
+		{"unknown proxy mode", func(c *Config) { c.ProxyMode = "iptables" }, `--proxy-mode "iptables": want nftables or none`},
+		{"bad cluster CIDR", func(c *Config) { c.ProxyMode, c.ClusterCIDR = "nftables", "10.88.0.0/16,10.99.0.0" }, `--cluster-cidr "10.99.0.0"`},
 		{"cert without key", func(c *Config) { c.TLSCertFile = "/x.crt" }, "--tls-cert-file and --tls-private-key-file go together"},
 		{"node server without client CA", func(c *Config) { c.TLSCertFile, c.TLSPrivateKeyFile = "/x.crt", "/x.key" }, "--client-ca-file is required"},
 		{"missing kubeconfig", func(c *Config) { c.Kubeconfig = "/nonexistent/kubeconfig" }, "--kubeconfig: stat"},

@@ -45,11 +45,8 @@ func newOf[T any, PT interface {
 
 // emptyCollections are the collections kube-scheduler v1.37's default
 // profile and its DRA manager list and watch that berth does not store
-// (pods, nodes, volumes, claims and the apps workloads it does), scoped
+// (pods, nodes, volumes, claims, storage classes and the apps workloads it does), scoped
 // and short-named as upstream. Where each comes from in k8s.io/kubernetes/pkg/scheduler:
-//   - storageclasses: eventhandlers.go (StorageClass events) and the listers of the
-//     VolumeBinding, VolumeRestrictions, VolumeZone and NodeVolumeLimits
-//     plugins (framework/plugins/volume*, nodevolumelimits/csi.go);
 //   - csinodes: scheduler.go's shared CSI manager, VolumeBinding,
 //     eventhandlers.go (CSINode events);
 //   - csidrivers, csistoragecapacities: VolumeBinding's capacity check
@@ -75,8 +72,6 @@ func emptyCollections() []emptyCollection {
 			namespaced: namespaced, newObj: newObj, newList: newList}}
 	}
 	return []emptyCollection{
-		empty(storage.WithResource("storageclasses"), "StorageClass", false,
-			newOf[storagev1.StorageClass](), newOf[storagev1.StorageClassList](), volumes, "sc"),
 		empty(storage.WithResource("csinodes"), "CSINode", false,
 			newOf[storagev1.CSINode](), newOf[storagev1.CSINodeList](), volumes),
 		empty(storage.WithResource("csidrivers"), "CSIDriver", false,

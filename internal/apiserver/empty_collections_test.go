@@ -49,13 +49,14 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 // storedCollections are the collections kube-scheduler watches that berth
 // stores and serves writable: they must not be read-only.
 var storedCollections = map[schema.GroupVersionResource]bool{
-	{Version: "v1", Resource: "services"}:                              true,
-	{Version: "v1", Resource: "persistentvolumes"}:                     true,
-	{Version: "v1", Resource: "persistentvolumeclaims"}:                true,
-	{Version: "v1", Resource: "replicationcontrollers"}:                true,
-	{Group: "apps", Version: "v1", Resource: "replicasets"}:            true,
-	{Group: "apps", Version: "v1", Resource: "statefulsets"}:           true,
-	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}: true,
+	{Version: "v1", Resource: "services"}:                                true,
+	{Version: "v1", Resource: "persistentvolumes"}:                       true,
+	{Version: "v1", Resource: "persistentvolumeclaims"}:                  true,
+	{Version: "v1", Resource: "replicationcontrollers"}:                  true,
+	{Group: "apps", Version: "v1", Resource: "replicasets"}:              true,
+	{Group: "apps", Version: "v1", Resource: "statefulsets"}:             true,
+	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}:   true,
+	{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}: true,
 }
 
 // TestKubeSchedulerInformersSyncOnEmptyCollections starts client-go's
@@ -122,11 +123,10 @@ func TestEmptyCollectionsInDiscoveryReadOnly(t *testing.T) {
 			}
 		}
 	}
-	sc := findAPIResource(aggregated, storagev1.SchemeGroupVersion.WithResource("storageclasses"))
-	pvc := findAPIResource(aggregated, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"))
-	if sc == nil || sc.Kind != "StorageClass" || sc.Namespaced || !slices.Equal(sc.ShortNames, []string{"sc"}) ||
-		pvc == nil || pvc.Kind != "PersistentVolumeClaim" || !pvc.Namespaced || !slices.Equal(pvc.ShortNames, []string{"pvc"}) {
-		t.Fatalf("storageclasses %+v, persistentvolumeclaims %+v: kind, scope or short names differ from upstream", sc, pvc)
+	csi := findAPIResource(aggregated, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"))
+	va := findAPIResource(aggregated, storagev1.SchemeGroupVersion.WithResource("volumeattachments"))
+	if csi == nil || csi.Kind != "CSIStorageCapacity" || !csi.Namespaced || va == nil || va.Kind != "VolumeAttachment" || va.Namespaced {
+		t.Fatalf("csistoragecapacities %+v, volumeattachments %+v: kind or scope differ from upstream", csi, va)
 	}
 }
 
@@ -148,17 +148,17 @@ func TestKubectlGetEmptyCollection(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	k := newKubectl(t, s)
-	k.Must("", []string{"get", "storageclasses"}, "No resources found")
+	k.Must("", []string{"get", "csidrivers"}, "No resources found")
 	k.Must("", []string{"get", "pdb"}, "No resources found in default namespace.")
 	k.Must("", []string{"get", "csinodes", "-o", "json"}, `"kind": "List"`, `"items": []`)
-	k.Must("", []string{"explain", "storageclass"}, "provisioner")
-	out, ok := k.Run("", nil, "get", "storageclass", "fast")
-	if ok || !strings.Contains(out, `storageclasses.storage.k8s.io "fast" not found`) {
-		t.Fatalf("kubectl get storageclass fast: %v\n%s", ok, out)
+	k.Must("", []string{"explain", "csidriver"}, "CSIDriver")
+	out, ok := k.Run("", nil, "get", "csidriver", "example.com")
+	if ok || !strings.Contains(out, `csidrivers.storage.k8s.io "example.com" not found`) {
+		t.Fatalf("kubectl get csidriver example.com: %v\n%s", ok, out)
 	}
-	out, ok = k.Run("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\nprovisioner: example.com/none\n", nil, "create", "-f", "-")
+	out, ok = k.Run("apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: example.com}\nspec: {}\n", nil, "create", "-f", "-")
 	if ok || !strings.Contains(out, "read-only and always empty") {
-		t.Fatalf("kubectl create storageclass: %v\n%s", ok, out)
+		t.Fatalf("kubectl create csidriver: %v\n%s", ok, out)
 	}
 }
 
@@ -171,11 +171,11 @@ func TestEmptyCollectionsRefuseWrites(t *testing.T) {
 	before := storeRevision(t, s)
 	capacity := `{"apiVersion":"storage.k8s.io/v1","kind":"CSIStorageCapacity","metadata":{"name":"data","namespace":"default"},"storageClassName":"fast"}`
 	claim := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"gpu","namespace":"default"},"spec":{}}`
-	sc := `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"example.com/none"}`
+	driver := `{"apiVersion":"storage.k8s.io/v1","kind":"CSIDriver","metadata":{"name":"example.com"},"spec":{}}`
 	for _, target := range []struct{ collection, name, body, lacks string }{
 		{"/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities", "data", capacity, "persistent volumes"},
 		{"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", "gpu", claim, "dynamic resource allocation"},
-		{"/apis/storage.k8s.io/v1/storageclasses", "fast", sc, "persistent volumes"},
+		{"/apis/storage.k8s.io/v1/csidrivers", "example.com", driver, "persistent volumes"},
 	} {
 		item := target.collection + "/" + target.name
 		for _, req := range []struct{ method, path, contentType, body string }{
@@ -223,7 +223,7 @@ func TestEmptyCollectionReads(t *testing.T) {
 	if err != nil || len(list.Items) != 0 || list.ResourceVersion != current {
 		t.Fatalf("list: %v %+v, want empty at revision %s", err, list, current)
 	}
-	jsonList, err := s.jsonCli.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	jsonList, err := s.jsonCli.StorageV1().CSIDrivers().List(ctx, metav1.ListOptions{})
 	if err != nil || len(jsonList.Items) != 0 || jsonList.ResourceVersion != current {
 		t.Fatalf("JSON list: %v %+v, want empty at revision %s", err, jsonList, current)
 	}
@@ -250,14 +250,14 @@ func TestEmptyCollectionReads(t *testing.T) {
 	}
 
 	yes := true
-	wl, err := s.client.StorageV1().StorageClasses().Watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
+	wl, err := s.client.StorageV1().CSIDrivers().Watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, TimeoutSeconds: &timeout})
 	if err != nil {
 		t.Fatalf("watch-list: %v", err)
 	}
 	ev := nextEvent(t, wl)
-	sc, _ := ev.Object.(*storagev1.StorageClass)
-	if ev.Type != watch.Bookmark || sc == nil || sc.Annotations[metav1.InitialEventsAnnotationKey] != "true" || sc.ResourceVersion != current {
+	driver, _ := ev.Object.(*storagev1.CSIDriver)
+	if ev.Type != watch.Bookmark || driver == nil || driver.Annotations[metav1.InitialEventsAnnotationKey] != "true" || driver.ResourceVersion != current {
 		t.Fatalf("watch-list's first event %s %+v, want the initial-events-end bookmark at %s", ev.Type, ev.Object, current)
 	}
 	for ev := range wl.ResultChan() {

@@ -35,6 +35,7 @@ const accountingRetries = 16
 type podAccounting struct {
 	store.Interface
 	decode func(store.KV) (*corev1.Pod, error)
+	encode func(*corev1.Pod) ([]byte, error)
 	nodes  *objectStore
 	usages *usageCache
 	turns  *nodeTurns
@@ -47,7 +48,7 @@ func newPodAccounting(inner store.Interface, pods, nodes *objectStore) *podAccou
 			return nil, err
 		}
 		return obj.(*corev1.Pod), nil
-	}}
+	}, encode: func(pod *corev1.Pod) ([]byte, error) { return pods.encode(pod) }}
 }
 
 // counts reports whether a pod holds a share of its node.
@@ -65,14 +66,21 @@ func (a *podAccounting) Create(ctx context.Context, key string, value []byte) (i
 }
 
 // createObject is Create for a caller that holds the pod value encodes,
-// which spares decoding it again.
+// which spares decoding it again. A pod created already bound is admitted
+// as the kubelet admits it; one its node refuses is stored as the kubelet
+// would leave it (rejectedBound), and obj becomes that pod.
 func (a *podAccounting) createObject(ctx context.Context, key string, value []byte, obj runtime.Object) (int64, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || !counts(pod) {
 		return a.Interface.Create(ctx, key, value)
 	}
-	return a.retry(ctx, pod.Spec.NodeName, func(attempt int) ([]store.Op, error) {
-		ops, err := a.bindOps(ctx, pod, attempt > 0)
+	rev, err := a.retry(ctx, pod.Spec.NodeName, func(attempt int) ([]store.Op, error) {
+		ops, err := a.bindOps(ctx, pod, attempt > 0, admitBound)
+		if attempt == 0 && errors.As(err, new(*rejectedBound)) {
+			// A refusal is stored for good: decide it on the stored node
+			// and usage, not on cached copies that may be stale.
+			return nil, store.ErrConflict
+		}
 		return append(ops, store.Op{Key: key, Value: value}), err
 	}, func() error {
 		if _, err := a.Get(ctx, key); err == nil {
@@ -80,6 +88,41 @@ func (a *podAccounting) createObject(ctx context.Context, key string, value []by
 		}
 		return nil
 	})
+	var rejected *rejectedBound
+	if !errors.As(err, &rejected) {
+		return rev, err
+	}
+	pod.Status = rejected.Status(pod)
+	failed, err := a.encode(pod)
+	if err != nil {
+		return 0, fmt.Errorf("encode the rejected pod: %w", err)
+	}
+	return a.Interface.Create(ctx, key, failed)
+}
+
+// rejectedBound is a pod created bound to a node whose kubelet would refuse
+// it. kube-apiserver stores such a pod and its kubelet then fails it;
+// berth's accounting never counts a pod that does not fit, so the create
+// itself stores it failed, with the kubelet's reason and message.
+type rejectedBound struct{ fit.Rejection }
+
+func (r *rejectedBound) Error() string { return r.Reason + ": " + r.Message }
+
+// admitBound is the node check of a pod created bound: the kubelet's.
+func admitBound(pod *corev1.Pod, node *corev1.Node, usage fit.Usage) error {
+	if r := fit.AdmitBound(pod, node, usage); r != nil {
+		return &rejectedBound{*r}
+	}
+	return nil
+}
+
+// scheduledFits is the node check of a binding: everything the scheduler's
+// filters check (internal/fit).
+func scheduledFits(pod *corev1.Pod, node *corev1.Node, usage fit.Usage) error {
+	if fails := fit.Check(pod, node, usage); len(fails) > 0 {
+		return fitError(pod, node.Name, fails)
+	}
+	return nil
 }
 
 // Update releases the node share of a pod that finishes.
@@ -209,13 +252,13 @@ func (a *podAccounting) inNodeTurn(ctx context.Context, node string, txn func() 
 	return txn()
 }
 
-// bindOps checks that pod (carrying its target spec.nodeName) fits its node
+// bindOps checks that pod (carrying its target spec.nodeName) passes check on its node
 // at the node's and usage record's current revisions and returns the guards
 // and the usage update that make the bind atomic with that check. The node
 // comes from the watch cache unless fromStore (a retry after a conflict):
 // the guard on its revision makes a stale copy fail the transaction, never
 // pass a check the stored node would fail.
-func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore bool) ([]store.Op, error) {
+func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore bool, check nodeCheck) ([]store.Op, error) {
 	nodeName := pod.Spec.NodeName
 	// The node is shared when cached (not to be modified); the store has
 	// it when the cache does not yet (a node created a moment ago).
@@ -230,8 +273,8 @@ func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore 
 	if err != nil {
 		return nil, err
 	}
-	if fails := fit.Check(pod, node, usage); len(fails) > 0 {
-		return nil, fitError(pod, nodeName, fails)
+	if err := check(pod, node, usage); err != nil {
+		return nil, err
 	}
 	usageOp, err := usageWrite(nodeName, usage.Add(pod), usageRev)
 	if err != nil {
@@ -240,6 +283,9 @@ func (a *podAccounting) bindOps(ctx context.Context, pod *corev1.Pod, fromStore 
 	nodeGuard := store.Op{Key: a.nodes.res.key("", nodeName), ExpectModRevision: nodeRev, CheckOnly: true}
 	return []store.Op{nodeGuard, usageOp}, nil
 }
+
+// nodeCheck refuses, as an error, a pod the node cannot take given usage.
+type nodeCheck func(pod *corev1.Pod, node *corev1.Node, usage fit.Usage) error
 
 // fitError is 409 Conflict when waiting could let the pod fit (resources or
 // ports held by other pods), 422 Invalid when it never can on this node.

@@ -63,11 +63,32 @@ func TestBindingChecksNodeConstraints(t *testing.T) {
 		assertStoreUnchanged(t, s, before)
 	}
 
-	// A pod created already bound is checked the same way.
-	bound := requestingPod("prebound", "5", 0)
-	bound.Spec.NodeName = "n1"
-	if _, err := pods.Create(ctx, bound, metav1.CreateOptions{}); !apierrors.IsConflict(err) {
-		t.Errorf("creating a bound pod that does not fit: %v, want 409", err)
+	// A pod created already bound that its node's kubelet would refuse is
+	// stored as the kubelet leaves it: failed, counting nothing.
+	for _, tc := range []struct {
+		pod          *corev1.Pod
+		reason, text string
+	}{
+		{requestingPod("prebound-cpu", "5", 0), "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu, requested: 5000, used: 5000, capacity: 8000"},
+		{requestingPod("prebound-port", "1", 8080), "NodePorts", "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"},
+	} {
+		tc.pod.Spec.NodeName = "n1"
+		created, err := pods.Create(ctx, tc.pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating bound pod %s that does not fit: %v, want it stored failed", tc.pod.Name, err)
+		}
+		stored, err := pods.Get(ctx, tc.pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []*corev1.Pod{created, stored} {
+			if p.Status.Phase != corev1.PodFailed || p.Status.Reason != tc.reason || p.Status.Message != tc.text || p.Status.QOSClass != corev1.PodQOSBurstable {
+				t.Errorf("pod %s: status %+v, want Failed %s %q", tc.pod.Name, p.Status, tc.reason, tc.text)
+			}
+		}
+		if created.ResourceVersion != stored.ResourceVersion {
+			t.Errorf("pod %s: created at %s, stored at %s", tc.pod.Name, created.ResourceVersion, stored.ResourceVersion)
+		}
 	}
 
 	// a finishes: its share is released and b fits.
@@ -144,13 +165,15 @@ func TestUsageWrittenByAnotherServerIsHonoured(t *testing.T) {
 	if _, err := s2.client.CoreV1().Pods("default").Create(ctx, bound("b", "2"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create b on server 2: %v", err)
 	}
-	// Server 1 last wrote 5 cpu used; the store holds 7.
-	before := storeRevision(t, s1)
-	_, err := s1.client.CoreV1().Pods("default").Create(ctx, bound("c", "2"), metav1.CreateOptions{})
-	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != http.StatusConflict {
-		t.Fatalf("create c (2 cpu onto 7 of 8 used) on server 1: %v, want 409", err)
+	// Server 1 last wrote 5 cpu used; the store holds 7, so c is refused
+	// as the kubelet refuses it, with the stored figures.
+	c, err := s1.client.CoreV1().Pods("default").Create(ctx, bound("c", "2"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create c (2 cpu onto 7 of 8 used) on server 1: %v", err)
 	}
-	assertStoreUnchanged(t, s1, before)
+	if want := "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 7000, capacity: 8000"; c.Status.Phase != corev1.PodFailed || c.Status.Message != want {
+		t.Fatalf("c (2 cpu onto 7 of 8 used): %s %q, want Failed %q", c.Status.Phase, c.Status.Message, want)
+	}
 	if _, err := s1.client.CoreV1().Pods("default").Create(ctx, bound("d", "1"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create d (1 cpu onto 7 of 8 used) on server 1: %v", err)
 	}

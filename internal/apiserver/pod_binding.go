@@ -139,7 +139,7 @@ func (b *bindingREST) bindOps(ctx context.Context, pod *corev1.Pod, podRev int64
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	ops, err := b.accounting.bindOps(ctx, bound, nodeFromStore)
+	ops, err := b.accounting.bindOps(ctx, bound, nodeFromStore, scheduledFits)
 	if err != nil {
 		return nil, err
 	}

@@ -80,10 +80,6 @@ func TestStaleCachedReadsNeverDecideABind(t *testing.T) {
 		code  int32
 	}{
 		{"bind past a shrunk node", func() error { return bind("big") }, http.StatusUnprocessableEntity},
-		{"create bound past a shrunk node", func() error {
-			_, err := pods.Create(ctx, bigBound, metav1.CreateOptions{})
-			return err
-		}, http.StatusUnprocessableEntity},
 		{"bind a pod bound since it was cached", func() error { return bind("small") }, http.StatusConflict},
 	} {
 		before := storeRevision(t, s)
@@ -92,6 +88,30 @@ func TestStaleCachedReadsNeverDecideABind(t *testing.T) {
 			t.Errorf("%s: %v, want code %d", tc.name, err, tc.code)
 		}
 		assertStoreUnchanged(t, s, before)
+	}
+	// A pod created bound past the shrunk node is stored failed, refused
+	// with the stored node's figures, not the stale copy's 8 cpu.
+	created, err := pods.Create(ctx, bigBound, metav1.CreateOptions{})
+	if want := "Pod was rejected: Node didn't have enough resource: cpu, requested: 5000, used: 1000, capacity: 4000"; err != nil || created.Status.Phase != corev1.PodFailed || created.Status.Message != want {
+		t.Errorf("create bound past a shrunk node: %v, want Failed %q", err, want)
+	}
+	// Nor does the stale copy refuse one the stored node, grown past it, takes.
+	node, err = s.client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Allocatable[corev1.ResourceCPU] = resourceQuantity("16")
+	if _, err := s.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grown := requestingPod("fits-grown", "10", 0)
+	grown.Spec.NodeName = "n1"
+	created, err = pods.Create(ctx, grown, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create bound within the grown node: %v", err)
+	}
+	if created.Status.Phase != corev1.PodPending {
+		t.Errorf("create bound within the grown node: %s %q, want Pending", created.Status.Phase, created.Status.Message)
 	}
 }
 

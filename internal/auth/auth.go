@@ -42,9 +42,10 @@ func NewAuthenticator(clientCAs *x509.CertPool, tokens ...authenticator.Token) a
 }
 
 // NewAuthorizer returns the authorization chain: first allow wins, default
-// deny. nodes, the Node authorizer (internal/auth/node), is the only source
-// of node agents' rights: the bootstrap policy grants system:nodes nothing
-// beyond what every authenticated user gets.
+// deny. nodes, the Node authorizer (internal/auth/node), is the source of
+// node agents' rights: the bootstrap policy grants system:nodes only what
+// every authenticated user gets and upstream's system:node-proxier, the
+// reads of the Service proxy every agent runs.
 //
 // rbac, when given, decides last: grants made through RBAC objects
 // (internal/auth/rbac), which the in-code policy only seeds.

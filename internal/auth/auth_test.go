@@ -127,6 +127,9 @@ func TestBootstrapPolicy(t *testing.T) {
 		{"node registers through the node authorizer", res(nodeA, "create", "", "nodes", ""), true},
 		{"node gets no group-wide pod rights", res(nodeA, "list", "", "pods", ""), false},
 		{"node gets no group-wide secret rights", res(nodeA, "get", "", "secrets", ""), false},
+		{"node watches endpointslices as system:node-proxier", res(nodeA, "watch", "discovery.k8s.io", "endpointslices", ""), true},
+		{"node lists endpointslices as system:node-proxier", res(nodeA, "list", "discovery.k8s.io", "endpointslices", ""), true},
+		{"node cannot write endpointslices", res(nodeA, "create", "discovery.k8s.io", "endpointslices", ""), false},
 		{"node discovers", authorizer.AttributesRecord{User: nodeA, Verb: "get", Path: "/api"}, true},
 		{"authenticated user cannot read metrics path", authorizer.AttributesRecord{User: someone, Verb: "get", Path: "/metrics"}, false},
 	}

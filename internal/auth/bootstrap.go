@@ -111,7 +111,25 @@ func BootstrapPolicy() []Binding {
 			rule([]string{"list", "watch"}, "", "endpoints", "services", "pods", "namespaces"),
 			rule([]string{"list", "watch"}, "discovery.k8s.io", "endpointslices"),
 		), Users: []string{CoreDNSUser}},
-		// No system:node role: nodes get exactly what the Node authorizer
-		// (internal/auth/node) grants each of them, and nothing by group.
+		// No system:node role: nodes get what the Node authorizer
+		// (internal/auth/node) grants each of them, and by group only
+		// upstream's system:node-proxier, because every agent runs
+		// kube-proxy's proxier as itself (internal/agent/proxy).
+		NodeProxierBinding(),
 	}
+}
+
+// NodeProxierBinding is upstream's system:node-proxier ClusterRole (the
+// rules kube-proxy runs with: list and watch Services, EndpointSlices and
+// Endpoints, read Nodes, write events) bound to every node. Upstream binds
+// it to the user system:kube-proxy; berth's agents run the proxier under
+// their node identity, and the Node authorizer alone does not let a node
+// list EndpointSlices.
+func NodeProxierBinding() Binding {
+	return Binding{Role: clusterRole("system:node-proxier",
+		rule([]string{"list", "watch"}, "", "services", "endpoints"),
+		rule(read, "", "nodes"),
+		rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
+		rule([]string{"list", "watch"}, "discovery.k8s.io", "endpointslices"),
+	), Groups: []string{NodesGroup}}
 }

@@ -1,6 +1,7 @@
 // Package cli assembles berth's cobra command tree. Each subcommand lives in
 // its own file and only parses flags and hands over to its component package,
-// so the architecture stays visible in internal/<component>.
+// so the architecture stays visible in internal/<component>. The agent,
+// runtime and kubectl are executables of their own (companions.go).
 package cli
 
 import (

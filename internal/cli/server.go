@@ -39,6 +39,7 @@ func newServerCommand() *cobra.Command {
 	f.StringArrayVar(&cfg.RuntimeHandlers, "runtime-handler", nil, "extra CRI runtime handler of the local runtime, run with runc as the default one (repeatable)")
 	f.StringVar(&cfg.PauseImage, "pause-image", "", "the local runtime's pod sandbox image (default registry.k8s.io/pause:3.9)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
+	f.StringVar(&cfg.ProxyMode, "proxy-mode", "nftables", "the local node's Service data path (berth agent --proxy-mode): nftables runs kube-proxy's nftables proxier in its agent; none leaves Services to another proxy")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the local node's InternalIP, where the API server reaches its agent (default: the host's first global IPv4 address)")
 	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", cfg.ClusterCIDR, "pod network range; each node gets a podCIDR of --node-cidr-mask-size bits from it (empty: no node IPAM)")
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", cfg.NodeCIDRMaskSize, "prefix length of each node's podCIDR")

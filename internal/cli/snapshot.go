@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/apiserver"
+	"github.com/berth/berth/internal/cli/clibase"
 	"github.com/berth/berth/internal/store/etcd"
 )
 
@@ -47,7 +48,7 @@ func newSnapshotSaveCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", filepath.Join(dataDirFromEnv(), "admin.kubeconfig"), "kubeconfig of a user who may get "+apiserver.SnapshotPath)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", filepath.Join(clibase.DataDirFromEnv(), "admin.kubeconfig"), "kubeconfig of a user who may get "+apiserver.SnapshotPath)
 	return cmd
 }
 

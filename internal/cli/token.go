@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth/berth/internal/auth/bootstraptoken"
+	"github.com/berth/berth/internal/cli/clibase"
 	"github.com/berth/berth/internal/pki"
 )
 
@@ -134,7 +135,7 @@ type tokenClient struct {
 
 func newTokenClient(kubeconfig string) (*tokenClient, error) {
 	if kubeconfig == "" {
-		kubeconfig = filepath.Join(dataDirFromEnv(), "admin.kubeconfig")
+		kubeconfig = filepath.Join(clibase.DataDirFromEnv(), "admin.kubeconfig")
 	}
 	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

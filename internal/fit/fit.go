@@ -175,9 +175,12 @@ func checkNode(node *v1.Node) []Failure {
 	return nil
 }
 
+// reasonAffinity is kube-scheduler's NodeAffinity filter's reason.
+const reasonAffinity = "node(s) didn't match Pod's node affinity/selector"
+
 func (p *Pod) checkAffinity(node *v1.Node) []Failure {
 	if ok, _ := p.affinity.Match(node); !ok {
-		return []Failure{{Reason: "node(s) didn't match Pod's node affinity/selector", Unresolvable: true}}
+		return []Failure{{Reason: reasonAffinity, Unresolvable: true}}
 	}
 	return nil
 }
@@ -199,23 +202,35 @@ func checkTaints(pod *v1.Pod, node *v1.Node) []Failure {
 	return nil
 }
 
-func (p *Pod) checkResources(alloc Resources, used Usage) []Failure {
+// shortfall is one resource a pod asks more of than its node has left.
+type shortfall struct {
+	name             v1.ResourceName
+	want, used, have int64
+}
+
+// shortfalls lists, in kube-scheduler's order (pods, cpu, memory,
+// ephemeral-storage), the resources p asks more of than alloc leaves after used.
+func (p *Pod) shortfalls(alloc Resources, used Usage) []shortfall {
 	want := p.requests
-	var fails []Failure
-	for _, r := range []struct {
-		name             string
-		want, used, have int64
-	}{
-		{"pods", want.Pods, used.Requested.Pods, alloc.Pods},
-		{"cpu", want.MilliCPU, used.Requested.MilliCPU, alloc.MilliCPU},
-		{"memory", want.Memory, used.Requested.Memory, alloc.Memory},
-		{"ephemeral-storage", want.EphemeralStorage, used.Requested.EphemeralStorage, alloc.EphemeralStorage},
+	var short []shortfall
+	for _, r := range []shortfall{
+		{v1.ResourcePods, want.Pods, used.Requested.Pods, alloc.Pods},
+		{v1.ResourceCPU, want.MilliCPU, used.Requested.MilliCPU, alloc.MilliCPU},
+		{v1.ResourceMemory, want.Memory, used.Requested.Memory, alloc.Memory},
+		{v1.ResourceEphemeralStorage, want.EphemeralStorage, used.Requested.EphemeralStorage, alloc.EphemeralStorage},
 	} {
-		if r.want == 0 || r.used+r.want <= r.have {
-			continue
+		if r.want != 0 && r.used+r.want > r.have {
+			short = append(short, r)
 		}
-		reason := "Insufficient " + r.name
-		if r.name == "pods" {
+	}
+	return short
+}
+
+func (p *Pod) checkResources(alloc Resources, used Usage) []Failure {
+	var fails []Failure
+	for _, r := range p.shortfalls(alloc, used) {
+		reason := "Insufficient " + string(r.name)
+		if r.name == v1.ResourcePods {
 			reason = "Too many pods"
 		}
 		fails = append(fails, Failure{Reason: reason, Unresolvable: r.want > r.have})
@@ -223,15 +238,26 @@ func (p *Pod) checkResources(alloc Resources, used Usage) []Failure {
 	return fails
 }
 
+// reasonPortsTaken is kube-scheduler's NodePorts filter's reason.
+const reasonPortsTaken = "node(s) didn't have free ports for the requested pod ports"
+
 func (p *Pod) checkHostPorts(used Usage) []Failure {
+	if p.portsTaken(used) {
+		return []Failure{{Reason: reasonPortsTaken}}
+	}
+	return nil
+}
+
+// portsTaken reports whether a host port p claims is held on the node.
+func (p *Pod) portsTaken(used Usage) bool {
 	for _, want := range p.ports {
 		for _, have := range used.HostPorts {
 			if portsConflict(want, have) {
-				return []Failure{{Reason: "node(s) didn't have free ports for the requested pod ports"}}
+				return true
 			}
 		}
 	}
-	return nil
+	return false
 }
 
 func portsConflict(a, b HostPort) bool {

@@ -16,6 +16,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/berth/berth/internal/admission/podsecurity"
+	"github.com/berth/berth/internal/agent/proxy"
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/audit"
 	"github.com/berth/berth/internal/controller/nodeipam"
@@ -80,6 +81,10 @@ type Config struct {
 	// NodeIP is the local node's InternalIP; empty lets the agent pick
 	// the host's first global IPv4 address.
 	NodeIP string
+	// ProxyMode is the local agent's --proxy-mode (nftables: kube-proxy's
+	// proxier gives Services their data path; none: another proxy does).
+	// Empty leaves the agent's default.
+	ProxyMode string
 
 	// NodeCertificateLifetime is how long node client certificates issued
 	// through CSRs are valid; 0 means certificates.DefaultLifetime (a year).
@@ -171,6 +176,9 @@ func (c *Config) Validate() error {
 	if c.EventTTL < 0 {
 		return fmt.Errorf("--event-ttl %s must not be negative", c.EventTTL)
 	}
+	if c.ProxyMode != "" && c.ProxyMode != proxy.ModeNFTables && c.ProxyMode != proxy.ModeNone {
+		return fmt.Errorf("--proxy-mode %q: want %s or %s", c.ProxyMode, proxy.ModeNFTables, proxy.ModeNone)
+	}
 	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
 		return fmt.Errorf("--node-ip %q is not an IP address", c.NodeIP)
 	}
@@ -228,4 +236,17 @@ func (c *Config) prepareDataDir() error {
 
 func (c *Config) path(elem ...string) string {
 	return filepath.Join(append([]string{c.DataDir}, elem...)...)
+}
+
+// proxyFlags are the local agent's Service proxy flags: the mode, and the
+// pod network as its cluster CIDR (which node IPAM splits into podCIDRs).
+func (c Config) proxyFlags() []string {
+	var flags []string
+	if c.ProxyMode != "" {
+		flags = append(flags, "--proxy-mode", c.ProxyMode)
+	}
+	if c.ClusterCIDR != "" {
+		flags = append(flags, "--cluster-cidr", c.ClusterCIDR)
+	}
+	return flags
 }

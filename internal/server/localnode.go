@@ -98,7 +98,7 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	agent := supervisor.Child{
 		Name: "agent", Path: self, Output: os.Stderr,
 		Args: append([]string{"agent", "--kubeconfig", kubeconfigPath, "--node-name", node.name,
-			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint}, append(serverFlags, dnsFlags...)...),
+			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint}, append(append(serverFlags, dnsFlags...), cfg.proxyFlags()...)...),
 	}
 	log := cfg.Logger.With("component", "supervisor")
 	var wg sync.WaitGroup

@@ -1,7 +1,8 @@
-// Package sibling finds berth's companion executables (berth-runtime,
-// berth-monitor): hack/build.sh builds them into one directory, and an
-// installation copies them together, so the one beside the running
-// executable belongs to the same build; PATH is the fallback.
+// Package sibling finds and execs berth's companion executables
+// (berth-agent, berth-kubectl, berth-runtime, berth-monitor): hack/build.sh
+// builds them into one directory, and an installation copies them together,
+// so the one beside the running executable belongs to the same build; PATH
+// is the fallback.
 package sibling
 
 import (

@@ -73,11 +73,12 @@ func berthRuntimeArgs(dir, endpoint, confDir, registryHost string, mirrored []st
 	return args
 }
 
-// RequireCompanions checks that the executables `berth runtime` needs are
-// beside berth: berth-runtime, which it execs, and berth-monitor, which that
-// execs per container (hack/build.sh builds all three into one directory).
+// RequireCompanions checks that the executables the benchmarks' berth
+// commands exec are beside berth: berth-runtime (`berth runtime`), which
+// execs berth-monitor per container, and berth-agent (`berth agent`);
+// hack/build.sh builds them all into one directory.
 func RequireCompanions(berth string) error {
-	for _, name := range []string{"berth-runtime", "berth-monitor"} {
+	for _, name := range []string{"berth-agent", "berth-runtime", "berth-monitor"} {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(berth), name)); err != nil {
 			return fmt.Errorf("%w (build with hack/build.sh)", err)
 		}

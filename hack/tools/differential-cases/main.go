@@ -7,8 +7,8 @@
 // key and the storage version kube-apiserver's integration tests expect per
 // resource. It keeps the core group (core/v1), apps/v1, batch/v1,
 // discovery.k8s.io/v1 EndpointSlices, node.k8s.io/v1 RuntimeClasses,
-// policy/v1 PodDisruptionBudgets and scheduling.k8s.io/v1 PriorityClasses,
-// in the namespace the test uses.
+// policy/v1 PodDisruptionBudgets, scheduling.k8s.io/v1 PriorityClasses and
+// storage.k8s.io/v1 StorageClasses, in the namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -67,7 +67,8 @@ func kept(gvr schema.GroupVersionResource) bool {
 	case schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 		schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
 		schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
-		schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}:
+		schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
+		schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}:
 		return true
 	}
 	switch gvr.GroupVersion() {

@@ -58,7 +58,7 @@ func TestAdmitSysctls(t *testing.T) {
 		switch {
 		case tc.want == "" && r != nil:
 			t.Errorf("%s: rejected %+v", tc.name, *r)
-		case tc.want != "" && (r == nil || r.reason != "SysctlForbidden" || r.message != tc.want):
+		case tc.want != "" && (r == nil || r.Reason != "SysctlForbidden" || r.Message != tc.want):
 			t.Errorf("%s: %+v, want SysctlForbidden %q", tc.name, r, tc.want)
 		}
 	}
@@ -95,7 +95,7 @@ func TestAdmitAppArmor(t *testing.T) {
 		AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("p")}}}}}}
 	confined.Status.Phase = corev1.PodPending
 	r := m.admit(confined)
-	if r == nil || r.reason != "AppArmor" || r.message != "Cannot enforce AppArmor: AppArmor is not enabled on the host" {
+	if r == nil || r.Reason != "AppArmor" || r.Message != "Cannot enforce AppArmor: AppArmor is not enabled on the host" {
 		t.Errorf("confined pod: %+v, want the kubelet's AppArmor rejection", r)
 	}
 	// As the kubelet, a pod already running is not checked again.

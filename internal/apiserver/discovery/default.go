@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -178,6 +178,13 @@ func schedulingV1() []Resource {
 	return []Resource{
 		{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses", Kind: "PriorityClass", SingularName: "priorityclass",
 			Verbs: crudVerbs, ShortNames: []string{"pc"}},
+	}
+}
+
+func storageV1() []Resource {
+	return []Resource{
+		{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses", Kind: "StorageClass", SingularName: "storageclass",
+			Verbs: crudVerbs, ShortNames: []string{"sc"}},
 	}
 }
 

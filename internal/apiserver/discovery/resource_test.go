@@ -27,6 +27,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"node.k8s.io/runtimeclasses":                     false,
 		"policy/poddisruptionbudgets":                    true,
 		"scheduling.k8s.io/priorityclasses":              false,
+		"storage.k8s.io/storageclasses":                  false,
 		"apps/deployments":                               true, "apps/replicasets": true, "apps/statefulsets": true, "apps/daemonsets": true,
 		"apps/controllerrevisions": true, "batch/jobs": true, "batch/cronjobs": true,
 	}

@@ -216,8 +216,8 @@ func TestClientGoReadsBothDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gvs) != 12 { // core, apps, batch, events, coordination, discovery, certificates, rbac, authorization, node, policy, scheduling
-		t.Errorf("v3 group-versions %v, want 12", gvs)
+	if len(gvs) != 13 { // core, apps, batch, events, coordination, discovery, certificates, rbac, authorization, node, policy, scheduling, storage
+		t.Errorf("v3 group-versions %v, want 13", gvs)
 	}
 	s, err := root.GVSpec(schema.GroupVersion{Group: "certificates.k8s.io", Version: "v1"})
 	if err != nil {

@@ -122,7 +122,7 @@ func TestPrinters(t *testing.T) {
 		{"event series", &corev1.Event{ObjectMeta: objectMeta("web.3"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"},
 			EventTime: metav1.NewMicroTime(now.Add(-time.Hour)), Series: &corev1.EventSeries{Count: 7, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Second))}},
 			"", []any{"2s", "", "", "pod/web", "", "", "", "60m", int64(7), "web.3"}},
-		{"kind without a printer", &storagev1.StorageClass{ObjectMeta: objectMeta("fast")}, "Name,Age", []any{"fast", "3h"}},
+		{"kind without a printer", &storagev1.CSIDriver{ObjectMeta: objectMeta("fast")}, "Name,Age", []any{"fast", "3h"}},
 		{"pod disruption budget", &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta("budget"),
 			Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2))},
 			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}},

@@ -11,6 +11,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +31,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
 	schedulingapi "k8s.io/kubernetes/pkg/apis/scheduling"
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
+	storageapi "k8s.io/kubernetes/pkg/apis/storage"
+	_ "k8s.io/kubernetes/pkg/apis/storage/install"
 	kubeprinters "k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 )
@@ -58,6 +61,7 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Group: "batch", Kind: "CronJob"}:                  upstreamPrinter[*batchv1.CronJob](func() runtime.Object { return &batchapi.CronJob{} }),
 		{Group: "node.k8s.io", Kind: "RuntimeClass"}:       upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
 		{Group: "policy", Kind: "PodDisruptionBudget"}:     upstreamPrinter[*policyv1.PodDisruptionBudget](func() runtime.Object { return &policyapi.PodDisruptionBudget{} }),
+		{Group: "storage.k8s.io", Kind: "StorageClass"}:    upstreamPrinter[*storagev1.StorageClass](func() runtime.Object { return &storageapi.StorageClass{} }),
 		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {
 			return &schedulingapi.PriorityClass{}
 		}),

@@ -22,8 +22,9 @@ const (
 // DefaultPolicy is the default ClusterRoles and ClusterRoleBindings the
 // server creates as objects: the in-code bootstrap policy (auth.BootstrapPolicy,
 // which also authorizes berth's components before any object exists) and
-// the roles users expect of a Kubernetes cluster. Nodes' roles are left
-// unbound, as upstream: the Node authorizer decides for nodes.
+// the roles users expect of a Kubernetes cluster. Nodes get one binding,
+// system:node-proxier to system:nodes (auth.NodeProxierBinding); for the
+// rest the Node authorizer decides.
 func DefaultPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 	var roles []*rbacv1.ClusterRole
 	var bindings []*rbacv1.ClusterRoleBinding
@@ -31,7 +32,7 @@ func DefaultPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 		role := b.Role.DeepCopy()
 		role.Labels = labels.Merge(role.Labels, defaultsLabels())
 		roles = append(roles, role)
-		if len(b.Users)+len(b.Groups) == 0 || slices.Contains(b.Groups, auth.NodesGroup) {
+		if len(b.Users)+len(b.Groups) == 0 {
 			continue
 		}
 		bindings = append(bindings, defaultBinding(role.Name, b.Users, b.Groups))

@@ -144,7 +144,7 @@ func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
 		objs = append(objs, r)
 	}
 	for _, want := range []string{"cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery",
-		"system:public-info-viewer", "system:kube-scheduler", "system:node-bootstrapper"} {
+		"system:public-info-viewer", "system:kube-scheduler", "system:node-bootstrapper", "system:node-proxier"} {
 		if !names[want] {
 			t.Errorf("default role %s missing", want)
 		}
@@ -170,6 +170,7 @@ func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
 		{"bootstrappers create CSRs", authorizer.AttributesRecord{User: bootstrapper, Verb: "create", APIGroup: "certificates.k8s.io", Resource: "certificatesigningrequests", ResourceRequest: true}, true},
 		{"bootstrappers cannot approve", authorizer.AttributesRecord{User: bootstrapper, Verb: "update", APIGroup: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", ResourceRequest: true}, false},
 		{"nodes get no RBAC role (the Node authorizer decides)", request(node, "get", "secrets", "default"), false},
+		{"nodes are bound to system:node-proxier", authorizer.AttributesRecord{User: node, Verb: "watch", APIGroup: "discovery.k8s.io", Resource: "endpointslices", ResourceRequest: true}, true},
 		{"authenticated users read no pods", request(monitor, "list", "pods", ""), false},
 	}
 	for _, tc := range cases {

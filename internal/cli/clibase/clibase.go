@@ -69,3 +69,13 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
+
+// DataDirFromEnv is the server's data directory for commands that read its
+// admin kubeconfig: BERTH_DATA_DIR lets a user with a non-default
+// --data-dir point them at it without a kubeconfig flag.
+func DataDirFromEnv() string {
+	if d := os.Getenv("BERTH_DATA_DIR"); d != "" {
+		return d
+	}
+	return DefaultDataDir
+}

@@ -1,6 +1,7 @@
 // Package berthbin builds the real berth binary once per test package, the
-// way users get it (hack/build.sh: version ldflags, berth-monitor beside
-// berth, which the runtime execs from beside its own executable).
+// way users get it (hack/build.sh: version ldflags, the companions
+// berth-agent, berth-kubectl, berth-runtime and berth-monitor beside berth,
+// which execs them from beside its own executable).
 package berthbin
 
 import (

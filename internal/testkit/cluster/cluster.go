@@ -144,7 +144,11 @@ func (s *Server) args() []string {
 	} else {
 		args = append(args, "--node-name", s.opts.LocalNode, "--socket-dir", s.socketDir(),
 			// The API server reaches the agent on loopback only.
-			"--agent-port", "0", "--node-ip", "127.0.0.1")
+			"--agent-port", "0", "--node-ip", "127.0.0.1",
+			// Tests share the host's kube-proxy nftables tables: a test that
+			// runs the proxier asks for it in Args (which win) and owns the
+			// tables (testkit/kubeproxytable).
+			"--proxy-mode", "none")
 		args = append(args, MirrorFlags(s.registry)...)
 	}
 	if e := s.opts.Etcd; e != nil {

@@ -37,6 +37,8 @@ var (
 	Gcc = Requirement{Name: "gcc", Install: "apt-get install gcc libc6-dev", check: checkGcc}
 	// IPRoute2: `ip` (network namespaces, veths, bridges, routes).
 	IPRoute2 = Requirement{Name: "iproute2", Install: "apt-get install iproute2", check: lookPath("ip")}
+	// Nft: the nft command, which kube-proxy's nftables proxier runs.
+	Nft = Requirement{Name: "nft", Install: "apt-get install nftables", check: lookPath("nft")}
 	// Nsenter: util-linux's nsenter, to start a process in another network namespace only.
 	Nsenter = Requirement{Name: "nsenter", Install: "apt-get install util-linux", check: lookPath("nsenter")}
 	// Crictl: crictl in the tools dir ($BERTH_TOOLS_DIR or _output/tools).

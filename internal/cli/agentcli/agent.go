@@ -1,8 +1,13 @@
-package cli
+// Package agentcli is `berth agent`'s command: its flags, handed over to
+// internal/agent. berth-agent (cmd/berth-agent) is built from it alone, and
+// `berth agent` execs that binary (internal/cli), so the node agent's
+// process carries none of the API server's, etcd's or kubectl's packages.
+package agentcli
 
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -10,10 +15,21 @@ import (
 
 	"github.com/berth/berth/internal/agent"
 	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/agent/proxy"
+	"github.com/berth/berth/internal/cli/clibase"
 )
 
-func newAgentCommand() *cobra.Command {
-	cfg := agent.Config{DataDir: filepath.Join(DefaultDataDir, "agent"), Port: 10250, GC: gc.DefaultPolicy}
+// Execute runs `berth ARGS` with `agent` as the only subcommand and returns
+// the process exit code.
+func Execute(args []string) int {
+	root := clibase.NewRoot(os.Stdout, os.Stderr)
+	root.AddCommand(NewCommand())
+	return clibase.Execute(root, args)
+}
+
+// NewCommand is `berth agent`: the node agent.
+func NewCommand() *cobra.Command {
+	cfg := agent.Config{DataDir: filepath.Join(clibase.DefaultDataDir, "agent"), Port: 10250, GC: gc.DefaultPolicy}
 	var pauseImage string
 	var reservedCPU, reservedMemory, reservedStorage string
 	cmd := &cobra.Command{
@@ -64,6 +80,8 @@ unix:///run/containerd/containerd.sock).`,
 	f.BoolVar(&cfg.HostGatewayRoutes, "host-gw-routes", true, "route to other nodes' podCIDRs via their InternalIPs (nodes on one L2 segment); turn off when another network plugin routes pods")
 	f.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", []string{"10.96.0.10"}, "nameservers for pods with dnsPolicy ClusterFirst, comma-separated, as the kubelet's (the kube-dns Service's IP); empty: the host's resolver")
 	f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, added to pods' search list, as the kubelet's")
+	f.StringVar(&cfg.ProxyMode, "proxy-mode", proxy.ModeNFTables, "the Service data path: nftables runs kube-proxy's nftables proxier in the agent (needs the nft command); none leaves Services to another proxy on this host")
+	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "", "the pod network, as kube-proxy's --cluster-cidr (comma-separated, one per family); empty: this node's podCIDRs")
 	f.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI runtime socket, unix:///PATH")
 	f.StringVar(&cfg.Address, "address", "", "node server listen address (default all interfaces)")
 	f.IntVar(&cfg.Port, "port", cfg.Port, "node server port (logs, exec, attach, port-forward); 0 picks a free one, reported in the Node")

@@ -1,11 +1,25 @@
-package cli
+package agentcli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/berth/berth/internal/cli/clibase"
 )
+
+// run runs `berth ARGS` with the agent as its one subcommand, as
+// berth-agent does.
+func run(t *testing.T, args ...string) error {
+	t.Helper()
+	var out bytes.Buffer
+	root := clibase.NewRoot(&out, &out)
+	root.AddCommand(NewCommand())
+	root.SetArgs(args)
+	return root.Execute()
+}
 
 // TestAgentGCFlagsRefuseBadValues: a bad garbage-collection setting is one
 // clear line, and the agent touches nothing (its data directory is not
@@ -22,7 +36,7 @@ func TestAgentGCFlagsRefuseBadValues(t *testing.T) {
 	} {
 		dataDir := filepath.Join(t.TempDir(), "agent")
 		args := append([]string{"agent", "--node-name", "node-a", "--kubeconfig", "/nonexistent", "--runtime-endpoint", "unix:///nonexistent.sock", "--data-dir", dataDir}, tc.flags...)
-		_, _, err := run(t, args...)
+		err := run(t, args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v, want one line about %q", tc.flags, err, tc.want)
 		}
@@ -36,7 +50,7 @@ func TestAgentGCFlagsRefuseBadValues(t *testing.T) {
 // unsafe sysctl must be namespaced; anything else stops the agent at start.
 func TestAgentRefusesUnsafeSysctlsNotNamespaced(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "agent")
-	_, _, err := run(t, "agent", "--node-name", "node-a", "--kubeconfig", "/nonexistent", "--runtime-endpoint", "unix:///nonexistent.sock",
+	err := run(t, "agent", "--node-name", "node-a", "--kubeconfig", "/nonexistent", "--runtime-endpoint", "unix:///nonexistent.sock",
 		"--data-dir", dataDir, "--allowed-unsafe-sysctls", "net.core.*,kernel.panic")
 	want := `--allowed-unsafe-sysctls: the sysctls "kernel.panic" are not known to be namespaced`
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {

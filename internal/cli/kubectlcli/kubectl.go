@@ -1,4 +1,8 @@
-package cli
+// Package kubectlcli is `berth kubectl`: the upstream kubectl, embedded
+// unchanged. berth-kubectl (cmd/berth-kubectl) is built from it alone, and
+// `berth kubectl` execs that binary (internal/cli), so a kubectl process
+// carries none of the API server's, etcd's or the agent's packages.
+package kubectlcli
 
 import (
 	"os"
@@ -8,19 +12,29 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
+
+	"github.com/berth/berth/internal/cli/clibase"
 )
 
-// newKubectlCommand embeds the upstream kubectl unchanged. Only the default
+// Execute runs `berth ARGS` with `kubectl` as the only subcommand and
+// returns the process exit code.
+func Execute(args []string) int {
+	root := clibase.NewRoot(os.Stdout, os.Stderr)
+	root.AddCommand(NewCommand())
+	return clibase.Execute(root, args)
+}
+
+// NewCommand embeds the upstream kubectl unchanged. Only the default
 // kubeconfig differs: the server's admin kubeconfig, when readable and
 // KUBECONFIG is unset.
-func newKubectlCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:                "kubectl [args...]",
 		Short:              "Run the upstream kubectl, defaulting to berth's admin kubeconfig",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if os.Getenv("KUBECONFIG") == "" {
-				admin := filepath.Join(dataDirFromEnv(), "admin.kubeconfig")
+				admin := filepath.Join(clibase.DataDirFromEnv(), "admin.kubeconfig")
 				if f, err := os.Open(admin); err == nil {
 					f.Close()
 					os.Setenv("KUBECONFIG", admin)
@@ -37,13 +51,4 @@ func newKubectlCommand() *cobra.Command {
 			return kubectl.ExecuteContext(cmd.Context())
 		},
 	}
-}
-
-// dataDirFromEnv lets a user with a non-default --data-dir point berth
-// kubectl at it without a kubeconfig flag.
-func dataDirFromEnv() string {
-	if d := os.Getenv("BERTH_DATA_DIR"); d != "" {
-		return d
-	}
-	return DefaultDataDir
 }
