@@ -155,11 +155,14 @@ start_test_registry conformance "$WORK" || exit 1
 log "conformance: node address $NODE_IP (veth $NODE_LINK into netns $NODE_NETNS)"
 node_address_up || { echo "conformance.sh: could not set up the node address $NODE_IP" >&2; exit 1; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("'"$NODE_IP"'",0)); print(s.getsockname()[1])')
 mirrors=(--insecure-registry "$REGISTRY")
 for host in "${MIRRORED_HOSTS[@]}"; do mirrors+=(--registry-mirror "$host=http://$REGISTRY"); done
-log "conformance: starting berth server on 127.0.0.1:$port with node $NODE_NAME (images from $REGISTRY)"
-"$BERTH_BIN" server --data-dir "$WORK/data" --socket-dir "$WORK/run" --bind-address 127.0.0.1 --port "$port" \
+# The server listens on the node address, which it also advertises: pods
+# reach it there through the kubernetes Service, and its cluster DNS
+# through the kube-dns Service.
+log "conformance: starting berth server on $NODE_IP:$port with node $NODE_NAME (images from $REGISTRY)"
+"$BERTH_BIN" server --data-dir "$WORK/data" --socket-dir "$WORK/run" --bind-address "$NODE_IP" --port "$port" \
   --node-name "$NODE_NAME" --node-ip "$NODE_IP" --agent-port 0 --pause-image "$PAUSE_IMAGE" --runtime-handler test-handler --allow-privileged "${mirrors[@]}" \
   >"$WORK/server.log" 2>&1 &
 server_pid=$!

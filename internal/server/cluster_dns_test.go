@@ -19,8 +19,13 @@ import (
 
 	"github.com/berth/berth/internal/server"
 	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/vethaddr"
 	"github.com/berth/berth/internal/testkit/wait"
 )
+
+// dnsTestAddress is where TestClusterDNSAnswersFromTheAPI's server
+// advertises, and so serves DNS: an address of the test's own.
+var dnsTestAddress = vethaddr.Pair{Link: "berthdns0", NetNS: "berthdns", HostIP: "10.250.251.1", PeerIP: "10.250.251.2"}
 
 // TestClusterDNSAnswersFromTheAPI runs a real server with cluster DNS on a
 // free port, finds it through the kube-dns Service's endpoints as a pod's
@@ -29,9 +34,11 @@ import (
 // endpoints, a pod's A record, and NXDOMAIN for a missing name.
 func TestClusterDNSAnswersFromTheAPI(t *testing.T) {
 	t.Parallel()
+	vethaddr.Add(t, dnsTestAddress)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv := cluster.InProcess(t, "", func(ctx context.Context, dataDir string, port int) error {
-		return server.Run(ctx, server.Config{DataDir: dataDir, BindAddress: "127.0.0.1", Port: port, DisableAgent: true, Logger: log})
+		return server.Run(ctx, server.Config{DataDir: dataDir, BindAddress: "127.0.0.1", AdvertiseAddress: dnsTestAddress.HostIP,
+			Port: port, DisableAgent: true, Logger: log})
 	})
 	cs := srv.Admin
 	kubeDNS := waitForKubeDNSService(t, cs)

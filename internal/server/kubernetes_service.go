@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -52,13 +53,9 @@ type kubernetesService struct {
 // --advertise-address, else the bind address unless it is unspecified or
 // loopback, else the host's default address, as kube-apiserver picks it).
 func newKubernetesService(cfg Config, st store.Interface) (*kubernetesService, error) {
-	serviceRange, _, err := cfg.serviceRanges()
+	serviceIP, err := cfg.kubernetesServiceIP()
 	if err != nil {
 		return nil, err
-	}
-	serviceIP, err := netutils.GetIndexedIP(serviceRange, 1)
-	if err != nil {
-		return nil, fmt.Errorf("the kubernetes service's IP in %s: %w", serviceRange, err)
 	}
 	public, noAddress := cfg.advertisedAddress()
 	expiring, ok := st.(store.Expiring)
@@ -170,6 +167,31 @@ func (l *storeLeases) RemoveLease(ip string) error {
 
 // Destroy implements reconcilers.Leases: the store is the server's.
 func (l *storeLeases) Destroy() {}
+
+// kubernetesServiceIP is the first IP of the service range, as kube-apiserver's.
+func (c *Config) kubernetesServiceIP() (net.IP, error) {
+	serviceRange, _, err := c.serviceRanges()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := netutils.GetIndexedIP(serviceRange, 1)
+	if err != nil {
+		return nil, fmt.Errorf("the kubernetes service's IP in %s: %w", serviceRange, err)
+	}
+	return ip, nil
+}
+
+// servingNames are the names and addresses the serving certificate covers
+// beyond the machine's own (pki.DefaultServingNames): --tls-san, the bind
+// and advertised addresses, and, as kube-apiserver's, the kubernetes
+// Service's IP, which in-cluster clients dial.
+func (c *Config) servingNames() ([]string, error) {
+	serviceIP, err := c.kubernetesServiceIP()
+	if err != nil {
+		return nil, err
+	}
+	return append(slices.Clone(c.TLSSANs), c.BindAddress, c.AdvertiseAddress, serviceIP.String()), nil
+}
 
 // advertisedAddress is the address the kubernetes Service's endpoints name
 // for this replica.

@@ -50,7 +50,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer ln.Close()
 
-	cluster, err := pki.LoadOrCreateCluster(cfg.path("pki"), pki.DefaultServingNames(append(cfg.TLSSANs, cfg.BindAddress)))
+	servingNames, err := cfg.servingNames()
+	if err != nil {
+		return err
+	}
+	cluster, err := pki.LoadOrCreateCluster(cfg.path("pki"), pki.DefaultServingNames(servingNames))
 	if err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}

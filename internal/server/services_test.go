@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,8 +80,22 @@ func TestServerKeepsTheKubernetesService(t *testing.T) {
 		}
 		return nil
 	})
+	// In-cluster clients dial the Service's IP, and other replicas'
+	// clients the advertised address: the serving certificate covers both,
+	// as kube-apiserver's does.
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", srv.Port), &tls.Config{InsecureSkipVerify: true}) // only reads the certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving := conn.ConnectionState().PeerCertificates[0]
+	conn.Close()
+	for _, want := range []string{"10.96.0.1", advertised} {
+		if !slices.ContainsFunc(serving.IPAddresses, func(ip net.IP) bool { return ip.String() == want }) {
+			t.Errorf("serving certificate's addresses %v lack %s", serving.IPAddresses, want)
+		}
+	}
 	// Its cluster IP is taken: nobody else gets it.
-	_, err := cs.CoreV1().Services("default").Create(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "squatter"},
+	_, err = cs.CoreV1().Services("default").Create(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "squatter"},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("a second service asking for the kubernetes Service's cluster IP: %v, want 422", err)

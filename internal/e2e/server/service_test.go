@@ -21,6 +21,7 @@ import (
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/kubeproxytable"
+	"github.com/berth/berth/internal/testkit/vethaddr"
 	"github.com/berth/berth/internal/testkit/wait"
 )
 
@@ -159,25 +160,7 @@ func createWebService(t *testing.T, cs kubernetes.Interface, ns, name string, ty
 // serviceTestPeerIP), until the test ends.
 func addNodeIP(t *testing.T) {
 	t.Helper()
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	removeNodeIP := func() {
-		_ = exec.Command("ip", "link", "del", serviceTestLink).Run()
-		_ = exec.Command("ip", "netns", "del", serviceTestNetNS).Run()
-	}
-	removeNodeIP() // what a killed run left
-	t.Cleanup(removeNodeIP)
-	ip("netns", "add", serviceTestNetNS)
-	ip("link", "add", serviceTestLink, "type", "veth", "peer", "name", serviceTestLink+"p", "netns", serviceTestNetNS)
-	ip("addr", "add", serviceTestNodeIP+"/24", "dev", serviceTestLink)
-	ip("link", "set", serviceTestLink, "up")
-	ip("-n", serviceTestNetNS, "addr", "add", serviceTestPeerIP+"/24", "dev", serviceTestLink+"p")
-	ip("-n", serviceTestNetNS, "link", "set", serviceTestLink+"p", "up")
-	ip("-n", serviceTestNetNS, "link", "set", "lo", "up")
+	vethaddr.Add(t, vethaddr.Pair{Link: serviceTestLink, NetNS: serviceTestNetNS, HostIP: serviceTestNodeIP, PeerIP: serviceTestPeerIP})
 }
 
 func ptrTo[T any](v T) *T { return &v }
