@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the kube-dns Endpoints are written, as kube-apiserver writes the kubernetes Service's, for clients that still read core/v1 Endpoints.
+
 package server
 
 import (
