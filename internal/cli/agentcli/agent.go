@@ -7,7 +7,6 @@ package agentcli
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -21,11 +20,7 @@ import (
 
 // Execute runs `berth ARGS` with `agent` as the only subcommand and returns
 // the process exit code.
-func Execute(args []string) int {
-	root := clibase.NewRoot(os.Stdout, os.Stderr)
-	root.AddCommand(NewCommand())
-	return clibase.Execute(root, args)
-}
+func Execute(args []string) int { return clibase.ExecuteCompanion(NewCommand(), args) }
 
 // NewCommand is `berth agent`: the node agent.
 func NewCommand() *cobra.Command {

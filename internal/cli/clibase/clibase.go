@@ -48,6 +48,15 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 	return root
 }
 
+// ExecuteCompanion runs a companion executable: `berth ARGS` with cmd as
+// the only subcommand, on the process's standard streams. It returns the
+// process exit code.
+func ExecuteCompanion(cmd *cobra.Command, args []string) int {
+	root := NewRoot(os.Stdout, os.Stderr)
+	root.AddCommand(cmd)
+	return Execute(root, args)
+}
+
 // Execute runs root with args until it returns or SIGTERM/SIGINT cancels
 // its context, and returns the process exit code.
 func Execute(root *cobra.Command, args []string) int {

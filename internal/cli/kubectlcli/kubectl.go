@@ -18,11 +18,7 @@ import (
 
 // Execute runs `berth ARGS` with `kubectl` as the only subcommand and
 // returns the process exit code.
-func Execute(args []string) int {
-	root := clibase.NewRoot(os.Stdout, os.Stderr)
-	root.AddCommand(NewCommand())
-	return clibase.Execute(root, args)
-}
+func Execute(args []string) int { return clibase.ExecuteCompanion(NewCommand(), args) }
 
 // NewCommand embeds the upstream kubectl unchanged. Only the default
 // kubeconfig differs: the server's admin kubeconfig, when readable and

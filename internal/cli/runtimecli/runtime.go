@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,11 +20,7 @@ import (
 
 // Execute runs `berth ARGS` with `runtime` as the only subcommand and
 // returns the process exit code.
-func Execute(args []string) int {
-	root := clibase.NewRoot(os.Stdout, os.Stderr)
-	root.AddCommand(NewCommand())
-	return clibase.Execute(root, args)
-}
+func Execute(args []string) int { return clibase.ExecuteCompanion(NewCommand(), args) }
 
 // NewCommand is `berth runtime`: the CRI v1 runtime service.
 func NewCommand() *cobra.Command {
