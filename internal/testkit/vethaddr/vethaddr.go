@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/berth/berth/internal/testkit/hostcheck"
 )
 
 // Pair names the link, its namespace and the /24 addresses of both ends.
@@ -17,9 +19,11 @@ type Pair struct {
 }
 
 // Add creates p until the test ends, first removing what a killed run of
-// the same test left.
+// the same test left. It needs root: without it the test is skipped (or
+// failed where hostcheck fails missing requirements).
 func Add(t *testing.T, p Pair) {
 	t.Helper()
+	hostcheck.Require(t, hostcheck.Root)
 	ip := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
