@@ -233,7 +233,9 @@ func TestUnschedulablePodWaitsForAClusterChange(t *testing.T) {
 }
 
 // The sweep queues again exactly the pending pods of this scheduler that
-// nothing holds: not bound, foreign, terminating, queued or assumed ones.
+// the handler processed and nothing holds: not bound, foreign, terminating,
+// queued or assumed ones, nor one the handler has yet to process (the
+// informer's store runs ahead of its handlers).
 func TestSweepRequeuesOnlyPendingPodsNothingHolds(t *testing.T) {
 	bound := testPod("bound", "1", "1Gi", func(p *v1.Pod) { p.Spec.NodeName = "a" })
 	foreign := testPod("foreign", "1", "1Gi", func(p *v1.Pod) { p.Spec.SchedulerName = "other" })
@@ -242,7 +244,8 @@ func TestSweepRequeuesOnlyPendingPodsNothingHolds(t *testing.T) {
 		p.Finalizers = []string{"example.com/keep"}
 	})
 	queued, assumed, lost := testPod("queued", "1", "1Gi"), testPod("assumed", "1", "1Gi"), testPod("lost", "1", "1Gi")
-	client := fake.NewClientset(bound, foreign, deleting, queued, assumed, lost)
+	unhandled := testPod("unhandled", "1", "1Gi")
+	client := fake.NewClientset(bound, foreign, deleting, queued, assumed, lost, unhandled)
 	s := New(Config{Client: client})
 	defer s.queue.shutDown()
 	informer := s.factory.Core().V1().Pods().Informer()
@@ -251,6 +254,15 @@ func TestSweepRequeuesOnlyPendingPodsNothingHolds(t *testing.T) {
 	s.factory.Start(stop)
 	if !cache.WaitForCacheSync(stop, informer.HasSynced) {
 		t.Fatal("informer did not sync")
+	}
+	// What the handler did: it processed every pod but unhandled, and the
+	// path under test lost one of them.
+	for _, p := range []*v1.Pod{bound, foreign, deleting, queued, assumed, lost} {
+		stored, err := s.pods.Pods(p.Namespace).Get(p.Name)
+		if err != nil {
+			t.Fatalf("informer lacks %s: %v", keyOf(p), err)
+		}
+		s.noteHandled(stored, s.responsibleFor(stored))
 	}
 	s.queue.add(keyOf(queued))
 	s.cache.setNode(testNode("a", "4", "4Gi"))
@@ -263,6 +275,18 @@ func TestSweepRequeuesOnlyPendingPodsNothingHolds(t *testing.T) {
 	}
 	if n := s.sweep(); n != 0 {
 		t.Fatalf("a second sweep re-queued %d pods; the first left them held", n)
+	}
+	if s.queue.holds(keyOf(unhandled)) {
+		t.Fatalf("the sweep queued %s, which its handler has yet to process", keyOf(unhandled))
+	}
+	// Once the handler processes it, it queues it itself.
+	stored, err := s.pods.Pods(unhandled.Namespace).Get(unhandled.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onPod(stored)
+	if !s.queue.holds(keyOf(unhandled)) {
+		t.Fatalf("the handler did not queue %s", keyOf(unhandled))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -92,6 +93,12 @@ type Scheduler struct {
 	podWaiters map[string]struct{}
 	podChanges uint64
 
+	// handled is the resourceVersion the pod handler last processed for
+	// each pending pod of this scheduler's. The informer's store runs
+	// ahead of its handlers, so the sweep must not judge a pod whose
+	// latest version the handler has yet to queue.
+	handled map[types.UID]string
+
 	// offset rotates where each cycle starts filtering (used only by Run's loop).
 	offset int
 }
@@ -127,6 +134,7 @@ func New(cfg Config) *Scheduler {
 		podWaiters:    map[string]struct{}{},
 		factory:       factory,
 		unschedulable: map[string]struct{}{},
+		handled:       map[types.UID]string{},
 	}
 }
 
@@ -195,6 +203,7 @@ func (s *Scheduler) registerHandlers() ([]cache.InformerSynced, error) {
 				obj = tomb.Obj
 			}
 			if pod, ok := obj.(*v1.Pod); ok {
+				s.noteHandled(pod, false)
 				s.cache.forgetPod(pod.UID)
 				s.retryUnschedulable()
 			}
@@ -223,6 +232,8 @@ func (s *Scheduler) registerHandlers() ([]cache.InformerSynced, error) {
 }
 
 func (s *Scheduler) onPod(pod *v1.Pod) {
+	responsible := s.responsibleFor(pod)
+	defer s.noteHandled(pod, responsible)
 	if pod.Spec.NodeName != "" {
 		wasCounted := s.cache.isAccounted(pod.UID)
 		s.cache.observePod(pod)
@@ -233,9 +244,30 @@ func (s *Scheduler) onPod(pod *v1.Pod) {
 		}
 		return
 	}
-	if s.responsibleFor(pod) {
+	if responsible {
 		s.queue.add(keyOf(pod))
 	}
+}
+
+// noteHandled records that the pod handler has processed this version of
+// pod (pending: it is this scheduler's to place), or forgets the pod.
+func (s *Scheduler) noteHandled(pod *v1.Pod, pending bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pending {
+		s.handled[pod.UID] = pod.ResourceVersion
+	} else {
+		delete(s.handled, pod.UID)
+	}
+}
+
+// handledCurrent reports whether the pod handler has processed pod's
+// version, as pending.
+func (s *Scheduler) handledCurrent(pod *v1.Pod) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rv, ok := s.handled[pod.UID]
+	return ok && rv == pod.ResourceVersion
 }
 
 func (s *Scheduler) responsibleFor(pod *v1.Pod) bool {

@@ -36,7 +36,9 @@ func (s *Scheduler) sweepEvery(ctx context.Context, interval time.Duration) {
 // of this scheduler's that is neither held by the queue nor counted in the
 // cache (assumed while its binding is in flight) has fallen out through a
 // path that is wrong; it is queued again and logged, so that the path can
-// be found. It returns how many pods it re-queued.
+// be found. Pods whose latest version the handler has not processed yet
+// are left to it: the informer's store is updated before its handlers run.
+// It returns how many pods it re-queued.
 func (s *Scheduler) sweep() int {
 	pods, err := s.pods.List(labels.Everything())
 	if err != nil {
@@ -46,7 +48,7 @@ func (s *Scheduler) sweep() int {
 	requeued := 0
 	for _, pod := range pods {
 		key := keyOf(pod)
-		if !s.responsibleFor(pod) || gated(pod) || s.queue.holds(key) || s.cache.isAccounted(pod.UID) {
+		if !s.responsibleFor(pod) || gated(pod) || !s.handledCurrent(pod) || s.queue.holds(key) || s.cache.isAccounted(pod.UID) {
 			continue
 		}
 		s.log.Warn("pending pod was not in the scheduler's queue; queued again", "pod", key, "resourceVersion", pod.ResourceVersion)
