@@ -30,6 +30,9 @@ const fuzzNamespace = "fuzz"
 const fuzzExisting = "fuzz-existing"
 
 func existingName(res *resource) string {
+	if res.kind == "IPAddress" {
+		return "192.0.2.44" // named by the address it holds
+	}
 	if res.gvr.Group == "" {
 		return fuzzExisting
 	}
@@ -111,6 +114,20 @@ var fuzzFixtures = map[string]string{
 		"spec":{"maxUnavailable":"25%%","selector":{"matchLabels":{"app":"web"}},"unhealthyPodEvictionPolicy":"AlwaysAllow"}}`,
 	"scheduling.k8s.io/PriorityClass": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":%[1]q},"value":1000,
 		"preemptionPolicy":"Never","description":"d"}`,
+	"networking.k8s.io/Ingress": `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":%[1]q},
+		"spec":{"ingressClassName":"web","defaultBackend":{"service":{"name":"web","port":{"number":80}}},
+		"rules":[{"host":"example.com","http":{"paths":[{"path":"/","pathType":"Prefix","backend":{"service":{"name":"web","port":{"name":"http"}}}}]}}],
+		"tls":[{"hosts":["example.com"],"secretName":"tls"}]}}`,
+	"networking.k8s.io/IngressClass": `{"apiVersion":"networking.k8s.io/v1","kind":"IngressClass","metadata":{"name":%[1]q},
+		"spec":{"controller":"example.com/ingress","parameters":{"apiGroup":"example.com","kind":"Params","name":"p","scope":"Cluster"}}}`,
+	"networking.k8s.io/NetworkPolicy": `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":%[1]q},
+		"spec":{"podSelector":{"matchLabels":{"app":"web"}},"policyTypes":["Ingress","Egress"],
+		"ingress":[{"from":[{"ipBlock":{"cidr":"10.0.0.0/8","except":["10.1.0.0/16"]}}],"ports":[{"protocol":"TCP","port":80,"endPort":90}]}],
+		"egress":[{"to":[{"namespaceSelector":{"matchLabels":{"team":"a"}}}]}]}}`,
+	"networking.k8s.io/IPAddress": `{"apiVersion":"networking.k8s.io/v1","kind":"IPAddress","metadata":{"name":%[1]q},
+		"spec":{"parentRef":{"resource":"services","namespace":"fuzz","name":"web"}}}`,
+	"networking.k8s.io/ServiceCIDR": `{"apiVersion":"networking.k8s.io/v1","kind":"ServiceCIDR","metadata":{"name":%[1]q},
+		"spec":{"cidrs":["10.200.0.0/16","fd00:10::/112"]}}`,
 	"storage.k8s.io/StorageClass": `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":%[1]q},"provisioner":"example.com/local",
 		"parameters":{"path":"/srv"},"reclaimPolicy":"Retain","volumeBindingMode":"WaitForFirstConsumer","allowVolumeExpansion":true}`,
 }

@@ -46,7 +46,8 @@ func startServiceRepair(ctx context.Context, lb *inprocess.Loopback, allocs *api
 }
 
 // serviceLoops are the API server's own Service loops, which every replica
-// runs: the kubernetes Service and the allocation repair.
+// runs: the kubernetes Service, the allocation repair, the default
+// ServiceCIDR and, when on, cluster DNS.
 type serviceLoops struct {
 	kubernetes  *kubernetesService
 	allocations *apiserver.ServiceAllocations
@@ -62,11 +63,15 @@ func (s *serviceLoops) start(ctx context.Context, lb *inprocess.Loopback) (wait 
 	if err != nil {
 		return nil, err
 	}
+	waitCIDR, err := startDefaultServiceCIDR(ctx, lb, s.allocations.ClusterIPRange)
+	if err != nil {
+		return nil, err
+	}
 	waitDNS := func() {}
 	if s.dns != nil {
 		if waitDNS, err = s.dns.start(ctx, lb); err != nil {
 			return nil, err
 		}
 	}
-	return func() { waitKubernetes(); waitRepair(); waitDNS() }, nil
+	return func() { waitKubernetes(); waitRepair(); waitCIDR(); waitDNS() }, nil
 }

@@ -14,8 +14,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -100,6 +103,44 @@ func TestServerKeepsTheKubernetesService(t *testing.T) {
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("a second service asking for the kubernetes Service's cluster IP: %v, want 422", err)
 	}
+}
+
+// TestServerKeepsTheDefaultServiceCIDR checks the "kubernetes" ServiceCIDR
+// kube-apiserver keeps (upstream's default ServiceCIDR controller): it
+// names the service range, says Ready through its status, and comes back
+// when deleted.
+func TestServerKeepsTheDefaultServiceCIDR(t *testing.T) {
+	t.Parallel()
+	srv := startServiceServer(t)
+	cidrs := srv.Admin.NetworkingV1().ServiceCIDRs()
+	var uid types.UID
+	wait.UntilCtx(t, time.Minute, "the default ServiceCIDR, Ready", func(ctx context.Context) error {
+		cidr, err := cidrs.Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(cidr.Spec.CIDRs, []string{"10.96.0.0/12"}) {
+			return fmt.Errorf("cidrs %v", cidr.Spec.CIDRs)
+		}
+		if !apimeta.IsStatusConditionTrue(cidr.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+			return fmt.Errorf("conditions %+v", cidr.Status.Conditions)
+		}
+		uid = cidr.UID
+		return nil
+	})
+	if err := cidrs.Delete(context.Background(), "kubernetes", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete the default ServiceCIDR: %v", err)
+	}
+	wait.UntilCtx(t, time.Minute, "the default ServiceCIDR, recreated", func(ctx context.Context) error {
+		cidr, err := cidrs.Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cidr.UID == uid {
+			return fmt.Errorf("still the deleted one (uid %s)", uid)
+		}
+		return nil
+	})
 }
 
 // TestServerEndpointsFollowPodReadiness runs upstream's endpoints and

@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -157,6 +157,25 @@ func certificatesV1() []Resource {
 				{Name: "status", Kind: "CertificateSigningRequest", Verbs: statusVerbs},
 			}},
 	}
+}
+
+func networkingV1() []Resource {
+	networking := func(resource, kind string, namespaced bool, shortNames ...string) Resource {
+		return Resource{Group: "networking.k8s.io", Version: "v1", Resource: resource, Kind: kind,
+			SingularName: singular(resource), Namespaced: namespaced, Verbs: crudVerbs, ShortNames: shortNames}
+	}
+	ingresses := networking("ingresses", "Ingress", true, "ing")
+	ingresses.SingularName = "ingress"
+	ingresses.Subresources = []Subresource{{Name: "status", Kind: "Ingress", Verbs: statusVerbs}}
+	ingressClasses := networking("ingressclasses", "IngressClass", false)
+	ingressClasses.SingularName = "ingressclass"
+	networkPolicies := networking("networkpolicies", "NetworkPolicy", true, "netpol")
+	networkPolicies.SingularName = "networkpolicy"
+	ipAddresses := networking("ipaddresses", "IPAddress", false, "ip")
+	ipAddresses.SingularName = "ipaddress"
+	serviceCIDRs := networking("servicecidrs", "ServiceCIDR", false)
+	serviceCIDRs.Subresources = []Subresource{{Name: "status", Kind: "ServiceCIDR", Verbs: statusVerbs}}
+	return []Resource{ingressClasses, ingresses, ipAddresses, networkPolicies, serviceCIDRs}
 }
 
 func nodeV1() []Resource {

@@ -234,7 +234,7 @@ func TestNegotiationAndErrors(t *testing.T) {
 		// The aggregated form exists only at /api and /apis.
 		{"/api/v1", clientdiscovery.AcceptV2 + ",application/json", "GET", 200, "application/json"},
 		{"/apis", "application/yaml", "GET", 406, "application/json"},
-		{"/apis/networking.k8s.io", "", "GET", 404, "application/json"},
+		{"/apis/flowcontrol.apiserver.k8s.io", "", "GET", 404, "application/json"},
 		{"/apis/coordination.k8s.io/v2", "", "GET", 404, "application/json"},
 		{"/api/v1", "", "POST", 405, "application/json"},
 	}
@@ -273,7 +273,7 @@ func TestLegacyDocuments(t *testing.T) {
 		names = append(names, g.Name+"="+g.PreferredVersion.GroupVersion)
 	}
 	want := []string{"apps=apps/v1", "batch=batch/v1", "events.k8s.io=events.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1",
-		"discovery.k8s.io=discovery.k8s.io/v1", "certificates.k8s.io=certificates.k8s.io/v1",
+		"discovery.k8s.io=discovery.k8s.io/v1", "certificates.k8s.io=certificates.k8s.io/v1", "networking.k8s.io=networking.k8s.io/v1",
 		"rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1",
 		"node.k8s.io=node.k8s.io/v1", "policy=policy/v1", "scheduling.k8s.io=scheduling.k8s.io/v1",
 		"storage.k8s.io=storage.k8s.io/v1"}

@@ -28,6 +28,11 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"policy/poddisruptionbudgets":                    true,
 		"scheduling.k8s.io/priorityclasses":              false,
 		"storage.k8s.io/storageclasses":                  false,
+		"networking.k8s.io/ingresses":                    true,
+		"networking.k8s.io/ingressclasses":               false,
+		"networking.k8s.io/networkpolicies":              true,
+		"networking.k8s.io/ipaddresses":                  false,
+		"networking.k8s.io/servicecidrs":                 false,
 		"apps/deployments":                               true, "apps/replicasets": true, "apps/statefulsets": true, "apps/daemonsets": true,
 		"apps/controllerrevisions": true, "batch/jobs": true, "batch/cronjobs": true,
 	}

@@ -24,7 +24,7 @@ func TestBuildDescribesEveryServedGroupVersion(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"api/v1", "apis/apps/v1", "apis/authorization.k8s.io/v1", "apis/batch/v1", "apis/certificates.k8s.io/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/events.k8s.io/v1", "apis/node.k8s.io/v1", "apis/policy/v1", "apis/rbac.authorization.k8s.io/v1", "apis/scheduling.k8s.io/v1", "apis/storage.k8s.io/v1"}
+	want := []string{"api/v1", "apis/apps/v1", "apis/authorization.k8s.io/v1", "apis/batch/v1", "apis/certificates.k8s.io/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/events.k8s.io/v1", "apis/networking.k8s.io/v1", "apis/node.k8s.io/v1", "apis/policy/v1", "apis/rbac.authorization.k8s.io/v1", "apis/scheduling.k8s.io/v1", "apis/storage.k8s.io/v1"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("v3 documents %v, want %v", keys, want)
 	}
@@ -34,6 +34,7 @@ func TestBuildDescribesEveryServedGroupVersion(t *testing.T) {
 		"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", "/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}/approval",
 		"/apis/node.k8s.io/v1/runtimeclasses/{name}", "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/{name}/status",
 		"/apis/scheduling.k8s.io/v1/priorityclasses/{name}", "/apis/storage.k8s.io/v1/storageclasses/{name}",
+		"/apis/networking.k8s.io/v1/namespaces/{namespace}/ingresses/{name}/status", "/apis/networking.k8s.io/v1/servicecidrs/{name}",
 	} {
 		if _, ok := specs.V2.Paths.Paths[path]; !ok {
 			t.Errorf("v2 lacks path %s", path)
