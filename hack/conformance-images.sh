@@ -83,6 +83,7 @@ check agnhost-netexec "$E2E/agnhost:2.66.1" '["/agnhost","netexec","--http-port=
 check agnhost-prev "$E2E/agnhost:2.55" "" "ps" "/agnhost pause"
 check kitten "$E2E/kitten:1.8" "" "wget -q -O - http://127.0.0.1:80/data.json" "kitten.jpg"
 check nautilus "$E2E/nautilus:1.8" "" "wget -q -O - http://127.0.0.1:80/data.json" "nautilus.jpg"
+check glibc-dns-testing "$E2E/glibc-dns-testing:2.1.1" '["sh","-c","dig -v; getent passwd user-defined-in-image && echo getent-ok; sleep 600"]' "" "getent-ok"
 check busybox "$E2E/busybox:1.37.0-2" '["sh","-c","echo busybox-ok; sleep 600"]' "" "busybox-ok"
 # envFrom's variables need not be shell identifiers: sh must pass them on.
 # (/bin/sh by path: busybox's env runs its own sh applet for a bare "sh".)

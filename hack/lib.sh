@@ -19,6 +19,7 @@ APT_PACKAGES=(
   /bin/busybox:busybox-static
   /bin/bash-static:bash-static # the conformance busybox image's /bin/sh
   /usr/bin/nc.openbsd:netcat-openbsd # the conformance agnhost image's nc (UDP)
+  /usr/bin/dig:bind9-dnsutils # dig in the conformance agnhost and glibc-dns-testing images
   iptables:iptables
   nft:nftables # kube-proxy's nftables proxier in berth agent
   ip:iproute2

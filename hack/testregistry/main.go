@@ -72,7 +72,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	fs.BoolVar(&c.critest, "critest", false, "also serve the images critest v1.37.0 pulls, under their upstream repository paths")
 	fs.BoolVar(&c.conformance, "conformance", false, "also serve the images the Kubernetes v1.37.2 conformance tests pull, under their upstream names")
 	fs.StringVar(&c.agnhost, "agnhost", "", "static agnhost for --conformance (default: <tools dir>/../conformance/agnhost, from hack/build-conformance.sh)")
-	fs.Func("agnhost-tool", "host executable put into the agnhost images with its shared libraries (repeatable; default /usr/bin/curl, /bin/bash and /usr/bin/nc.openbsd)", func(v string) error {
+	fs.Func("agnhost-tool", "host executable put into the agnhost images with its shared libraries (repeatable; default /usr/bin/curl, /bin/bash, /usr/bin/nc.openbsd, /usr/bin/dig and /usr/bin/getent)", func(v string) error {
 		c.hostTools = append(c.hostTools, v)
 		return nil
 	})
@@ -219,7 +219,7 @@ func conformanceImages(ctx context.Context, c config) (images.Set, error) {
 	}
 	tools := c.hostTools
 	if tools == nil {
-		tools = []string{"/usr/bin/curl", "/bin/bash", "/usr/bin/nc.openbsd"}
+		tools = []string{"/usr/bin/curl", "/bin/bash", "/usr/bin/nc.openbsd", "/usr/bin/dig", "/usr/bin/getent"}
 	}
 	return images.ConformanceCatalogue(ctx, images.ConformanceOptions{
 		Busybox:       c.busybox,

@@ -229,6 +229,10 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	if err != nil {
 		return err
 	}
+	waitFlowControl, err := startFlowControlConfiguration(compCtx, lb, log.With("component", "flowcontrol-configuration"))
+	if err != nil {
+		return err
+	}
 	if err := ensureDefaultToken(compCtx, cfg, lb, cluster); err != nil {
 		return err
 	}
@@ -262,6 +266,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	waitGraph()
 	waitTokens()
 	waitServices()
+	waitFlowControl()
 	log.Info("shutdown: control loops stopped")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()

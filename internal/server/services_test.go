@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -138,6 +139,33 @@ func TestServerKeepsTheDefaultServiceCIDR(t *testing.T) {
 		}
 		if cidr.UID == uid {
 			return fmt.Errorf("still the deleted one (uid %s)", uid)
+		}
+		return nil
+	})
+}
+
+// TestServerKeepsTheFlowControlConfiguration checks kube-apiserver's API
+// priority and fairness objects are there from the start: the mandatory
+// exempt and catch-all levels and FlowSchemas and the suggested ones,
+// marked for automatic update as upstream's ensurer marks them.
+func TestServerKeepsTheFlowControlConfiguration(t *testing.T) {
+	t.Parallel()
+	srv := startServiceServer(t)
+	fc := srv.Admin.FlowcontrolV1()
+	wait.UntilCtx(t, time.Minute, "kube-apiserver's bootstrap flow control objects", func(ctx context.Context) error {
+		for _, name := range []string{"exempt", "catch-all", "system", "leader-election", "workload-high", "workload-low", "global-default"} {
+			level, err := fc.PriorityLevelConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if level.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != "true" {
+				return fmt.Errorf("priority level %s annotations %v", name, level.Annotations)
+			}
+		}
+		for _, name := range []string{"exempt", "catch-all", "system-nodes", "kube-controller-manager", "service-accounts", "global-default"} {
+			if _, err := fc.FlowSchemas().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

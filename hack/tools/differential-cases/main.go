@@ -8,8 +8,8 @@
 // resource. It keeps the core group (core/v1), apps/v1, batch/v1,
 // discovery.k8s.io/v1 EndpointSlices, node.k8s.io/v1 RuntimeClasses,
 // policy/v1 PodDisruptionBudgets, scheduling.k8s.io/v1 PriorityClasses,
-// storage.k8s.io/v1 StorageClasses and networking.k8s.io/v1, in the
-// namespace the test uses.
+// storage.k8s.io/v1 StorageClasses, networking.k8s.io/v1 and
+// flowcontrol.apiserver.k8s.io/v1, in the namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -74,7 +74,7 @@ func kept(gvr schema.GroupVersionResource) bool {
 	}
 	switch gvr.GroupVersion() {
 	case schema.GroupVersion{Group: "apps", Version: "v1"}, schema.GroupVersion{Group: "batch", Version: "v1"},
-		schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}:
+		schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}, schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}:
 		return true
 	}
 	return gvr.Group == ""

@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), flowControlV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -176,6 +176,16 @@ func networkingV1() []Resource {
 	serviceCIDRs := networking("servicecidrs", "ServiceCIDR", false)
 	serviceCIDRs.Subresources = []Subresource{{Name: "status", Kind: "ServiceCIDR", Verbs: statusVerbs}}
 	return []Resource{ingressClasses, ingresses, ipAddresses, networkPolicies, serviceCIDRs}
+}
+
+func flowControlV1() []Resource {
+	return []Resource{
+		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas", Kind: "FlowSchema", SingularName: "flowschema",
+			Verbs: crudVerbs, Subresources: []Subresource{{Name: "status", Kind: "FlowSchema", Verbs: statusVerbs}}},
+		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations", Kind: "PriorityLevelConfiguration",
+			SingularName: "prioritylevelconfiguration", Verbs: crudVerbs,
+			Subresources: []Subresource{{Name: "status", Kind: "PriorityLevelConfiguration", Verbs: statusVerbs}}},
+	}
 }
 
 func nodeV1() []Resource {

@@ -234,7 +234,7 @@ func TestNegotiationAndErrors(t *testing.T) {
 		// The aggregated form exists only at /api and /apis.
 		{"/api/v1", clientdiscovery.AcceptV2 + ",application/json", "GET", 200, "application/json"},
 		{"/apis", "application/yaml", "GET", 406, "application/json"},
-		{"/apis/flowcontrol.apiserver.k8s.io", "", "GET", 404, "application/json"},
+		{"/apis/apiextensions.k8s.io", "", "GET", 404, "application/json"},
 		{"/apis/coordination.k8s.io/v2", "", "GET", 404, "application/json"},
 		{"/api/v1", "", "POST", 405, "application/json"},
 	}
@@ -276,7 +276,7 @@ func TestLegacyDocuments(t *testing.T) {
 		"discovery.k8s.io=discovery.k8s.io/v1", "certificates.k8s.io=certificates.k8s.io/v1", "networking.k8s.io=networking.k8s.io/v1",
 		"rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1",
 		"node.k8s.io=node.k8s.io/v1", "policy=policy/v1", "scheduling.k8s.io=scheduling.k8s.io/v1",
-		"storage.k8s.io=storage.k8s.io/v1"}
+		"storage.k8s.io=storage.k8s.io/v1", "flowcontrol.apiserver.k8s.io=flowcontrol.apiserver.k8s.io/v1"}
 	if !slices.Equal(names, want) {
 		t.Errorf("/apis groups = %v, want %v", names, want)
 	}

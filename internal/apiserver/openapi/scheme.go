@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -37,7 +38,7 @@ func newScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme,
 		rbacv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme,
 		appsv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, storagev1.AddToScheme, resourcev1.AddToScheme, nodev1.AddToScheme,
-		networkingv1.AddToScheme, schedulingv1.AddToScheme,
+		networkingv1.AddToScheme, flowcontrolv1.AddToScheme, schedulingv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building the OpenAPI scheme: %w", err)

@@ -33,6 +33,7 @@ const (
 	ConformanceNonRoot     = "registry.k8s.io/e2e-test-images/nonroot:1.5"
 	ConformanceKitten      = "registry.k8s.io/e2e-test-images/kitten:1.8"
 	ConformanceNautilus    = "registry.k8s.io/e2e-test-images/nautilus:1.8"
+	ConformanceGlibcDNS    = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1"
 )
 
 // ConformanceOptions configures ConformanceCatalogue.
@@ -58,8 +59,11 @@ type ConformanceOptions struct {
 	// certificate, kitten's and nautilus's pages).
 	KubernetesDir string
 	// HostTools are host executables put into the agnhost images at the
-	// same path with every shared library they load (curl, bash: upstream's
-	// agnhost is alpine with them installed; busybox has neither).
+	// same path with every shared library they load (curl, bash, dig,
+	// getent: upstream's agnhost is alpine with them installed; busybox has
+	// none of them). The glibc-dns-testing image carries them too: the DNS
+	// tests run the same dig and getent queries from both images, and
+	// Debian's are glibc programs, as that image's are.
 	HostTools []string
 }
 
@@ -173,6 +177,8 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 		}}, config: v1.Config{Entrypoint: agnhostConfig.Entrypoint, Cmd: []string{"test-webserver"}, ExposedPorts: agnhostConfig.ExposedPorts}},
 			site.ref)
 	}
+	add("the agnhost image's files (Debian's dig and getent, glibc programs with their libraries) with CMD sh; no coredns binary",
+		spec{layers: []layerSpec{base, agnhostLayer}, config: v1.Config{Env: agnhostConfig.Env, Cmd: []string{"sh"}}}, ConformanceGlibcDNS)
 	add("busybox-static with bash-static as /bin/sh (keeps variables named data-1), CMD sh", spec{layers: []layerSpec{base, {
 		createdBy: "bash-static as /bin/sh",
 		entries:   []Entry{File("/bin/sh", 0o755, shell)},

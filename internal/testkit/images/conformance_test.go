@@ -45,7 +45,7 @@ func conformanceCatalogue(t *testing.T) Set {
 		}
 	}
 	tools := []string{}
-	for _, p := range []string{"/usr/bin/curl", "/bin/bash", "/usr/bin/nc.openbsd"} {
+	for _, p := range []string{"/usr/bin/curl", "/bin/bash", "/usr/bin/nc.openbsd", "/usr/bin/dig", "/usr/bin/getent"} {
 		if _, err := os.Stat(p); err == nil {
 			tools = append(tools, p)
 		}
@@ -62,13 +62,13 @@ func conformanceCatalogue(t *testing.T) Set {
 func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 	set := conformanceCatalogue(t)
 	for _, ref := range []string{ConformanceAgnhost, ConformanceAgnhostPrev, ConformanceBusybox, ConformancePause,
-		ConformanceNginx, ConformanceNginxNew, ConformanceNonewprivs, ConformanceNonRoot, ConformanceKitten, ConformanceNautilus} {
+		ConformanceNginx, ConformanceNginxNew, ConformanceNonewprivs, ConformanceNonRoot, ConformanceKitten, ConformanceNautilus, ConformanceGlibcDNS} {
 		if a, ok := set[ref]; !ok || a.Image == nil {
 			t.Errorf("conformance catalogue lacks %s", ref)
 		}
 	}
-	if len(set) != 10 {
-		t.Errorf("conformance catalogue has %d references, want 10: %v", len(set), set.Names())
+	if len(set) != 11 {
+		t.Errorf("conformance catalogue has %d references, want 11: %v", len(set), set.Names())
 	}
 
 	agnhost := set[ConformanceAgnhost].Image
@@ -183,6 +183,12 @@ func TestConformanceAgnhostToolsRunChrooted(t *testing.T) {
 		// With the image's PATH, nc is netcat-openbsd, not busybox's applet without -u.
 		script += "; nc -h 2>&1 | grep -q 'UDP mode' && echo nc-udp-ok"
 	}
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/dig")); err == nil {
+		script += "; dig -v 2>&1 | grep -q '^DiG 9' && echo dig-ok"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/getent")); err == nil {
+		script += "; getent passwd user-defined-in-image >/dev/null && echo getent-ok"
+	}
 	out := containerLikeOutput(t, dir, imagePath(t, set[ConformanceAgnhost].Image), script)
 	for _, want := range []string{"uid=1000(user-defined-in-image)", "50000(group-defined-in-image)", "uploads-ok"} {
 		if !strings.Contains(out, want) {
@@ -197,6 +203,11 @@ func TestConformanceAgnhostToolsRunChrooted(t *testing.T) {
 	}
 	if strings.Contains(script, "nc -h") && !strings.Contains(out, "nc-udp-ok") {
 		t.Errorf("nc in the image has no UDP mode:\n%s", out)
+	}
+	for tool, want := range map[string]string{"dig -v": "dig-ok", "getent passwd": "getent-ok"} {
+		if strings.Contains(script, tool) && !strings.Contains(out, want) {
+			t.Errorf("%s did not run in the image:\n%s", tool, out)
+		}
 	}
 }
 
