@@ -105,4 +105,3 @@ func (c flowControlEnsurer) ensure(ctx context.Context) error {
 	}
 	return nil
 }
-
