@@ -136,6 +136,12 @@ var fuzzFixtures = map[string]string{
 	"flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration": `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":%[1]q},
 		"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":5,"lendablePercent":10,
 		"limitResponse":{"type":"Queue","queuing":{"queues":16,"handSize":4,"queueLengthLimit":50}}}}}`,
+	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":%[1]q},
+		"webhooks":[{"name":"deny.example.com","clientConfig":{"url":"https://192.0.2.1:9443/validate"},"failurePolicy":"Ignore","sideEffects":"None",
+		"admissionReviewVersions":["v1"],"timeoutSeconds":1,"rules":[{"operations":["CREATE"],"apiGroups":["example.com"],"apiVersions":["v1"],"resources":["widgets"]}]}]}`,
+	"admissionregistration.k8s.io/MutatingWebhookConfiguration": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":%[1]q},
+		"webhooks":[{"name":"label.example.com","clientConfig":{"service":{"namespace":"fuzz","name":"hook","port":443}},"failurePolicy":"Ignore","sideEffects":"None",
+		"admissionReviewVersions":["v1"],"reinvocationPolicy":"IfNeeded","rules":[{"operations":["CREATE"],"apiGroups":["example.com"],"apiVersions":["v1"],"resources":["widgets"]}]}]}`,
 	"storage.k8s.io/StorageClass": `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":%[1]q},"provisioner":"example.com/local",
 		"parameters":{"path":"/srv"},"reclaimPolicy":"Retain","volumeBindingMode":"WaitForFirstConsumer","allowVolumeExpansion":true}`,
 }

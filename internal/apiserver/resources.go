@@ -145,7 +145,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), networkingResources(), flowControlResources())...)
+	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), networkingResources(), flowControlResources(), admissionRegistrationResources())...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.

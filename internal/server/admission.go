@@ -44,6 +44,7 @@ type admissionPlugins struct {
 	podSecurity    *podsecurity.Plugin
 	priority       admission.Interface
 	runtimeClass   admission.Interface
+	webhooks       *admissionWebhooks
 	resourceQuota  admission.Interface
 }
 
@@ -90,8 +91,12 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
+	webhooks, err := newAdmissionWebhooks(client, factory)
+	if err != nil {
+		return nil, err
+	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, resourceQuota: quota}, nil
+		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, webhooks: webhooks, resourceQuota: quota}, nil
 }
 
 // podKind is the kind the pod-only plugins act on: other writes skip them,
@@ -193,12 +198,15 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
 // (so it judges the pod as it will run), TaintNodesByCondition, Priority,
 // StorageObjectInUseProtection, RuntimeClass (the class's overhead, so that
-// quota charges it), RBAC's escalation check, and ResourceQuota last, so
-// that it charges what the others let through (a quota scoped to priority
-// classes sees the pod's resolved class).
+// quota charges it), RBAC's escalation check, the mutating and validating
+// admission webhooks, and ResourceQuota last, so that it charges what the
+// others let through (a quota scoped to priority classes sees the pod's
+// resolved class). The chain runs every plugin's mutation before any
+// validation, so validating webhooks see the object as mutating ones left
+// it.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
 	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse,
-		p.runtimeClass, escalation, p.resourceQuota)
+		p.runtimeClass, escalation, p.webhooks.mutating, p.webhooks.validating, p.resourceQuota)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.

@@ -8,8 +8,9 @@
 // resource. It keeps the core group (core/v1), apps/v1, batch/v1,
 // discovery.k8s.io/v1 EndpointSlices, node.k8s.io/v1 RuntimeClasses,
 // policy/v1 PodDisruptionBudgets, scheduling.k8s.io/v1 PriorityClasses,
-// storage.k8s.io/v1 StorageClasses, networking.k8s.io/v1 and
-// flowcontrol.apiserver.k8s.io/v1, in the namespace the test uses.
+// storage.k8s.io/v1 StorageClasses, admissionregistration.k8s.io/v1 webhook
+// configurations, networking.k8s.io/v1 and flowcontrol.apiserver.k8s.io/v1,
+// in the namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -69,7 +70,9 @@ func kept(gvr schema.GroupVersionResource) bool {
 		schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
 		schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 		schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
-		schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}:
+		schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"},
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}:
 		return true
 	}
 	switch gvr.GroupVersion() {

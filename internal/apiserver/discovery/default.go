@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), flowControlV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), admissionRegistrationV1(), flowControlV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -176,6 +176,17 @@ func networkingV1() []Resource {
 	serviceCIDRs := networking("servicecidrs", "ServiceCIDR", false)
 	serviceCIDRs.Subresources = []Subresource{{Name: "status", Kind: "ServiceCIDR", Verbs: statusVerbs}}
 	return []Resource{ingressClasses, ingresses, ipAddresses, networkPolicies, serviceCIDRs}
+}
+
+// admissionRegistrationV1 is the webhook configurations of
+// admissionregistration.k8s.io/v1 (berth serves no admission policies).
+func admissionRegistrationV1() []Resource {
+	return []Resource{
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations", Kind: "MutatingWebhookConfiguration",
+			SingularName: "mutatingwebhookconfiguration", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration",
+			SingularName: "validatingwebhookconfiguration", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
+	}
 }
 
 func flowControlV1() []Resource {

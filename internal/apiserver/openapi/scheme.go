@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -38,7 +39,7 @@ func newScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme,
 		rbacv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme, policyv1.AddToScheme,
 		appsv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, storagev1.AddToScheme, resourcev1.AddToScheme, nodev1.AddToScheme,
-		networkingv1.AddToScheme, flowcontrolv1.AddToScheme, schedulingv1.AddToScheme,
+		networkingv1.AddToScheme, flowcontrolv1.AddToScheme, admissionregistrationv1.AddToScheme, schedulingv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building the OpenAPI scheme: %w", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	admissionregistrationapi "k8s.io/kubernetes/pkg/apis/admissionregistration"
+	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
 	appsapi "k8s.io/kubernetes/pkg/apis/apps"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	batchapi "k8s.io/kubernetes/pkg/apis/batch"
@@ -75,6 +78,12 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}: upstreamPrinter[*flowcontrolv1.FlowSchema](func() runtime.Object { return &flowcontrolapi.FlowSchema{} }),
 		{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}: upstreamPrinter[*flowcontrolv1.PriorityLevelConfiguration](func() runtime.Object {
 			return &flowcontrolapi.PriorityLevelConfiguration{}
+		}),
+		{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: upstreamPrinter[*admissionregistrationv1.ValidatingWebhookConfiguration](func() runtime.Object {
+			return &admissionregistrationapi.ValidatingWebhookConfiguration{}
+		}),
+		{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}: upstreamPrinter[*admissionregistrationv1.MutatingWebhookConfiguration](func() runtime.Object {
+			return &admissionregistrationapi.MutatingWebhookConfiguration{}
 		}),
 		{Group: "storage.k8s.io", Kind: "StorageClass"}: upstreamPrinter[*storagev1.StorageClass](func() runtime.Object { return &storageapi.StorageClass{} }),
 		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {
