@@ -37,6 +37,7 @@ type podConnector struct {
 	// identity for nodes, and then every connect request fails with 503.
 	transport  http.RoundTripper
 	authorizer authorizer.Authorizer
+	admission  *connectAdmission
 	writeError func(error, http.ResponseWriter, *http.Request)
 }
 
@@ -86,6 +87,10 @@ func (c *podConnector) serve(spec connectSubresource, w http.ResponseWriter, req
 	info, _ := request.RequestInfoFrom(req.Context())
 	ctx := request.WithNamespace(req.Context(), info.Namespace)
 	if err := c.authorizeWebsocketCreate(ctx, spec, info); err != nil {
+		c.writeError(err, w, req)
+		return
+	}
+	if err := c.admission.check(ctx, spec.name, info, req.URL.Query()); err != nil {
 		c.writeError(err, w, req)
 		return
 	}

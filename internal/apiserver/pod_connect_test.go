@@ -2,16 +2,20 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
@@ -177,5 +181,56 @@ func TestPodExecOverGetNeedsCreate(t *testing.T) {
 		Param("command", "true").Param("stdout", "true").Do(testContext(t)).Error()
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("GET pods/exec without create: %v, want 403", err)
+	}
+}
+
+// denyAttach refuses CONNECT on pods/attach, as a webhook that forbids
+// attaching would; it records the options it was shown.
+type denyAttach struct {
+	mu   sync.Mutex
+	seen []runtime.Object
+}
+
+func (*denyAttach) Handles(op admission.Operation) bool { return op == admission.Connect }
+
+func (d *denyAttach) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	d.mu.Lock()
+	d.seen = append(d.seen, a.GetObject())
+	d.mu.Unlock()
+	if a.GetSubresource() == "attach" {
+		return admission.NewForbidden(a, errors.New("attaching is not allowed"))
+	}
+	return nil
+}
+
+// pods/attach, exec and portforward pass through admission as CONNECT on
+// their options, as upstream's connect handler does, before the node is
+// called: a refusal is the answer and the node never hears of it.
+func TestPodConnectRunsAdmission(t *testing.T) {
+	t.Parallel()
+	node := newFakeNodeServer(t)
+	deny := &denyAttach{}
+	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport; c.Admission = deny })
+	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
+	registerNode(t, s, "n1", int32(port))
+	createPod(t, s, "one", "n1", "main")
+	err := s.client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("one").SubResource("attach").
+		Param("container", "main").Param("stdout", "true").Do(testContext(t)).Error()
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "attaching is not allowed") {
+		t.Fatalf("attach refused by admission: %v, want 403 with the plugin's reason", err)
+	}
+	node.mu.Lock()
+	calls := len(node.reqs)
+	node.mu.Unlock()
+	if calls != 0 {
+		t.Errorf("the node server was called %d times for a refused attach", calls)
+	}
+	deny.mu.Lock()
+	defer deny.mu.Unlock()
+	if len(deny.seen) != 1 {
+		t.Fatalf("admission saw %d connect requests, want 1", len(deny.seen))
+	}
+	if opts, ok := deny.seen[0].(*corev1.PodAttachOptions); !ok || opts.Container != "main" || !opts.Stdout {
+		t.Errorf("admission was shown %#v, want the request's PodAttachOptions", deny.seen[0])
 	}
 }

@@ -61,7 +61,7 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 					})
 			}
 		case "log", "exec", "attach", "portforward":
-			ep, err = a.connector(all).endpoint(sub)
+			ep, err = a.connector(f, all).endpoint(sub)
 		case "token":
 			tokens := &tokenREST{serviceAccounts: r, pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()], tokens: a.serviceAccountTokens}
 			ep, err = f.createEndpoint(res, sub, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), tokens, r)
@@ -97,7 +97,7 @@ func (a *apiSet) proxyEndpoint(f *scopeFactory, r *resourceREST, all map[string]
 	case "services":
 		p = serviceProxy(r, all[discoveryv1.SchemeGroupVersion.WithResource("endpointslices").String()], pods, a.proxyTransport)
 	case "nodes":
-		p = nodeProxy(a.connector(all), a.proxyTransport)
+		p = nodeProxy(a.connector(f, all), a.proxyTransport)
 	default:
 		return nil, fmt.Errorf("resource %s: no proxy", r.res.gvr)
 	}
@@ -105,10 +105,11 @@ func (a *apiSet) proxyEndpoint(f *scopeFactory, r *resourceREST, all map[string]
 }
 
 // connector reaches pods' nodes for the connect subresources.
-func (a *apiSet) connector(all map[string]*resourceREST) *podConnector {
+func (a *apiSet) connector(f *scopeFactory, all map[string]*resourceREST) *podConnector {
 	return &podConnector{pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()].objectStore,
 		nodes:     all[corev1.SchemeGroupVersion.WithResource("nodes").String()].objectStore,
-		transport: a.nodeTransport, authorizer: a.authorizer, writeError: func(err error, w http.ResponseWriter, req *http.Request) {
+		transport: a.nodeTransport, authorizer: a.authorizer, admission: newConnectAdmission(f.admit, f.codecs.scheme),
+		writeError: func(err error, w http.ResponseWriter, req *http.Request) {
 			a.writeError(err, corev1.SchemeGroupVersion, w, req)
 		}}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -142,6 +143,14 @@ func TestClassifyBlockedOnlyForMissingKindsOrListed(t *testing.T) {
 	}
 	if d := got[dns].Detail; !strings.HasPrefix(d, "cluster DNS: berth runs no DNS server") {
 		t.Errorf("dns detail %q should start with the listed capability and reason", d)
+	}
+	// A listed test that reports a pass passed without testing: blocked.
+	hollow := maps.Clone(blocked)
+	hollow[limits] = BlockedEntry{Capability: "CustomResourceDefinitions", Reason: "returns early when its CRD cannot be made"}
+	for _, r := range Classify(conf, m, hollow, nil, "run-1") {
+		if r.Name == limits && (r.Status != StatusBlocked || !strings.Contains(r.Detail, "reported passed without testing it")) {
+			t.Errorf("a listed test that passed: %s %q, want blocked", r.Status, r.Detail)
+		}
 	}
 	if got[secrets].Run != "" || got[configMap].Run != "run-1" {
 		t.Errorf("run ids: secrets %q (not run), configMap %q", got[secrets].Run, got[configMap].Run)
