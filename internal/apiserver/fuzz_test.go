@@ -142,6 +142,11 @@ var fuzzFixtures = map[string]string{
 	"admissionregistration.k8s.io/MutatingWebhookConfiguration": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":%[1]q},
 		"webhooks":[{"name":"label.example.com","clientConfig":{"service":{"namespace":"fuzz","name":"hook","port":443}},"failurePolicy":"Ignore","sideEffects":"None",
 		"admissionReviewVersions":["v1"],"reinvocationPolicy":"IfNeeded","rules":[{"operations":["CREATE"],"apiGroups":["example.com"],"apiVersions":["v1"],"resources":["widgets"]}]}]}`,
+	"admissionregistration.k8s.io/ValidatingAdmissionPolicy": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":%[1]q},
+		"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":[{"operations":["CREATE"],"apiGroups":["example.com"],"apiVersions":["v1"],"resources":["widgets"]}]},
+		"validations":[{"expression":"object.metadata.name != 'forbidden'","message":"no"}]}}`,
+	"admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":%[1]q},
+		"spec":{"policyName":"widgets","validationActions":["Deny"]}}`,
 	"storage.k8s.io/StorageClass": `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":%[1]q},"provisioner":"example.com/local",
 		"parameters":{"path":"/srv"},"reclaimPolicy":"Retain","volumeBindingMode":"WaitForFirstConsumer","allowVolumeExpansion":true}`,
 }

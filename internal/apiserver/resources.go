@@ -8,10 +8,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/storage/names"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/resolver"
 	"k8s.io/kubernetes/pkg/registry/core/configmap"
 	"k8s.io/kubernetes/pkg/registry/core/event"
 	"k8s.io/kubernetes/pkg/registry/core/namespace"
@@ -66,6 +69,20 @@ type registryKind struct {
 	strategy     upstreamStrategy
 	newInternal  func() runtime.Object
 	subresources map[string]upstreamStrategy
+	// withConfig, when set, builds strategy and subresources when the API
+	// is built: strategies that authorize the writer or look at other
+	// kinds (admission policies) need the server's authorizer and stores.
+	withConfig func(deps strategyDeps) (upstreamStrategy, map[string]upstreamStrategy)
+}
+
+// strategyDeps is what registryKind.withConfig may use.
+type strategyDeps struct {
+	authorizer authorizer.Authorizer
+	// resolver maps a served kind to its resource, as discovery would.
+	resolver resolver.ResourceResolver
+	// stores finds another kind's storage by its resource (filled while the
+	// API is built; look up at request time only).
+	stores func(schema.GroupVersionResource) *resourceREST
 }
 
 // writeStrategy is how r's creates and updates are prepared and validated.
@@ -177,4 +194,28 @@ func (r *resource) key(namespace, name string) string {
 		return r.keyPrefix() + "/" + namespace + "/" + name
 	}
 	return r.keyPrefix() + "/" + name
+}
+
+// buildStrategies builds the strategies of the kinds that need the
+// server's authorizer or other kinds' stores (registryKind.withConfig).
+func buildStrategies(served []*resource, authz authorizer.Authorizer, stores map[string]*resourceREST) {
+	kinds := map[schema.GroupVersionKind]schema.GroupVersionResource{}
+	for _, res := range served {
+		kinds[res.gvk()] = res.gvr
+	}
+	deps := strategyDeps{
+		authorizer: authz,
+		resolver: resolver.ResourceResolverFunc(func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+			if gvr, ok := kinds[gvk]; ok {
+				return gvr, nil
+			}
+			return schema.GroupVersionResource{}, &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
+		}),
+		stores: func(gvr schema.GroupVersionResource) *resourceREST { return stores[gvr.String()] },
+	}
+	for _, res := range served {
+		if res.registry != nil && res.registry.withConfig != nil {
+			res.registry.strategy, res.registry.subresources = res.registry.withConfig(deps)
+		}
+	}
 }

@@ -296,6 +296,7 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 	if cfg.LocalReads != nil {
 		cfg.LocalReads.authorizer = cfg.Authorizer
 	}
+	buildStrategies(served, cfg.Authorizer, stores)
 	for _, res := range served {
 		r, err := newResourceREST(ctx, cfg, c, res, tableConvertor)
 		if err != nil {

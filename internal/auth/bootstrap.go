@@ -101,6 +101,9 @@ func BootstrapPolicy() []Binding {
 			// The ClusterRole aggregation controller writes rules it does not
 			// hold itself, as upstream's clusterrole-aggregation-controller.
 			rule([]string{"escalate"}, "rbac.authorization.k8s.io", "clusterroles"),
+			// Upstream's validatingadmissionpolicy-status-controller role.
+			rule(read, "admissionregistration.k8s.io", "validatingadmissionpolicies"),
+			rule([]string{"update", "patch"}, "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
 			// The garbage collector's rule, as upstream's generic-garbage-collector:
 			// it watches, patches and deletes any served resource by metadata.
 			rule([]string{"get", "list", "watch", "patch", "update", "delete"}, "*", "*"),

@@ -10,6 +10,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
@@ -45,13 +46,19 @@ type admissionPlugins struct {
 	priority       admission.Interface
 	runtimeClass   admission.Interface
 	webhooks       *admissionWebhooks
+	policies       admission.Interface
 	resourceQuota  admission.Interface
 }
 
 // newAdmissionPlugins builds the plugins; stop ends the quota plugin's
 // evaluator workers.
-func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, reg prometheus.Registerer, stop <-chan struct{}) (*admissionPlugins, error) {
-	client, err := loopbackClient(lb, pki.APIServerClientIdentity)
+func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, authz authorizer.Authorizer, reg prometheus.Registerer,
+	stop <-chan struct{}) (*admissionPlugins, error) {
+	restCfg, err := loopbackConfig(lb, pki.APIServerClientIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("admission plugins: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("admission plugins: %w", err)
 	}
@@ -95,8 +102,12 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
+	policies, err := newValidatingAdmissionPolicy(restCfg, client, factory, authz, stop)
+	if err != nil {
+		return nil, err
+	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, webhooks: webhooks, resourceQuota: quota}, nil
+		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, webhooks: webhooks, policies: policies, resourceQuota: quota}, nil
 }
 
 // podKind is the kind the pod-only plugins act on: other writes skip them,
@@ -198,15 +209,16 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
 // (so it judges the pod as it will run), TaintNodesByCondition, Priority,
 // StorageObjectInUseProtection, RuntimeClass (the class's overhead, so that
-// quota charges it), RBAC's escalation check, the mutating and validating
-// admission webhooks, and ResourceQuota last, so that it charges what the
+// quota charges it), RBAC's escalation check, the mutating admission
+// webhooks, ValidatingAdmissionPolicy, the validating admission webhooks,
+// and ResourceQuota last, so that it charges what the
 // others let through (a quota scoped to priority classes sees the pod's
 // resolved class). The chain runs every plugin's mutation before any
 // validation, so validating webhooks see the object as mutating ones left
 // it.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
 	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse,
-		p.runtimeClass, escalation, p.webhooks.mutating, p.webhooks.validating, p.resourceQuota)
+		p.runtimeClass, escalation, p.webhooks.mutating, p.policies, p.webhooks.validating, p.resourceQuota)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.

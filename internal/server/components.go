@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/inprocess"
+	"github.com/berth/berth/internal/controller/admissionpolicystatus"
 	"github.com/berth/berth/internal/controller/apps"
 	"github.com/berth/berth/internal/controller/batch"
 	"github.com/berth/berth/internal/controller/certificates"
@@ -122,6 +123,13 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "resourcequota")}})
 	}})
 	out = append(out, c.podController(local, "volume-protection", volumeprotection.Run))
+	out = append(out, component{name: "admission-policy-status", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
+		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return admissionpolicystatus.Run(ctx, restCfg)
+	}})
 	out = append(out, c.podController(local, "endpoints", endpoints.Run))
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {

@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAPI()
 	metrics, local := prometheus.NewRegistry(), apiserver.NewLocalReads()
-	plugins, err := newAdmissionPlugins(cfg, lb, local, metrics, apiCtx.Done())
+	plugins, err := newAdmissionPlugins(cfg, lb, local, authz, metrics, apiCtx.Done())
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@
 // discovery.k8s.io/v1 EndpointSlices, node.k8s.io/v1 RuntimeClasses,
 // policy/v1 PodDisruptionBudgets, scheduling.k8s.io/v1 PriorityClasses,
 // storage.k8s.io/v1 StorageClasses, admissionregistration.k8s.io/v1 webhook
-// configurations, networking.k8s.io/v1 and flowcontrol.apiserver.k8s.io/v1,
+// configurations and validating admission policies, networking.k8s.io/v1 and flowcontrol.apiserver.k8s.io/v1,
 // in the namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
@@ -72,7 +72,9 @@ func kept(gvr schema.GroupVersionResource) bool {
 		schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
 		schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"},
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
-		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}:
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}:
 		return true
 	}
 	switch gvr.GroupVersion() {

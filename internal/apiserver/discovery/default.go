@@ -178,12 +178,17 @@ func networkingV1() []Resource {
 	return []Resource{ingressClasses, ingresses, ipAddresses, networkPolicies, serviceCIDRs}
 }
 
-// admissionRegistrationV1 is the webhook configurations of
-// admissionregistration.k8s.io/v1 (berth serves no admission policies).
+// admissionRegistrationV1 is admissionregistration.k8s.io/v1 but for the
+// mutating admission policies, which berth does not serve.
 func admissionRegistrationV1() []Resource {
 	return []Resource{
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations", Kind: "MutatingWebhookConfiguration",
 			SingularName: "mutatingwebhookconfiguration", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies", Kind: "ValidatingAdmissionPolicy",
+			SingularName: "validatingadmissionpolicy", Verbs: crudVerbs, Categories: []string{"api-extensions"},
+			Subresources: []Subresource{{Name: "status", Kind: "ValidatingAdmissionPolicy", Verbs: statusVerbs}}},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings", Kind: "ValidatingAdmissionPolicyBinding",
+			SingularName: "validatingadmissionpolicybinding", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration",
 			SingularName: "validatingwebhookconfiguration", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
 	}

@@ -85,6 +85,12 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}: upstreamPrinter[*admissionregistrationv1.MutatingWebhookConfiguration](func() runtime.Object {
 			return &admissionregistrationapi.MutatingWebhookConfiguration{}
 		}),
+		{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: upstreamPrinter[*admissionregistrationv1.ValidatingAdmissionPolicy](func() runtime.Object {
+			return &admissionregistrationapi.ValidatingAdmissionPolicy{}
+		}),
+		{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: upstreamPrinter[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](func() runtime.Object {
+			return &admissionregistrationapi.ValidatingAdmissionPolicyBinding{}
+		}),
 		{Group: "storage.k8s.io", Kind: "StorageClass"}: upstreamPrinter[*storagev1.StorageClass](func() runtime.Object { return &storageapi.StorageClass{} }),
 		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {
 			return &schedulingapi.PriorityClass{}
