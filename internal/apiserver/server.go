@@ -323,6 +323,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 	if err := api.addRulesReview(factory, tableConvertor, cfg.RuleResolver); err != nil {
 		return nil, err
 	}
+	if err := api.addAuthenticationReviews(factory, tableConvertor, cfg.Authenticator, apiAudiences(cfg)); err != nil {
+		return nil, err
+	}
 	for _, r := range stores {
 		if r.res.namespaced {
 			r.namespaceLive = api.namespaces.namespaceLive

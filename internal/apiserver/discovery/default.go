@@ -15,7 +15,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), admissionRegistrationV1(), flowControlV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), authenticationV1(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), admissionRegistrationV1(), flowControlV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -244,6 +244,17 @@ func RBAC() []Resource {
 		rbac("clusterroles", "ClusterRole", false),
 		rbac("rolebindings", "RoleBinding", true),
 		rbac("roles", "Role", true),
+	}
+}
+
+// authenticationV1 is authentication.k8s.io/v1's reviews, create-only and
+// never stored.
+func authenticationV1() []Resource {
+	return []Resource{
+		{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews", Kind: "SelfSubjectReview",
+			SingularName: "selfsubjectreview", Verbs: []string{"create"}},
+		{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews", Kind: "TokenReview",
+			SingularName: "tokenreview", Verbs: []string{"create"}},
 	}
 }
 

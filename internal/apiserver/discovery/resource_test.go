@@ -23,6 +23,8 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"rbac.authorization.k8s.io/clusterroles": false, "rbac.authorization.k8s.io/clusterrolebindings": false,
 		"authorization.k8s.io/selfsubjectaccessreviews": false, "authorization.k8s.io/subjectaccessreviews": false,
 		"authorization.k8s.io/selfsubjectrulesreviews":                   false,
+		"authentication.k8s.io/tokenreviews":                             false,
+		"authentication.k8s.io/selfsubjectreviews":                       false,
 		"authorization.k8s.io/localsubjectaccessreviews":                 true,
 		"node.k8s.io/runtimeclasses":                                     false,
 		"policy/poddisruptionbudgets":                                    true,
