@@ -59,13 +59,14 @@ func accessReviews() []accessReview {
 	}
 }
 
-// addAccessReviews serves the access reviews (POST only).
-func (a *apiSet) addAccessReviews(f *scopeFactory, table rest.TableConvertor, authz authorizer.Authorizer) error {
+// addAccessReviews serves the access reviews (POST only). Reviews have no
+// table form: as for upstream's storage, a Table is answered 406.
+func (a *apiSet) addAccessReviews(f *scopeFactory, authz authorizer.Authorizer) error {
 	gv := authorizationv1.SchemeGroupVersion
 	for _, review := range accessReviews() {
 		res := &resource{gvr: gv.WithResource(review.resource), kind: review.kind, namespaced: review.namespaced, newObj: review.newObj}
 		r := &accessReviewREST{review: review, authorizer: authz}
-		ep, err := f.postEndpoint(res, "", res.gvk(), table, func(scope *handlers.RequestScope) http.Handler {
+		ep, err := f.postEndpoint(res, "", res.gvk(), nil, func(scope *handlers.RequestScope) http.Handler {
 			return handlers.CreateResource(r, scope, f.admit)
 		})
 		if err != nil {

@@ -18,12 +18,12 @@ import (
 // addRulesReview serves SelfSubjectRulesReview (POST only): the rules the
 // requesting user holds in a namespace, as `kubectl auth can-i --list`
 // asks. Without a resolver every answer is an empty, incomplete list.
-func (a *apiSet) addRulesReview(f *scopeFactory, table rest.TableConvertor, rules authorizer.RuleResolver) error {
+func (a *apiSet) addRulesReview(f *scopeFactory, rules authorizer.RuleResolver) error {
 	gv := authorizationv1.SchemeGroupVersion
 	res := &resource{gvr: gv.WithResource("selfsubjectrulesreviews"), kind: "SelfSubjectRulesReview",
 		newObj: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }}
 	r := &rulesReviewREST{rules: rules}
-	ep, err := f.postEndpoint(res, "", res.gvk(), table, func(scope *handlers.RequestScope) http.Handler {
+	ep, err := f.postEndpoint(res, "", res.gvk(), nil, func(scope *handlers.RequestScope) http.Handler {
 		return handlers.CreateResource(r, scope, f.admit)
 	})
 	if err != nil {

@@ -23,9 +23,9 @@ import (
 // (whom does this token authenticate as, for these audiences: what
 // webhook token authenticators and in-cluster proxies ask) and
 // SelfSubjectReviews (`kubectl auth whoami`) with upstream's own storage,
-// create-only and never stored. Tokens are checked by the server's own
+// create-only, never stored and with no table form. Tokens are checked by the server's own
 // authenticator; audiences default to the API's (apiAudiences).
-func (a *apiSet) addAuthenticationReviews(f *scopeFactory, table rest.TableConvertor, authn authenticator.Request, apiAudiences []string) error {
+func (a *apiSet) addAuthenticationReviews(f *scopeFactory, authn authenticator.Request, apiAudiences []string) error {
 	gv := authenticationv1.SchemeGroupVersion
 	reviews := []struct {
 		resource, kind string
@@ -38,7 +38,7 @@ func (a *apiSet) addAuthenticationReviews(f *scopeFactory, table rest.TableConve
 	for _, review := range reviews {
 		res := &resource{gvr: gv.WithResource(review.resource), kind: review.kind, newObj: review.newV1}
 		r := &internalReviewREST{upstream: review.upstream, newV1: review.newV1}
-		ep, err := f.postEndpoint(res, "", res.gvk(), table, func(scope *handlers.RequestScope) http.Handler {
+		ep, err := f.postEndpoint(res, "", res.gvk(), nil, func(scope *handlers.RequestScope) http.Handler {
 			return handlers.CreateResource(r, scope, f.admit)
 		})
 		if err != nil {
@@ -77,7 +77,6 @@ func (r *internalReviewREST) Create(ctx context.Context, obj runtime.Object, val
 	}
 	return out, nil
 }
-
 
 // apiAudiences are the audiences a token must be for to authenticate to
 // this API: the service account tokens' default audiences, as

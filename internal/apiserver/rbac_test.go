@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -144,4 +146,20 @@ func TestAccessReviewsAskTheAuthorizer(t *testing.T) {
 		t.Errorf("local review of another namespace: %v, want 422", err)
 	}
 	assertStoreUnchanged(t, s, before) // reviews are never stored
+}
+
+// Reviews have no table form: asked for a Table, the server answers 406,
+// as kube-apiserver does for storage without a table convertor.
+func TestReviewsRefuseTables(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	ctx := testContext(t)
+	sar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/", Verb: "get"}}}
+	err := s.client.AuthorizationV1().RESTClient().Post().Resource("selfsubjectaccessreviews").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Body(sar).Do(ctx).Error()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Code != http.StatusNotAcceptable {
+		t.Fatalf("a review asked for as a Table: %v, want 406", err)
+	}
 }

@@ -317,13 +317,13 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		}
 	}
 	api.nsController.namespaces = api.namespaces
-	if err := api.addAccessReviews(factory, tableConvertor, cfg.Authorizer); err != nil {
+	if err := api.addAccessReviews(factory, cfg.Authorizer); err != nil {
 		return nil, err
 	}
-	if err := api.addRulesReview(factory, tableConvertor, cfg.RuleResolver); err != nil {
+	if err := api.addRulesReview(factory, cfg.RuleResolver); err != nil {
 		return nil, err
 	}
-	if err := api.addAuthenticationReviews(factory, tableConvertor, cfg.Authenticator, apiAudiences(cfg)); err != nil {
+	if err := api.addAuthenticationReviews(factory, cfg.Authenticator, apiAudiences(cfg)); err != nil {
 		return nil, err
 	}
 	for _, r := range stores {
