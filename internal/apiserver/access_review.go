@@ -59,21 +59,28 @@ func accessReviews() []accessReview {
 	}
 }
 
-// addAccessReviews serves the access reviews (POST only). Reviews have no
-// table form: as for upstream's storage, a Table is answered 406.
+// addAccessReviews serves the access reviews (POST only).
 func (a *apiSet) addAccessReviews(f *scopeFactory, authz authorizer.Authorizer) error {
 	gv := authorizationv1.SchemeGroupVersion
 	for _, review := range accessReviews() {
 		res := &resource{gvr: gv.WithResource(review.resource), kind: review.kind, namespaced: review.namespaced, newObj: review.newObj}
-		r := &accessReviewREST{review: review, authorizer: authz}
-		ep, err := f.postEndpoint(res, "", res.gvk(), nil, func(scope *handlers.RequestScope) http.Handler {
-			return handlers.CreateResource(r, scope, f.admit)
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", review.resource, err)
+		if err := a.addReview(f, res, &accessReviewREST{review: review, authorizer: authz}); err != nil {
+			return err
 		}
-		a.endpoints[endpointKey{gv.Group, gv.Version, review.resource, ""}] = ep
 	}
+	return nil
+}
+
+// addReview serves a review kind: create only, never stored, and with no
+// table form (as for upstream's storage, a Table is answered 406).
+func (a *apiSet) addReview(f *scopeFactory, res *resource, r rest.Creater) error {
+	ep, err := f.postEndpoint(res, "", res.gvk(), nil, func(scope *handlers.RequestScope) http.Handler {
+		return handlers.CreateResource(r, scope, f.admit)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", res.gvr.Resource, err)
+	}
+	a.endpoints[endpointKey{res.gvr.Group, res.gvr.Version, res.gvr.Resource, ""}] = ep
 	return nil
 }
 

@@ -2,15 +2,12 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/endpoints/handlers"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -22,15 +19,7 @@ func (a *apiSet) addRulesReview(f *scopeFactory, rules authorizer.RuleResolver) 
 	gv := authorizationv1.SchemeGroupVersion
 	res := &resource{gvr: gv.WithResource("selfsubjectrulesreviews"), kind: "SelfSubjectRulesReview",
 		newObj: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }}
-	r := &rulesReviewREST{rules: rules}
-	ep, err := f.postEndpoint(res, "", res.gvk(), nil, func(scope *handlers.RequestScope) http.Handler {
-		return handlers.CreateResource(r, scope, f.admit)
-	})
-	if err != nil {
-		return fmt.Errorf("selfsubjectrulesreviews: %w", err)
-	}
-	a.endpoints[endpointKey{gv.Group, gv.Version, res.gvr.Resource, ""}] = ep
-	return nil
+	return a.addReview(f, res, &rulesReviewREST{rules: rules})
 }
 
 type rulesReviewREST struct{ rules authorizer.RuleResolver }

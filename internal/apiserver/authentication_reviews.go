@@ -2,14 +2,11 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	// The authentication group's internal types and conversions, which
@@ -37,14 +34,9 @@ func (a *apiSet) addAuthenticationReviews(f *scopeFactory, authn authenticator.R
 	}
 	for _, review := range reviews {
 		res := &resource{gvr: gv.WithResource(review.resource), kind: review.kind, newObj: review.newV1}
-		r := &internalReviewREST{upstream: review.upstream, newV1: review.newV1}
-		ep, err := f.postEndpoint(res, "", res.gvk(), nil, func(scope *handlers.RequestScope) http.Handler {
-			return handlers.CreateResource(r, scope, f.admit)
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", review.resource, err)
+		if err := a.addReview(f, res, &internalReviewREST{upstream: review.upstream, newV1: review.newV1}); err != nil {
+			return err
 		}
-		a.endpoints[endpointKey{gv.Group, gv.Version, review.resource, ""}] = ep
 	}
 	return nil
 }
