@@ -8,6 +8,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/agent/crilog"
 )
 
 // handlers serves the node server's routes.
@@ -54,7 +56,7 @@ func (h *handlers) containerLogs(w http.ResponseWriter, r *http.Request) {
 	if f, ok := w.(http.Flusher); ok {
 		out.f = f
 	}
-	if err := ReadLog(ctx, path, out, opts); err != nil {
+	if err := crilog.ReadLog(ctx, path, out, opts); err != nil {
 		h.cfg.Logger.Warn("container log", "pod", ns+"/"+pod, "container", name, "err", err)
 		if !out.wrote {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -62,7 +64,7 @@ func (h *handlers) containerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func parseLogQuery(q url.Values) (opts LogOptions, previous bool, err error) {
+func parseLogQuery(q url.Values) (opts crilog.LogOptions, previous bool, err error) {
 	boolParam := func(name string) (bool, error) {
 		v := q.Get(name)
 		if v == "" {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -83,4 +85,14 @@ func TestContainerLogsEndpoint(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d %q", tc.query, resp.StatusCode, body, tc.wantCode, tc.wantBody)
 		}
 	}
+}
+
+// writeLog writes a CRI log file holding content.
+func writeLog(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+
+	"github.com/berth/berth/internal/agent/crilog"
 )
 
 // maxTerminationMessage is the kubelet's limit on a termination message.
@@ -215,21 +217,71 @@ func (m *Manager) state(pod *corev1.Pod, c *corev1.Container, s *runtimeapi.Cont
 	}
 }
 
-// terminationMessage reads what the container wrote to its
-// terminationMessagePath (the host file bound there), or CRI's message.
+// terminationMessage is the kubelet's: the runtime's message, followed by
+// what the container wrote to its terminationMessagePath (the host file
+// bound there) or, when that is empty and the container failed under
+// FallbackToLogsOnError, the end of its log.
 func (m *Manager) terminationMessage(pod *corev1.Pod, c *corev1.Container, s *runtimeapi.ContainerStatus) string {
+	msg := m.terminationFile(pod, c, s)
+	if msg == "" && c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError && s.ExitCode != 0 && s.Reason != "ContainerCannotRun" {
+		msg = lastLogLines(s.LogPath)
+	}
+	switch {
+	case msg == "":
+		return s.Message
+	case s.Message == "":
+		return msg
+	}
+	return s.Message + ": " + msg
+}
+
+// terminationFile reads what the container wrote to its
+// terminationMessagePath, up to the kubelet's limit.
+func (m *Manager) terminationFile(pod *corev1.Pod, c *corev1.Container, s *runtimeapi.ContainerStatus) string {
 	path := filepath.Join(m.cfg.DataDir, "pods", string(pod.UID), "containers", c.Name, strconv.FormatUint(uint64(s.Metadata.Attempt), 10)+".termination-log")
 	f, err := os.Open(path)
 	if err != nil {
-		return s.Message
+		return ""
 	}
 	defer f.Close()
 	buf := make([]byte, maxTerminationMessage)
 	n, _ := f.Read(buf)
-	if n == 0 {
-		return s.Message
-	}
 	return string(buf[:n])
+}
+
+// The kubelet's bounds on a termination message taken from the log: its
+// last 80 lines, and of those the last 2048 bytes.
+const (
+	terminationLogLines = 80
+	terminationLogBytes = 2048
+)
+
+// lastLogLines is the end of the container log at path, as the kubelet
+// takes it for a termination message.
+func lastLogLines(path string) string {
+	if path == "" {
+		return ""
+	}
+	tail := &lastBytes{max: terminationLogBytes}
+	lines := int64(terminationLogLines)
+	if err := crilog.ReadLog(context.Background(), path, tail, crilog.LogOptions{TailLines: &lines}); err != nil {
+		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
+	}
+	return string(tail.buf)
+}
+
+// lastBytes keeps the last max bytes written to it.
+type lastBytes struct {
+	max int
+	buf []byte
+}
+
+func (b *lastBytes) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
 }
 
 // phase follows the kubelet's rules for regular containers.

@@ -1,4 +1,4 @@
-package nodeserver
+package crilog
 
 import (
 	"bytes"

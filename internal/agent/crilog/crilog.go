@@ -1,4 +1,6 @@
-package nodeserver
+// Package crilog reads the container log files of the CRI log format, as
+// the kubelet does for `kubectl logs` and for termination messages.
+package crilog
 
 import (
 	"bufio"
