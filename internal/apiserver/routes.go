@@ -63,7 +63,8 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 		case "log", "exec", "attach", "portforward":
 			ep, err = a.connector(f, all).endpoint(sub)
 		case "token":
-			tokens := &tokenREST{serviceAccounts: r, pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()], tokens: a.serviceAccountTokens}
+			tokens := &tokenREST{serviceAccounts: r, pods: all[corev1.SchemeGroupVersion.WithResource("pods").String()],
+				nodes: all[corev1.SchemeGroupVersion.WithResource("nodes").String()], tokens: a.serviceAccountTokens}
 			ep, err = f.createEndpoint(res, sub, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), tokens, r)
 		case "proxy":
 			ep, err = a.proxyEndpoint(f, r, all)

@@ -26,7 +26,7 @@ type ServiceAccountTokens struct {
 // TokenIssuer signs a token for sa, bound to pod when set
 // (internal/auth/serviceaccount.Issuer).
 type TokenIssuer interface {
-	Issue(sa *corev1.ServiceAccount, pod *corev1.Pod, audiences []string, lifetime time.Duration) (string, time.Time, error)
+	Issue(sa *corev1.ServiceAccount, pod *corev1.Pod, node *corev1.Node, audiences []string, lifetime time.Duration) (string, time.Time, error)
 }
 
 // Token lifetimes, as upstream: an hour unless asked, never under ten
@@ -43,7 +43,9 @@ const (
 type tokenREST struct {
 	serviceAccounts rest.Getter
 	pods            rest.Getter
-	tokens          *ServiceAccountTokens
+	// nodes finds a bound pod's node, which the token names.
+	nodes  rest.Getter
+	tokens *ServiceAccountTokens
 }
 
 var _ rest.NamedCreater = (*tokenREST)(nil)
@@ -81,12 +83,14 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	}
 	sa := saObj.(*corev1.ServiceAccount)
 	var pod *corev1.Pod
+	var node *corev1.Node
 	if ref != nil {
 		if pod, err = r.boundPod(ctx, sa, ref); err != nil {
 			return nil, err
 		}
+		node = r.podNode(ctx, pod)
 	}
-	token, expires, err := r.tokens.Issuer.Issue(sa, pod, req.Spec.Audiences, lifetime)
+	token, expires, err := r.tokens.Issuer.Issue(sa, pod, node, req.Spec.Audiences, lifetime)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -111,6 +115,19 @@ func tokenLifetime(requested *int64) (time.Duration, field.ErrorList) {
 		return 0, field.ErrorList{field.Invalid(field.NewPath("spec", "expirationSeconds"), seconds, "may not specify a duration less than 10 minutes")}
 	}
 	return time.Duration(min(seconds, maxTokenSeconds)) * time.Second, nil
+}
+
+// podNode is the node pod is bound to, or nil (unbound, or the node is
+// gone): as upstream, the token then names no node.
+func (r *tokenREST) podNode(ctx context.Context, pod *corev1.Pod) *corev1.Node {
+	if pod.Spec.NodeName == "" || r.nodes == nil {
+		return nil
+	}
+	obj, err := r.nodes.Get(withObjectNamespace(ctx, ""), pod.Spec.NodeName, &metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return obj.(*corev1.Node)
 }
 
 func (r *tokenREST) boundPod(ctx context.Context, sa *corev1.ServiceAccount, ref *authenticationv1.BoundObjectReference) (*corev1.Pod, error) {

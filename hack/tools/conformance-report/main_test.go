@@ -445,3 +445,24 @@ func TestMergeRequireFailsUnlessEveryListedTestPassed(t *testing.T) {
 		t.Errorf("an empty list: exit %d, want 2, output:\n%s", code, out)
 	}
 }
+
+// Failures that name a resource the test needed are blocked only while
+// discovery lacks it; berth's read-only collections' refusals are blocked.
+func TestMissingKindFromTheFailureText(t *testing.T) {
+	served := map[string]bool{"pods": true, "resourceclaims.resource.k8s.io": true}
+	for text, blocked := range map[string]bool{
+		"failed to create CRD: context deadline exceeded":                                                                                                    true,
+		"API for resource.k8s.io/v1 does not include entry for resourceclaimtemplates, got:":                                                                 true,
+		"API for resource.k8s.io/v1 does not include entry for resourceclaims, got:":                                                                         false,
+		`create initial namespaced resource "resourceclaims": create is not allowed: berth serves resourceclaims.resource.k8s.io read-only and always empty`: true,
+		"Timed out after 300.001s.": false,
+	} {
+		if got := missingKind(text, served) != ""; got != blocked {
+			t.Errorf("%q: blocked %v, want %v", text, got, blocked)
+		}
+	}
+	served["customresourcedefinitions.apiextensions.k8s.io"] = true
+	if why := missingKind("failed to create CRD: context deadline exceeded", served); why != "" {
+		t.Errorf("a CRD failure once CRDs are served: %q, want a failure (berth's to fix)", why)
+	}
+}

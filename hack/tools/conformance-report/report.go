@@ -277,6 +277,9 @@ func missingKind(text string, served map[string]bool) string {
 	if m := missingKindRE.FindString(text); m != "" {
 		return "missing from discovery (" + m + ")"
 	}
+	if m := readOnlyRE.FindStringSubmatch(text); m != nil {
+		return "read-only in berth (" + m[0] + ")"
+	}
 	if served == nil {
 		return ""
 	}
@@ -285,7 +288,32 @@ func missingKind(text string, served map[string]bool) string {
 			return "missing from discovery (" + res + " is not served: " + m[0] + ")"
 		}
 	}
+	for _, n := range needs {
+		if m := n.re.FindStringSubmatch(text); m != nil {
+			if res := n.resource(m); !served[res] {
+				return "missing from discovery (" + res + " is not served: " + m[0] + ")"
+			}
+		}
+	}
 	return ""
+}
+
+// readOnlyRE matches berth's answer to a write on a collection it serves
+// read-only and empty (the 405's message).
+var readOnlyRE = regexp.MustCompile(`is not allowed: berth serves [a-z0-9.-]+ read-only`)
+
+// needs are failure texts that name the resource a test could not do
+// without; the failure is blocked only while discovery lacks it.
+var needs = []struct {
+	re       *regexp.Regexp
+	resource func(match []string) string
+}{
+	// The CRD tests' own helpers time out creating one, or find no group.
+	{regexp.MustCompile(`failed to create CRD|apiextensions\.k8s\.io API group not found`),
+		func([]string) string { return "customresourcedefinitions.apiextensions.k8s.io" }},
+	// The API-operations tests read their group's discovery document first.
+	{regexp.MustCompile(`API for ([a-z0-9.-]+)/[a-z0-9]+ does not include entry for ([a-z]+)`),
+		func(m []string) string { return m[2] + "." + m[1] }},
 }
 
 // Classify gives each conformance test its result from the merged run.

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	apiserverjwt "k8s.io/apiserver/pkg/authentication/token/jwt"
 )
 
 // Objects reads the ServiceAccounts and Pods tokens are bound to, as the
@@ -89,6 +90,12 @@ func (a *Authenticator) verify(ctx context.Context, parsed *jwt.JSONWebToken) (*
 	}
 	if k.Pod != nil {
 		info.PodName, info.PodUID = k.Pod.Name, k.Pod.UID
+	}
+	if k.Node != nil {
+		info.NodeName, info.NodeUID = k.Node.Name, k.Node.UID
+	}
+	if c.ID != "" {
+		info.CredentialID = apiserverjwt.CredentialIDForJTI(c.ID)
 	}
 	return &authenticator.Response{User: info.UserInfo(), Audiences: audiences}, nil
 }

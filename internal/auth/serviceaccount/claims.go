@@ -13,6 +13,8 @@ type kubernetesClaims struct {
 	Namespace      string `json:"namespace"`
 	ServiceAccount ref    `json:"serviceaccount"`
 	Pod            *ref   `json:"pod,omitempty"`
+	// Node is the bound pod's node, as upstream's tokens name it.
+	Node *ref `json:"node,omitempty"`
 }
 
 type ref struct {

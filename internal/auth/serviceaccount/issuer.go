@@ -9,6 +9,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 )
 
@@ -37,9 +38,11 @@ func NewIssuer(key *ecdsa.PrivateKey, issuer string, now func() time.Time) (*Iss
 	return &Issuer{issuer: issuer, signer: signer, now: now}, nil
 }
 
-// Issue returns a token for sa, bound to pod when pod is not nil, valid
-// for audiences until lifetime has passed.
-func (i *Issuer) Issue(sa *corev1.ServiceAccount, pod *corev1.Pod, audiences []string, lifetime time.Duration) (string, time.Time, error) {
+// Issue returns a token for sa, bound to pod when pod is not nil (and
+// naming node, the pod's, when it is not nil), valid for audiences until
+// lifetime has passed. Each token has an ID of its own (jti), which
+// authenticates as its credential ID, as upstream's do.
+func (i *Issuer) Issue(sa *corev1.ServiceAccount, pod *corev1.Pod, node *corev1.Node, audiences []string, lifetime time.Duration) (string, time.Time, error) {
 	if len(audiences) == 0 {
 		return "", time.Time{}, errors.New("a token needs at least one audience")
 	}
@@ -49,6 +52,7 @@ func (i *Issuer) Issue(sa *corev1.ServiceAccount, pod *corev1.Pod, audiences []s
 		Claims: jwt.Claims{
 			Issuer: i.issuer, Subject: serviceaccount.MakeUsername(sa.Namespace, sa.Name), Audience: jwt.Audience(audiences),
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(expires),
+			ID: string(uuid.NewUUID()),
 		},
 		privateClaims: privateClaims{Kubernetes: kubernetesClaims{
 			Namespace: sa.Namespace, ServiceAccount: ref{Name: sa.Name, UID: string(sa.UID)},
@@ -56,6 +60,9 @@ func (i *Issuer) Issue(sa *corev1.ServiceAccount, pod *corev1.Pod, audiences []s
 	}
 	if pod != nil {
 		c.Kubernetes.Pod = &ref{Name: pod.Name, UID: string(pod.UID)}
+		if node != nil {
+			c.Kubernetes.Node = &ref{Name: node.Name, UID: string(node.UID)}
+		}
 	}
 	token, err := jwt.Signed(i.signer).Claims(c.Claims).Claims(c.privateClaims).Serialize()
 	if err != nil {

@@ -74,7 +74,8 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 	objs := &objects{sas: map[string]*corev1.ServiceAccount{"team/robot": sa}, pods: map[string]*corev1.Pod{"team/web": pod}}
 	authn := NewAuthenticator(&key.PublicKey, DefaultIssuer, []string{DefaultIssuer}, objs, clock, slog.New(slog.DiscardHandler))
 
-	token, expires, err := issuer.Issue(sa, pod, []string{DefaultIssuer}, time.Hour)
+	node := &corev1.Node{ObjectMeta: meta("", "node-a", "node-uid")}
+	token, expires, err := issuer.Issue(sa, pod, node, []string{DefaultIssuer}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +89,28 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 	u := resp.User
 	if u.GetName() != "system:serviceaccount:team:robot" || u.GetUID() != "sa-1" ||
 		!slices.Equal(u.GetGroups(), []string{"system:serviceaccounts", "system:serviceaccounts:team"}) ||
-		!slices.Equal(u.GetExtra()["authentication.kubernetes.io/pod-name"], []string{"web"}) {
+		!slices.Equal(u.GetExtra()["authentication.kubernetes.io/pod-name"], []string{"web"}) ||
+		!slices.Equal(u.GetExtra()["authentication.kubernetes.io/node-name"], []string{"node-a"}) ||
+		!slices.Equal(u.GetExtra()["authentication.kubernetes.io/node-uid"], []string{"node-uid"}) {
 		t.Errorf("user %+v", u)
+	}
+	// Every token has its own ID, its credential ID, as upstream's.
+	id := u.GetExtra()["authentication.kubernetes.io/credential-id"]
+	again, _, err := issuer.Issue(sa, pod, node, []string{DefaultIssuer}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2, _, err := authn.AuthenticateToken(context.Background(), again)
+	if err != nil || len(id) != 1 || !strings.HasPrefix(id[0], "JTI=") || slices.Equal(resp2.User.GetExtra()["authentication.kubernetes.io/credential-id"], id) {
+		t.Errorf("credential IDs %v and %v (%v), want one JTI= each, different", id, resp2.User.GetExtra()["authentication.kubernetes.io/credential-id"], err)
 	}
 
 	foreignKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	forger, _ := NewIssuer(foreignKey, DefaultIssuer, clock)
-	forged, _, _ := forger.Issue(sa, pod, []string{DefaultIssuer}, time.Hour)
-	otherAudience, _, _ := issuer.Issue(sa, pod, []string{"vault"}, time.Hour)
+	forged, _, _ := forger.Issue(sa, pod, nil, []string{DefaultIssuer}, time.Hour)
+	otherAudience, _, _ := issuer.Issue(sa, pod, nil, []string{"vault"}, time.Hour)
 	elsewhere, _ := NewIssuer(foreignKey, "https://other.example", clock)
-	otherIssuer, _, _ := elsewhere.Issue(sa, pod, []string{DefaultIssuer}, time.Hour)
+	otherIssuer, _, _ := elsewhere.Issue(sa, pod, nil, []string{DefaultIssuer}, time.Hour)
 	parts := strings.Split(token, ".")
 	flipped := "A"
 	if parts[2][0] == 'A' {

@@ -115,10 +115,13 @@ func (s *lineSplitter) Write(p []byte) (int, error) {
 	}
 }
 
-// Flush records what is left of an unterminated last line.
+// Flush records what is left of an unterminated last line as partial, as
+// containerd's logger does: readers then give it back without a newline the
+// container never wrote (`echo -n DONE` logs "DONE", and a termination
+// message taken from the log is exactly that).
 func (s *lineSplitter) Flush() {
 	if len(s.buf) > 0 {
-		s.log.record(s.stream, false, s.buf)
+		s.log.record(s.stream, true, s.buf)
 		s.buf = nil
 	}
 }

@@ -22,7 +22,8 @@ func TestLineSplitterWritesCRIRecords(t *testing.T) {
 	}
 	out := &lineSplitter{log: l, stream: "stdout"}
 	errs := &lineSplitter{log: l, stream: "stderr"}
-	// Lines arrive in arbitrary chunks; a long line is cut at 16 KiB.
+	// Lines arrive in arbitrary chunks; a long line is cut at 16 KiB; an
+	// unterminated last line is partial.
 	out.Write([]byte("hel"))
 	out.Write([]byte("lo\nwor"))
 	errs.Write([]byte("bad\n"))
@@ -40,7 +41,7 @@ func TestLineSplitterWritesCRIRecords(t *testing.T) {
 		ts + " stdout F world",
 		ts + " stdout P " + strings.Repeat("x", maxLogLine),
 		ts + " stdout F " + strings.Repeat("x", 10),
-		ts + " stdout F end",
+		ts + " stdout P end",
 	}, "\n") + "\n"
 	if string(data) != want {
 		t.Errorf("log:\n%.300s\nwant:\n%.300s", data, want)
