@@ -28,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/berth/berth/internal/apiserver/discovery"
 	"github.com/berth/berth/internal/apiserver/openapi"
@@ -86,6 +87,10 @@ type Config struct {
 	// ServiceAccountTokens, when set, serves serviceaccounts/token
 	// (TokenRequest); without it that subresource answers 503.
 	ServiceAccountTokens *ServiceAccountTokens
+
+	// OpenIDMetadata, when set, serves the service-account issuer's OIDC
+	// discovery document and key set, as kube-apiserver does.
+	OpenIDMetadata serviceaccount.OpenIDMetadataProvider
 
 	// LocalReads, when set, is filled with the server's collection readers
 	// for its own control loops' informers (LocalReads.ListWatch).
@@ -220,6 +225,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		mux.Handle(path+"/", health)
 	}
 	mux.Handle("/openapi/", api.openapi)
+	if cfg.OpenIDMetadata != nil {
+		addOpenIDMetadata(mux, cfg.OpenIDMetadata)
+	}
 	if snap, ok := cfg.Store.(store.Snapshotter); ok {
 		mux.Handle(SnapshotPath, snapshotHandler(snap, cfg.Logger))
 	}

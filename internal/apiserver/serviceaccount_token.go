@@ -26,7 +26,7 @@ type ServiceAccountTokens struct {
 // TokenIssuer signs a token for sa, bound to pod when set
 // (internal/auth/serviceaccount.Issuer).
 type TokenIssuer interface {
-	Issue(sa *corev1.ServiceAccount, pod *corev1.Pod, node *corev1.Node, audiences []string, lifetime time.Duration) (string, time.Time, error)
+	Issue(ctx context.Context, sa *corev1.ServiceAccount, pod *corev1.Pod, node *corev1.Node, audiences []string, lifetime time.Duration) (string, time.Time, error)
 }
 
 // Token lifetimes, as upstream: an hour unless asked, never under ten
@@ -90,7 +90,7 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 		}
 		node = r.podNode(ctx, pod)
 	}
-	token, expires, err := r.tokens.Issuer.Issue(sa, pod, node, req.Spec.Audiences, lifetime)
+	token, expires, err := r.tokens.Issuer.Issue(ctx, sa, pod, node, req.Spec.Audiences, lifetime)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -37,20 +36,22 @@ func TestTokenRequestIssuesBoundTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer, err := serviceaccount.NewIssuer(key, serviceaccount.DefaultIssuer, time.Now)
+	issuer, err := serviceaccount.NewIssuer(key, serviceaccount.DefaultIssuer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	audiences := []string{serviceaccount.DefaultIssuer}
-	var objects serviceaccount.Objects // set once the server (and so its admin client) exists
-	tokens := serviceaccount.NewAuthenticator(&key.PublicKey, serviceaccount.DefaultIssuer, audiences,
-		objectsFunc(func() serviceaccount.Objects { return objects }), time.Now, slog.New(slog.DiscardHandler))
+	client := &lateClient{} // set once the server (and so its admin client) exists
+	tokens, err := serviceaccount.NewAuthenticator(&key.PublicKey, serviceaccount.DefaultIssuer, audiences, serviceaccount.ClientObjects{Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := newTestServerWith(t, func(c *Config) {
 		c.Authenticator = union.New(bearertoken.New(tokens), adminOnlyWithoutToken)
 		c.Authorizer = robotMayListConfigMaps
 		c.ServiceAccountTokens = &ServiceAccountTokens{Issuer: issuer, Audiences: audiences}
 	})
-	objects = serviceaccount.ClientObjects{Client: s.client}
+	client.Interface = s.client
 	ctx := testContext(t)
 	core := s.client.CoreV1()
 	if _, err := core.ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
@@ -116,16 +117,8 @@ var adminOnlyWithoutToken = authenticator.RequestFunc(func(req *http.Request) (*
 	return adminAuthenticator.AuthenticateRequest(req)
 })
 
-// objectsFunc defers to the Objects get returns at call time.
-type objectsFunc func() serviceaccount.Objects
-
-func (f objectsFunc) ServiceAccount(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
-	return f().ServiceAccount(ctx, ns, name)
-}
-
-func (f objectsFunc) Pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
-	return f().Pod(ctx, ns, name)
-}
+// lateClient is a client set after it is handed out.
+type lateClient struct{ kubernetes.Interface }
 
 func clientWithToken(url, token string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(&rest.Config{Host: url, BearerToken: token, Timeout: 30 * time.Second})

@@ -190,7 +190,10 @@ func (c *Config) servingNames() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(slices.Clone(c.TLSSANs), c.BindAddress, c.AdvertiseAddress, serviceIP.String()), nil
+	// The Service's full name, as kubeadm adds it: the service-account
+	// issuer's discovery document is read there from pods.
+	return append(slices.Clone(c.TLSSANs), c.BindAddress, c.AdvertiseAddress, serviceIP.String(),
+		"kubernetes.default.svc."+c.clusterDomain()), nil
 }
 
 // advertisedAddress is the address the kubernetes Service's endpoints name

@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       metrics,
 	}
-	apiCfg.ServiceAccountTokens = saTokens.api
+	apiCfg.ServiceAccountTokens, apiCfg.OpenIDMetadata = saTokens.api, saTokens.metadata
 	apiCfg.EnableProfiling = cfg.Profiling
 	apiCfg.LocalReads = local
 	apiCfg.EventTTL = cfg.EventTTL

@@ -6,6 +6,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/berth/berth/internal/auth"
@@ -119,7 +120,8 @@ const (
 )
 
 // userFacingPolicy is upstream's cluster-admin, admin, edit and view,
-// system:public-info-viewer and system:node-bootstrapper. As upstream,
+// system:public-info-viewer, system:service-account-issuer-discovery and
+// system:node-bootstrapper. As upstream,
 // view reads no Secrets, edit adds writes and Secrets, admin adds namespace
 // RBAC; and as upstream, admin, edit and view are aggregated: their rules
 // come from the system:aggregate-to-* roles (view is itself aggregated into
@@ -167,6 +169,11 @@ func userFacingPolicy() []auth.Binding {
 		{Role: role("system:public-info-viewer", rbacv1.PolicyRule{Verbs: []string{"get"},
 			NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}}),
 			Groups: []string{user.AllAuthenticated, user.AllUnauthenticated}},
+		// Service-account tokens' relying parties read the issuer's OIDC
+		// discovery (internal/auth/serviceaccount.NewOpenIDMetadata).
+		{Role: role("system:service-account-issuer-discovery", rbacv1.PolicyRule{Verbs: []string{"get"},
+			NonResourceURLs: []string{"/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"}}),
+			Groups: []string{serviceaccount.AllServiceAccountsGroup}},
 		{Role: role("system:node-bootstrapper",
 			rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests"),
 		), Groups: []string{BootstrappersGroup}},

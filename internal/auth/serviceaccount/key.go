@@ -1,18 +1,15 @@
-// Package serviceaccount issues and verifies service-account tokens: JWTs
-// signed with a key in the server's PKI directory, bound to a
-// ServiceAccount and optionally a Pod (by name and UID), with audiences and
-// an expiry, in the claim format kube-apiserver uses (so client libraries
-// that read them keep working). go-jose does the JOSE work; k8s.io/apiserver
-// has a verifier's building blocks but no issuer.
+// Package serviceaccount issues and verifies service-account tokens with
+// upstream's generator, claims, authenticator and OIDC discovery
+// (k8s.io/kubernetes/pkg/serviceaccount), signed with a key kept in the
+// server's PKI directory. berth owns the key's storage and the reads of
+// the objects tokens are bound to.
 package serviceaccount
 
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -59,15 +56,4 @@ func createKey(path string) (*ecdsa.PrivateKey, error) {
 		return nil, fmt.Errorf("writing the service-account signing key: %w", err)
 	}
 	return key, nil
-}
-
-// keyID names a public key in tokens' "kid" header, as upstream does: the
-// unpadded base64url SHA-256 of its DER encoding.
-func keyID(pub *ecdsa.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return "", fmt.Errorf("encoding the service-account public key: %w", err)
-	}
-	sum := sha256.Sum256(der)
-	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
 }

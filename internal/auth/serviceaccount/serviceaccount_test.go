@@ -5,13 +5,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,24 +19,44 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// objects is a map-backed Objects for the authenticator's unit tests.
+// objects is a map-backed token getter for the authenticator's unit tests.
 type objects struct {
 	sas  map[string]*corev1.ServiceAccount
 	pods map[string]*corev1.Pod
 }
 
-func (o *objects) ServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+func notFound(resource, name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+}
+
+func (o *objects) GetServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
 	if sa, ok := o.sas[ns+"/"+name]; ok {
 		return sa, nil
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccounts"}, name)
+	return nil, notFound("serviceaccounts", name)
 }
 
-func (o *objects) Pod(_ context.Context, ns, name string) (*corev1.Pod, error) {
+func (o *objects) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
 	if p, ok := o.pods[ns+"/"+name]; ok {
 		return p, nil
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+	return nil, notFound("pods", name)
+}
+
+func (o *objects) GetSecret(_ context.Context, _, name string) (*corev1.Secret, error) {
+	return nil, notFound("secrets", name)
+}
+
+func (o *objects) GetNode(_ context.Context, name string) (*corev1.Node, error) {
+	return nil, notFound("nodes", name)
+}
+
+func (o *objects) GetValidatingWebhookConfiguration(_ context.Context, name string) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	return nil, notFound("validatingwebhookconfigurations", name)
+}
+
+func (o *objects) GetMutatingWebhookConfiguration(_ context.Context, name string) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	return nil, notFound("mutatingwebhookconfigurations", name)
 }
 
 func meta(ns, name, uid string) metav1.ObjectMeta {
@@ -63,24 +83,27 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	issuer, err := NewIssuer(key, DefaultIssuer, clock)
+	issuer, err := NewIssuer(key, DefaultIssuer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: meta("team", "robot", "sa-1")}
 	pod := &corev1.Pod{ObjectMeta: meta("team", "web", "pod-1")}
 	objs := &objects{sas: map[string]*corev1.ServiceAccount{"team/robot": sa}, pods: map[string]*corev1.Pod{"team/web": pod}}
-	authn := NewAuthenticator(&key.PublicKey, DefaultIssuer, []string{DefaultIssuer}, objs, clock, slog.New(slog.DiscardHandler))
-
-	node := &corev1.Node{ObjectMeta: meta("", "node-a", "node-uid")}
-	token, expires, err := issuer.Issue(sa, pod, node, []string{DefaultIssuer}, time.Hour)
+	authn, err := NewAuthenticator(&key.PublicKey, DefaultIssuer, []string{DefaultIssuer}, objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !expires.Equal(now.Add(time.Hour)) {
-		t.Errorf("expires %v", expires)
+	ctx := context.Background()
+
+	node := &corev1.Node{ObjectMeta: meta("", "node-a", "node-uid")}
+	before := time.Now().Truncate(time.Second)
+	token, expires, err := issuer.Issue(ctx, sa, pod, node, []string{DefaultIssuer}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := time.Now(); expires.Before(before.Add(time.Hour)) || expires.After(after.Add(time.Hour)) {
+		t.Errorf("expires %v, want an hour after issuing (%v)", expires, before)
 	}
 	resp, ok, err := authn.AuthenticateToken(context.Background(), token)
 	if err != nil || !ok {
@@ -96,7 +119,7 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 	}
 	// Every token has its own ID, its credential ID, as upstream's.
 	id := u.GetExtra()["authentication.kubernetes.io/credential-id"]
-	again, _, err := issuer.Issue(sa, pod, node, []string{DefaultIssuer}, time.Hour)
+	again, _, err := issuer.Issue(ctx, sa, pod, node, []string{DefaultIssuer}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +129,14 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 	}
 
 	foreignKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	forger, _ := NewIssuer(foreignKey, DefaultIssuer, clock)
-	forged, _, _ := forger.Issue(sa, pod, nil, []string{DefaultIssuer}, time.Hour)
-	otherAudience, _, _ := issuer.Issue(sa, pod, nil, []string{"vault"}, time.Hour)
-	elsewhere, _ := NewIssuer(foreignKey, "https://other.example", clock)
-	otherIssuer, _, _ := elsewhere.Issue(sa, pod, nil, []string{DefaultIssuer}, time.Hour)
+	forger, _ := NewIssuer(foreignKey, DefaultIssuer)
+	forged, _, _ := forger.Issue(ctx, sa, pod, nil, []string{DefaultIssuer}, time.Hour)
+	otherAudience, _, _ := issuer.Issue(ctx, sa, pod, nil, []string{"vault"}, time.Hour)
+	elsewhere, _ := NewIssuer(foreignKey, "https://other.example")
+	// Past upstream's minute of leeway on expiry and deletion.
+	expired, _, _ := issuer.Issue(ctx, sa, pod, nil, []string{DefaultIssuer}, -2*time.Minute)
+	longAgo := metav1.NewTime(time.Now().Add(-2 * time.Minute))
+	otherIssuer, _, _ := elsewhere.Issue(ctx, sa, pod, nil, []string{DefaultIssuer}, time.Hour)
 	parts := strings.Split(token, ".")
 	flipped := "A"
 	if parts[2][0] == 'A' {
@@ -127,7 +153,7 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 		{name: "signed by another key", token: forged},
 		{name: "for another audience", token: otherAudience},
 		{name: "tampered with", token: tampered},
-		{name: "expired", token: token, change: func() { now = now.Add(time.Hour + time.Second) }, undo: func() { now = now.Add(-time.Hour - time.Second) }},
+		{name: "expired", token: expired},
 		{name: "service account deleted", token: token, change: func() { delete(objs.sas, "team/robot") }, undo: func() { objs.sas["team/robot"] = sa }},
 		{name: "service account recreated", token: token,
 			change: func() { objs.sas["team/robot"] = &corev1.ServiceAccount{ObjectMeta: meta("team", "robot", "sa-2")} },
@@ -139,7 +165,7 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 		{name: "pod terminating", token: token,
 			change: func() {
 				p := pod.DeepCopy()
-				p.DeletionTimestamp = &metav1.Time{Time: now}
+				p.DeletionTimestamp = &longAgo
 				objs.pods["team/web"] = p
 			},
 			undo: func() { objs.pods["team/web"] = pod }},
@@ -150,7 +176,7 @@ func TestTokensAreBoundToTheirObjects(t *testing.T) {
 				tc.change()
 				defer tc.undo()
 			}
-			if resp, ok, err := authn.AuthenticateToken(context.Background(), tc.token); ok || err == nil {
+			if resp, ok, err := authn.AuthenticateToken(ctx, tc.token); ok || err == nil {
 				t.Fatalf("accepted (%v, %v, %v)", resp, ok, err)
 			}
 		})
