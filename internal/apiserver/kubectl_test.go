@@ -31,6 +31,7 @@ spec:
 func TestKubectl(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s) // kubectl delete namespace waits for its removal
 	k := newKubectl(t, s)
 	// The pod is created bound, so its node must exist and have room.
 	node := "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\nstatus: {capacity: {cpu: '2', pods: '110'}, allocatable: {cpu: '2', pods: '110'}}\n"

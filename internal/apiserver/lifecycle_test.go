@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,7 @@ func TestFinalizersHoldDeletion(t *testing.T) {
 func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	ctx := testContext(t)
 	for _, name := range systemNamespaces() {
 		if _, err := s.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -161,6 +163,7 @@ func get[T any](_ T, err error) error { return err }
 func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	ctx := testContext(t)
 	nss := s.client.CoreV1().Namespaces()
 	if _, err := nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "closing"}}, metav1.CreateOptions{}); err != nil {
@@ -182,14 +185,19 @@ func TestCreateInTerminatingNamespaceIsForbidden(t *testing.T) {
 	if err := nss.Delete(ctx, "closing", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollTrue(ctx, 30*time.Second, "the pod in the terminating namespace to be marked for deletion and its ServiceAccount to go", func(ctx context.Context) (bool, error) {
-		// Settled: the pod marked, everything else (the ServiceAccount) gone.
+	err = wait.PollTrue(ctx, 30*time.Second, "the pod in the terminating namespace to be marked for deletion, and the namespace's deletion conditions", func(ctx context.Context) (bool, error) {
+		// Settled: the pod marked and the controller's conditions
+		// recorded. Pods go first: the rest (the ServiceAccount) waits.
 		p, err := s.client.CoreV1().Pods("closing").Get(ctx, "p", metav1.GetOptions{})
-		_, saErr := s.client.CoreV1().ServiceAccounts("closing").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil && p.DeletionTimestamp != nil && apierrors.IsNotFound(saErr), nil
+		ns, nsErr := nss.Get(ctx, "closing", metav1.GetOptions{})
+		return err == nil && p.DeletionTimestamp != nil && nsErr == nil &&
+			slices.ContainsFunc(ns.Status.Conditions, func(c corev1.NamespaceCondition) bool { return c.Type == corev1.NamespaceDeletionContentFailure }), nil
 	})
 	if err != nil {
 		t.Fatalf("pod in a terminating namespace was not marked for deletion: %v", err)
+	}
+	if _, err := s.client.CoreV1().ServiceAccounts("closing").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the ServiceAccount of a namespace whose pod remains: %v; want it kept until the pods are gone", err)
 	}
 	before := storeRevision(t, s)
 	_, err = s.client.CoreV1().ConfigMaps("closing").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})

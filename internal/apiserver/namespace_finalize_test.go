@@ -21,6 +21,7 @@ import (
 func TestNamespaceFinalizeSubresource(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	ctx := testContext(t)
 	const hold corev1.FinalizerName = "example.com/hold"
 	namespaces := s.client.CoreV1().Namespaces()

@@ -60,6 +60,7 @@ func dropFinalizers(ctx context.Context, s *testServer, namespace string) (*core
 func TestNamespaceDeletionRecordsThePropagationPolicy(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions {
 		return metav1.DeleteOptions{PropagationPolicy: &p}
 	}
@@ -116,6 +117,7 @@ func TestNamespaceDeletionRecordsThePropagationPolicy(t *testing.T) {
 func TestNamespaceStaysUntilContentIsGoneEvenWithoutFinalizers(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	ctx := testContext(t)
 	createNamespaceWithContent(t, s, "held", "example.com/hold")
 	orphan := metav1.DeletePropagationOrphan
@@ -147,6 +149,7 @@ func TestNamespaceStaysUntilContentIsGoneEvenWithoutFinalizers(t *testing.T) {
 func TestSecondNamespaceDeleteKeepsTheFirstPolicy(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	ctx := testContext(t)
 	createNamespaceWithContent(t, s, "first", "example.com/hold")
 	orphan, foreground := metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground
@@ -174,6 +177,7 @@ func TestSecondNamespaceDeleteKeepsTheFirstPolicy(t *testing.T) {
 func TestNamespaceDryRunDeleteWritesNothing(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	ctx := testContext(t)
 	createNamespaceWithContent(t, s, "dry")
 	before := storeRevision(t, s)
@@ -204,6 +208,7 @@ func createDependentOf(t *testing.T, s *testServer, ns *corev1.Namespace, finali
 func TestNamespacePropagationWithTheGarbageCollector(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
+	startNamespaceController(t, s)
 	startGarbageCollector(t, s)
 	cms := s.client.CoreV1().ConfigMaps("default")
 	deleteNamespace := func(t *testing.T, name string, p metav1.DeletionPropagation) {

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,21 +21,11 @@ func isUndeletableNamespace(name string) bool {
 }
 
 // namespaceREST is the namespaces resource: deleting one marks it
-// Terminating; the namespace controller empties it and then removes it.
+// Terminating; the namespace controller (internal/controller/namespace)
+// empties it and calls namespaces/finalize, whose update removes it once
+// no finalizer holds it.
 type namespaceREST struct {
 	*resourceREST
-	// wake nudges the namespace controller; never blocks.
-	wake func()
-}
-
-// Create creates the namespace and has the controller give it its default
-// ServiceAccount.
-func (n *namespaceREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	created, err := n.resourceREST.Create(ctx, obj, createValidation, options)
-	if err == nil {
-		n.wake()
-	}
-	return created, err
 }
 
 func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
@@ -49,9 +38,6 @@ func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidatio
 	for attempt := 0; attempt < maxConflictRetries; attempt++ {
 		obj, err := n.markTerminating(ctx, name, deleteValidation, options.DeepCopy())
 		if err != errRetryUpdate {
-			if err == nil {
-				n.wake()
-			}
 			return obj, false, err
 		}
 	}
@@ -117,35 +103,13 @@ func namespacePropagation(options *metav1.DeleteOptions) *metav1.DeleteOptions {
 // namespaceContentPending says obj is a namespace that a spec finalizer
 // still holds (the namespace controller's "kubernetes" until it has emptied
 // it, or another owner's until it calls namespaces/finalize): removing its
-// last metadata finalizer must not remove it yet.
+// last metadata finalizer must not remove it yet. Whoever removes the last
+// finalizer of either kind removes the namespace: an update of it, or of
+// namespaces/finalize, that leaves none (upstream's
+// ShouldDeleteNamespaceDuringUpdate).
 func namespaceContentPending(obj runtime.Object) bool {
 	ns, ok := obj.(*corev1.Namespace)
 	return ok && len(ns.Spec.Finalizers) > 0
-}
-
-// finalize is what the namespace controller does once it has emptied the
-// namespace: it takes the "kubernetes" finalizer out of spec, and removes
-// the namespace unless other finalizers still hold it — metadata ones (the
-// garbage collector's orphan or foreground, anyone else's) or other spec
-// ones. Whoever removes the last of those removes the namespace: an
-// update of it, or of namespaces/finalize, that leaves none.
-func (n *namespaceREST) finalize(ctx context.Context, ns *corev1.Namespace, rev int64) (deleted bool, err error) {
-	key := n.keyFor(ctx, ns.Name)
-	others := slices.DeleteFunc(slices.Clone(ns.Spec.Finalizers), func(f corev1.FinalizerName) bool { return f == finalizerKubernetes })
-	if len(ns.Finalizers) == 0 && len(others) == 0 {
-		_, err := n.store.Delete(ctx, key, rev)
-		return err == nil, n.retryOrError(err, ns.Name)
-	}
-	if len(others) == len(ns.Spec.Finalizers) {
-		return false, nil
-	}
-	ns.Spec.Finalizers = others
-	data, err := n.encode(ns)
-	if err != nil {
-		return false, apierrors.NewInternalError(err)
-	}
-	_, err = n.store.Update(ctx, key, rev, data)
-	return false, n.retryOrError(err, ns.Name)
 }
 
 // namespaceLive is upstream's NamespaceLifecycle admission for creates: no
@@ -174,6 +138,21 @@ func (n *namespaceREST) ensureSystemNamespaces(ctx context.Context) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if _, err := n.Create(ctx, ns, nil, &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// ensureDefaultServiceAccounts gives the system namespaces their "default"
+// ServiceAccount at start-up, before the ServiceAccounts controller runs,
+// so the server's own first pods there are not refused by the
+// ServiceAccount admission plugin.
+func ensureDefaultServiceAccounts(ctx context.Context, accounts *resourceREST) error {
+	for _, ns := range systemNamespaces() {
+		obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+		_, err := accounts.Create(withObjectNamespace(ctx, ns), obj, nil, &metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("default service account of %s: %w", ns, err)
 		}
 	}
 	return nil

@@ -201,17 +201,14 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err := api.namespaces.ensureSystemNamespaces(ctx); err != nil {
 		return nil, err
 	}
-	for _, ns := range systemNamespaces() {
-		if err := api.nsController.ensureDefaultServiceAccount(ctx, ns); err != nil {
-			return nil, fmt.Errorf("default service account of %s: %w", ns, err)
-		}
+	if err := ensureDefaultServiceAccounts(ctx, api.serviceAccounts); err != nil {
+		return nil, err
 	}
 	for _, r := range api.bootstrapped {
 		if err := createBootstrapObjects(ctx, r); err != nil {
 			return nil, err
 		}
 	}
-	go api.nsController.run(ctx)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
@@ -267,12 +264,12 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 
 // apiSet is every served endpoint, plus the pieces with a life of their own.
 type apiSet struct {
-	codecs       codecs
-	endpoints    map[endpointKey]*endpoint
-	discovery    http.Handler
-	openapi      http.Handler
-	namespaces   *namespaceREST
-	nsController *namespaceController
+	codecs          codecs
+	endpoints       map[endpointKey]*endpoint
+	discovery       http.Handler
+	openapi         http.Handler
+	namespaces      *namespaceREST
+	serviceAccounts *resourceREST
 	// bootstrapped are the kinds with objects every cluster has.
 	bootstrapped []*resourceREST
 	// nodeTransport is Config.NodeTransport, for the connect subresources.
@@ -298,7 +295,7 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		maxBody: cfg.MaxRequestBodyBytes, minRequestTimeout: cfg.MinRequestTimeout,
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 	}
-	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nsController: newNamespaceController(cfg.Logger), nodeTransport: cfg.NodeTransport,
+	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nodeTransport: cfg.NodeTransport,
 		serviceAccountTokens: cfg.ServiceAccountTokens, proxyTransport: newProxyTransport(), authorizer: cfg.Authorizer}
 	stores := map[string]*resourceREST{}
 	if cfg.LocalReads != nil {
@@ -316,15 +313,14 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		}
 		switch {
 		case res.gvr.Resource == "namespaces" && res.gvr.Group == "":
-			api.namespaces = &namespaceREST{resourceREST: r, wake: api.nsController.wake}
+			api.namespaces = &namespaceREST{resourceREST: r}
 		case res.gvr.Resource == "serviceaccounts" && res.gvr.Group == "":
-			api.nsController.serviceAccounts = r
+			api.serviceAccounts = r
 		}
 		if res.bootstrap != nil {
 			api.bootstrapped = append(api.bootstrapped, r)
 		}
 	}
-	api.nsController.namespaces = api.namespaces
 	if err := api.addAccessReviews(factory, cfg.Authorizer); err != nil {
 		return nil, err
 	}
@@ -337,7 +333,6 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 	for _, r := range stores {
 		if r.res.namespaced {
 			r.namespaceLive = api.namespaces.namespaceLive
-			api.nsController.contents = append(api.nsController.contents, r)
 		}
 		if err := api.addEndpoints(factory, r, stores); err != nil {
 			return nil, err

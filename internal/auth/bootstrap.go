@@ -105,8 +105,9 @@ func BootstrapPolicy() []Binding {
 			rule(read, "admissionregistration.k8s.io", "validatingadmissionpolicies"),
 			rule([]string{"update", "patch"}, "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
 			// The garbage collector's rule, as upstream's generic-garbage-collector:
-			// it watches, patches and deletes any served resource by metadata.
-			rule([]string{"get", "list", "watch", "patch", "update", "delete"}, "*", "*"),
+			// it watches, patches and deletes any served resource by metadata;
+			// and the namespace-controller's, which empties namespaces of them.
+			rule([]string{"get", "list", "watch", "patch", "update", "delete", "deletecollection"}, "*", "*"),
 		), Users: []string{ControllerUser}},
 		// kubeadm's system:coredns role: what CoreDNS's kubernetes plugin
 		// lists and watches to answer for the cluster domain.

@@ -26,6 +26,7 @@ import (
 	"github.com/berth/berth/internal/controller/disruption"
 	"github.com/berth/berth/internal/controller/endpoints"
 	"github.com/berth/berth/internal/controller/garbagecollector"
+	"github.com/berth/berth/internal/controller/namespace"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
 	"github.com/berth/berth/internal/controller/replication"
@@ -94,6 +95,14 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			Client: client, Metadata: meta, LocalMetadata: localMetadata,
 			Logger: c.Logger.With("component", "garbage-collector"),
 		}).Run(ctx)
+	}})
+	out = append(out, component{name: "namespace", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		meta, err := metadataClient(lb, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return namespace.Run(ctx, namespace.Config{Metadata: meta,
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Logger: c.Logger.With("component", "namespace")}})
 	}})
 	out = append(out, c.podController(local, "replication", replication.Run))
 	out = append(out, component{name: "disruption", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
