@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,13 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/berth/berth/internal/testkit/testio"
 )
 
 // panickingAuthorizer panics on every request for the ConfigMap named
@@ -63,7 +63,7 @@ func TestHandlerPanicIsA500StatusAndServingGoesOn(t *testing.T) {
 // request and its stack.
 func TestPanicRecoveryLeavesAbortsAndStartedResponsesCut(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testio.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	scheme, err := newScheme(servedResources())
 	if err != nil {
@@ -120,22 +120,4 @@ func readAll(resp *http.Response) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines to log into.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

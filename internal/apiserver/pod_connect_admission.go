@@ -18,11 +18,12 @@ import (
 type connectAdmission struct {
 	admit   admission.Interface
 	scheme  *runtime.Scheme
+	params  runtime.ParameterCodec
 	objects admission.ObjectInterfaces
 }
 
 func newConnectAdmission(admit admission.Interface, scheme *runtime.Scheme) *connectAdmission {
-	return &connectAdmission{admit: admit, scheme: scheme, objects: admission.NewObjectInterfacesFromScheme(scheme)}
+	return &connectAdmission{admit: admit, scheme: scheme, params: runtime.NewParameterCodec(scheme), objects: admission.NewObjectInterfacesFromScheme(scheme)}
 }
 
 // connectOptions are the options kind each streaming subresource decodes.
@@ -39,7 +40,7 @@ func (a *connectAdmission) check(ctx context.Context, sub string, info *request.
 		return nil
 	}
 	opts := newOpts()
-	if err := runtime.NewParameterCodec(a.scheme).DecodeParameters(query, corev1.SchemeGroupVersion, opts); err != nil {
+	if err := a.params.DecodeParameters(query, corev1.SchemeGroupVersion, opts); err != nil {
 		return err
 	}
 	kinds, _, err := a.scheme.ObjectKinds(opts)

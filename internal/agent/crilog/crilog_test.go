@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/berth/berth/internal/testkit/testio"
 	"github.com/berth/berth/internal/testkit/wait"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,15 +19,6 @@ const sampleLog = `2026-11-30T01:00:00.000000001Z stdout F first
 2026-11-30T01:00:02.000000000Z stdout F third
 `
 
-func writeLog(t *testing.T, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "0.log")
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func readLog(t *testing.T, path string, opts LogOptions) string {
 	t.Helper()
 	var out bytes.Buffer
@@ -38,7 +29,7 @@ func readLog(t *testing.T, path string, opts LogOptions) string {
 }
 
 func TestReadLogFormats(t *testing.T) {
-	p := writeLog(t, sampleLog)
+	p := testio.WriteFile(t, "0.log", sampleLog)
 	two, zero, limit := int64(2), int64(0), int64(8)
 	for _, tc := range []struct {
 		name string
@@ -64,7 +55,7 @@ func TestReadLogFormats(t *testing.T) {
 func TestReadLogRejectsMalformedLines(t *testing.T) {
 	for _, line := range []string{"garbage\n", "notatime stdout F x\n", "2026-11-30T01:00:00Z stdin F x\n", "2026-11-30T01:00:00Z stdout X x\n"} {
 		var out bytes.Buffer
-		if err := ReadLog(context.Background(), writeLog(t, line), &out, LogOptions{}); err == nil {
+		if err := ReadLog(context.Background(), testio.WriteFile(t, "0.log", line), &out, LogOptions{}); err == nil {
 			t.Errorf("%q: no error", line)
 		}
 	}
@@ -73,10 +64,10 @@ func TestReadLogRejectsMalformedLines(t *testing.T) {
 // TestReadLogFollow appends while following and stops once the container
 // has stopped and the file is drained.
 func TestReadLogFollow(t *testing.T) {
-	p := writeLog(t, sampleLog)
+	p := testio.WriteFile(t, "0.log", sampleLog)
 	var running atomic.Bool
 	running.Store(true)
-	out := &syncBuffer{}
+	out := &testio.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- ReadLog(context.Background(), p, out, LogOptions{Follow: true, PollInterval: time.Millisecond, Running: running.Load})
@@ -104,9 +95,9 @@ func TestReadLogFollow(t *testing.T) {
 }
 
 func TestReadLogFollowEndsWithContext(t *testing.T) {
-	p := writeLog(t, sampleLog)
+	p := testio.WriteFile(t, "0.log", sampleLog)
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testio.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- ReadLog(ctx, p, out, LogOptions{Follow: true, PollInterval: time.Millisecond, Running: func() bool { return true }})
@@ -119,7 +110,7 @@ func TestReadLogFollowEndsWithContext(t *testing.T) {
 }
 
 // waitForLog waits until the followed log written to out ends with suffix.
-func waitForLog(t *testing.T, out *syncBuffer, suffix string) {
+func waitForLog(t *testing.T, out *testio.SyncBuffer, suffix string) {
 	t.Helper()
 	wait.UntilNil(t, 30*time.Second, fmt.Sprintf("the followed log to end with %q", suffix), func() error {
 		if got := out.String(); !strings.HasSuffix(got, suffix) {
@@ -131,7 +122,7 @@ func waitForLog(t *testing.T, out *syncBuffer, suffix string) {
 
 // A stopped container's log that ends mid-record ends the follow anyway.
 func TestReadLogFollowStoppedWithUnterminatedRecord(t *testing.T) {
-	p := writeLog(t, "2026-11-30T01:00:00Z stdout F done\n2026-11-30T01:00:01Z stdout F cut of")
+	p := testio.WriteFile(t, "0.log", "2026-11-30T01:00:00Z stdout F done\n2026-11-30T01:00:01Z stdout F cut of")
 	out := readLog(t, p, LogOptions{Follow: true, PollInterval: time.Millisecond, Running: func() bool { return false }})
 	if out != "done\n" {
 		t.Errorf("got %q, want %q", out, "done\n")

@@ -5,12 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth/berth/internal/testkit/testio"
 )
 
 // fakeRuntime answers the CRI calls the log endpoint makes from a fixed
@@ -54,8 +54,8 @@ func TestContainerLogsEndpoint(t *testing.T) {
 			{Id: "new", Labels: labels, Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: 1}, State: runtimeapi.ContainerState_CONTAINER_EXITED},
 		},
 		logPaths: map[string]string{
-			"old": writeLog(t, "2026-11-30T01:00:00Z stdout F first run\n"),
-			"new": writeLog(t, "2026-11-30T01:00:05Z stdout F second run\n2026-11-30T01:00:06Z stderr F crashed\n"),
+			"old": testio.WriteFile(t, "0.log", "2026-11-30T01:00:00Z stdout F first run\n"),
+			"new": testio.WriteFile(t, "0.log", "2026-11-30T01:00:05Z stdout F second run\n2026-11-30T01:00:06Z stderr F crashed\n"),
 		},
 	}
 	srv := httptest.NewServer(routes(Config{Runtime: rt}))
@@ -85,14 +85,4 @@ func TestContainerLogsEndpoint(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d %q", tc.query, resp.StatusCode, body, tc.wantCode, tc.wantBody)
 		}
 	}
-}
-
-// writeLog writes a CRI log file holding content.
-func writeLog(t *testing.T, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "0.log")
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

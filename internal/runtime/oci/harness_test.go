@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -214,24 +213,6 @@ func (e *testEnv) killMonitor(id string) monitor.Process {
 	}
 	wait.Until(e.t, time.Minute, "the monitor's end", func() bool { return !proc.Alive() })
 	return proc
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func itoa(i int) string { return fmt.Sprint(i) }

@@ -19,6 +19,7 @@ import (
 	"github.com/berth/berth/internal/runtime/monitor"
 	"github.com/berth/berth/internal/runtime/nspin"
 	"github.com/berth/berth/internal/runtime/spec"
+	"github.com/berth/berth/internal/testkit/testio"
 )
 
 // startPause pins a pod's network, UTS and IPC namespaces and starts its
@@ -148,7 +149,7 @@ func TestPodContainerJoinsPauseProcess(t *testing.T) {
 
 	execOut := func(args ...string) string {
 		t.Helper()
-		var out syncBuffer
+		var out testio.SyncBuffer
 		code, err := e.rt.Exec(ctx(t), "app", ExecOptions{Process: &specs.Process{Args: args, Cwd: "/", Env: []string{"PATH=/bin"}}, Stdout: &out, Stderr: &out})
 		if err != nil || code != 0 {
 			t.Fatalf("exec %v: code %d err %v out %q", args, code, err, out.String())
@@ -263,7 +264,7 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = e.rt.Delete(context.Background(), tc.id) })
-		var out syncBuffer
+		var out testio.SyncBuffer
 		code, err := e.rt.Exec(ctx(t), tc.id, ExecOptions{
 			Process: &specs.Process{Args: []string{"sh", "-c", "echo x > /vol/sub/f"}, Cwd: "/", Env: []string{"PATH=/bin"}},
 			Stderr:  &out,

@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth/berth/internal/runtime/monitor"
+	"github.com/berth/berth/internal/testkit/testio"
 	"github.com/berth/berth/internal/testkit/wait"
 )
 
@@ -279,7 +280,7 @@ func TestReusedMonitorPidIsNotMistakenForTheMonitor(t *testing.T) {
 func TestExecOutputStdinAndExitCode(t *testing.T) {
 	e := newTestEnv(t)
 	e.run("e", containerOpts{args: []string{"sleep", "1000"}})
-	var stdout, stderr syncBuffer
+	var stdout, stderr testio.SyncBuffer
 	code, err := e.rt.Exec(ctx(t), "e", ExecOptions{
 		Process: &specs.Process{Args: []string{"sh", "-c", "echo hi; echo oops >&2; exit 5"}, Cwd: "/", Env: []string{"PATH=/bin"}},
 		Stdout:  &stdout, Stderr: &stderr,
@@ -287,7 +288,7 @@ func TestExecOutputStdinAndExitCode(t *testing.T) {
 	if err != nil || code != 5 || stdout.String() != "hi\n" || stderr.String() != "oops\n" {
 		t.Fatalf("exec: code %d err %v stdout %q stderr %q", code, err, stdout.String(), stderr.String())
 	}
-	stdout = syncBuffer{}
+	stdout = testio.SyncBuffer{}
 	code, err = e.rt.Exec(ctx(t), "e", ExecOptions{
 		Process: &specs.Process{Args: []string{"cat"}, Cwd: "/", Env: []string{"PATH=/bin"}},
 		Stdin:   strings.NewReader("from stdin"), Stdout: &stdout,
@@ -308,7 +309,7 @@ func TestExecOutputStdinAndExitCode(t *testing.T) {
 func TestExecWithTerminal(t *testing.T) {
 	e := newTestEnv(t)
 	e.run("tty", containerOpts{args: []string{"sleep", "1000"}})
-	var out syncBuffer
+	var out testio.SyncBuffer
 	resize := make(chan TerminalSize, 1)
 	resize <- TerminalSize{Width: 123, Height: 45} // the size the session starts with
 	// The process waits until each size has reached its terminal: a resize
@@ -338,7 +339,7 @@ until [ "$(stty size 2>/dev/null)" = "20 50" ]; do sleep 0.05; done; exit 2`
 func TestAttachStreamsStdioAndClosesStdinOnce(t *testing.T) {
 	e := newTestEnv(t)
 	opts := e.run("a", containerOpts{args: []string{"sh", "-c", "while read l; do echo got $l; echo err $l >&2; done; exit 4"}, stdin: true, stdinOnce: true})
-	var stdout, stderr syncBuffer
+	var stdout, stderr testio.SyncBuffer
 	err := e.rt.Attach(ctx(t), "a", AttachOptions{Stdin: strings.NewReader("one\ntwo\n"), Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +362,7 @@ func TestAttachStreamsStdioAndClosesStdinOnce(t *testing.T) {
 func TestAttachTerminal(t *testing.T) {
 	e := newTestEnv(t)
 	opts := e.run("at", containerOpts{args: []string{"sh"}, terminal: true, stdin: true, stdinOnce: true})
-	var out syncBuffer
+	var out testio.SyncBuffer
 	resize := make(chan TerminalSize, 1)
 	resize <- TerminalSize{Width: 100, Height: 30}
 	stdin, w := ioPipe()
@@ -528,7 +529,7 @@ func TestExecCancelKillsTheProcessInTheContainer(t *testing.T) {
 	e := newTestEnv(t)
 	e.run("ec", containerOpts{args: []string{"sleep", "1000"}})
 	c, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out testio.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.rt.Exec(c, "ec", ExecOptions{
@@ -542,7 +543,7 @@ func TestExecCancelKillsTheProcessInTheContainer(t *testing.T) {
 	<-done
 	// Only the container's own sleep 1000 may remain, right after Exec
 	// returned: not even a zombie of the killed process.
-	var ps syncBuffer
+	var ps testio.SyncBuffer
 	if _, err := e.rt.Exec(ctx(t), "ec", ExecOptions{
 		Process: &specs.Process{Args: []string{"sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"}, Cwd: "/", Env: []string{"PATH=/bin"}},
 		Stdout:  &ps,
