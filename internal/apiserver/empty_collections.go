@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -43,16 +42,10 @@ func newOf[T any, PT interface {
 	return func() runtime.Object { return PT(new(T)) }
 }
 
-// emptyCollections are the collections kube-scheduler v1.37's default
-// profile and its DRA manager list and watch that berth does not store
-// (pods, nodes, volumes, claims, storage classes and the apps workloads it does), scoped
-// and short-named as upstream. Where each comes from in k8s.io/kubernetes/pkg/scheduler:
-//   - csinodes: scheduler.go's shared CSI manager, VolumeBinding,
-//     eventhandlers.go (CSINode events);
-//   - csidrivers, csistoragecapacities: VolumeBinding's capacity check
-//     (volumebinding/volume_binding.go), eventhandlers.go;
-//   - volumeattachments: NodeVolumeLimits (nodevolumelimits/csi.go),
-//     eventhandlers.go;
+// emptyCollections are the collections kube-scheduler v1.37's DRA
+// manager lists and watches that berth does not store (it stores the
+// storage.k8s.io kinds the scheduler reads), scoped and short-named as
+// upstream. Where each comes from in k8s.io/kubernetes/pkg/scheduler:
 //   - resourceclaims, resourceslices, devicetaintrules: scheduler.go's DRA
 //     set-up (DynamicResourceAllocation is locked on; DRADeviceTaintRules is
 //     on by default in 1.37);
@@ -62,24 +55,13 @@ func newOf[T any, PT interface {
 // PodGroups and CompositePodGroups (scheduling.k8s.io) are watched only
 // with the GenericWorkload gate, off by default in 1.37.
 func emptyCollections() []emptyCollection {
-	const (
-		volumes = "persistent volumes"
-		dra     = "dynamic resource allocation"
-	)
-	storage, dynamic := storagev1.SchemeGroupVersion, resourcev1.SchemeGroupVersion
+	const dra = "dynamic resource allocation"
+	dynamic := resourcev1.SchemeGroupVersion
 	empty := func(gvr schema.GroupVersionResource, kind string, namespaced bool, newObj, newList func() runtime.Object, lacks string, shortNames ...string) emptyCollection {
 		return emptyCollection{lacks: lacks, res: &resource{gvr: gvr, kind: kind, singular: strings.ToLower(kind), shortNames: shortNames,
 			namespaced: namespaced, newObj: newObj, newList: newList}}
 	}
 	return []emptyCollection{
-		empty(storage.WithResource("csinodes"), "CSINode", false,
-			newOf[storagev1.CSINode](), newOf[storagev1.CSINodeList](), volumes),
-		empty(storage.WithResource("csidrivers"), "CSIDriver", false,
-			newOf[storagev1.CSIDriver](), newOf[storagev1.CSIDriverList](), volumes),
-		empty(storage.WithResource("csistoragecapacities"), "CSIStorageCapacity", true,
-			newOf[storagev1.CSIStorageCapacity](), newOf[storagev1.CSIStorageCapacityList](), volumes),
-		empty(storage.WithResource("volumeattachments"), "VolumeAttachment", false,
-			newOf[storagev1.VolumeAttachment](), newOf[storagev1.VolumeAttachmentList](), volumes),
 		empty(dynamic.WithResource("deviceclasses"), "DeviceClass", false,
 			newOf[resourcev1.DeviceClass](), newOf[resourcev1.DeviceClassList](), dra),
 		empty(dynamic.WithResource("devicetaintrules"), "DeviceTaintRule", false,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,14 +50,18 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 // storedCollections are the collections kube-scheduler watches that berth
 // stores and serves writable: they must not be read-only.
 var storedCollections = map[schema.GroupVersionResource]bool{
-	{Version: "v1", Resource: "services"}:                                true,
-	{Version: "v1", Resource: "persistentvolumes"}:                       true,
-	{Version: "v1", Resource: "persistentvolumeclaims"}:                  true,
-	{Version: "v1", Resource: "replicationcontrollers"}:                  true,
-	{Group: "apps", Version: "v1", Resource: "replicasets"}:              true,
-	{Group: "apps", Version: "v1", Resource: "statefulsets"}:             true,
-	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}:   true,
-	{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}: true,
+	{Version: "v1", Resource: "services"}:                                      true,
+	{Version: "v1", Resource: "persistentvolumes"}:                             true,
+	{Version: "v1", Resource: "persistentvolumeclaims"}:                        true,
+	{Version: "v1", Resource: "replicationcontrollers"}:                        true,
+	{Group: "apps", Version: "v1", Resource: "replicasets"}:                    true,
+	{Group: "apps", Version: "v1", Resource: "statefulsets"}:                   true,
+	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}:         true,
+	{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}:       true,
+	{Group: "storage.k8s.io", Version: "v1", Resource: "csinodes"}:             true,
+	{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}:           true,
+	{Group: "storage.k8s.io", Version: "v1", Resource: "csistoragecapacities"}: true,
+	{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"}:    true,
 }
 
 // TestKubeSchedulerInformersSyncOnEmptyCollections starts client-go's
@@ -148,17 +153,17 @@ func TestKubectlGetEmptyCollection(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	k := newKubectl(t, s)
-	k.Must("", []string{"get", "csidrivers"}, "No resources found")
+	k.Must("", []string{"get", "deviceclasses"}, "No resources found")
 	k.Must("", []string{"get", "pdb"}, "No resources found in default namespace.")
-	k.Must("", []string{"get", "csinodes", "-o", "json"}, `"kind": "List"`, `"items": []`)
-	k.Must("", []string{"explain", "csidriver"}, "CSIDriver")
-	out, ok := k.Run("", nil, "get", "csidriver", "example.com")
-	if ok || !strings.Contains(out, `csidrivers.storage.k8s.io "example.com" not found`) {
-		t.Fatalf("kubectl get csidriver example.com: %v\n%s", ok, out)
+	k.Must("", []string{"get", "resourceslices", "-o", "json"}, `"kind": "List"`, `"items": []`)
+	k.Must("", []string{"explain", "deviceclass"}, "DeviceClass")
+	out, ok := k.Run("", nil, "get", "deviceclass", "gpu")
+	if ok || !strings.Contains(out, `deviceclasses.resource.k8s.io "gpu" not found`) {
+		t.Fatalf("kubectl get deviceclass gpu: %v\n%s", ok, out)
 	}
-	out, ok = k.Run("apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: example.com}\nspec: {}\n", nil, "create", "-f", "-")
+	out, ok = k.Run("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec: {}\n", nil, "create", "-f", "-")
 	if ok || !strings.Contains(out, "read-only and always empty") {
-		t.Fatalf("kubectl create csidriver: %v\n%s", ok, out)
+		t.Fatalf("kubectl create deviceclass: %v\n%s", ok, out)
 	}
 }
 
@@ -169,13 +174,11 @@ func TestEmptyCollectionsRefuseWrites(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	before := storeRevision(t, s)
-	capacity := `{"apiVersion":"storage.k8s.io/v1","kind":"CSIStorageCapacity","metadata":{"name":"data","namespace":"default"},"storageClassName":"fast"}`
 	claim := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"gpu","namespace":"default"},"spec":{}}`
-	driver := `{"apiVersion":"storage.k8s.io/v1","kind":"CSIDriver","metadata":{"name":"example.com"},"spec":{}}`
+	class := `{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"gpu"},"spec":{}}`
 	for _, target := range []struct{ collection, name, body, lacks string }{
-		{"/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities", "data", capacity, "persistent volumes"},
 		{"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", "gpu", claim, "dynamic resource allocation"},
-		{"/apis/storage.k8s.io/v1/csidrivers", "example.com", driver, "persistent volumes"},
+		{"/apis/resource.k8s.io/v1/deviceclasses", "gpu", class, "dynamic resource allocation"},
 	} {
 		item := target.collection + "/" + target.name
 		for _, req := range []struct{ method, path, contentType, body string }{
@@ -223,7 +226,7 @@ func TestEmptyCollectionReads(t *testing.T) {
 	if err != nil || len(list.Items) != 0 || list.ResourceVersion != current {
 		t.Fatalf("list: %v %+v, want empty at revision %s", err, list, current)
 	}
-	jsonList, err := s.jsonCli.StorageV1().CSIDrivers().List(ctx, metav1.ListOptions{})
+	jsonList, err := s.jsonCli.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
 	if err != nil || len(jsonList.Items) != 0 || jsonList.ResourceVersion != current {
 		t.Fatalf("JSON list: %v %+v, want empty at revision %s", err, jsonList, current)
 	}
@@ -233,7 +236,7 @@ func TestEmptyCollectionReads(t *testing.T) {
 	}
 	// Raw: client-go would retry this 504 for ten seconds.
 	future := strconv.FormatInt(storeRevision(t, s)+100, 10)
-	code, status := rawRequest(t, s, "GET", "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities?resourceVersion="+future, "", nil)
+	code, status := rawRequest(t, s, "GET", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims?resourceVersion="+future, "", nil)
 	if code != http.StatusGatewayTimeout || status.Details == nil || len(status.Details.Causes) != 1 ||
 		status.Details.Causes[0].Type != metav1.CauseTypeResourceVersionTooLarge {
 		t.Fatalf("list at a revision not reached: %d %+v, want 504 Too large resource version", code, status)
@@ -250,14 +253,14 @@ func TestEmptyCollectionReads(t *testing.T) {
 	}
 
 	yes := true
-	wl, err := s.client.StorageV1().CSIDrivers().Watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
+	wl, err := s.client.ResourceV1().DeviceClasses().Watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, AllowWatchBookmarks: true,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, TimeoutSeconds: &timeout})
 	if err != nil {
 		t.Fatalf("watch-list: %v", err)
 	}
 	ev := nextEvent(t, wl)
-	driver, _ := ev.Object.(*storagev1.CSIDriver)
-	if ev.Type != watch.Bookmark || driver == nil || driver.Annotations[metav1.InitialEventsAnnotationKey] != "true" || driver.ResourceVersion != current {
+	class, _ := ev.Object.(*resourcev1.DeviceClass)
+	if ev.Type != watch.Bookmark || class == nil || class.Annotations[metav1.InitialEventsAnnotationKey] != "true" || class.ResourceVersion != current {
 		t.Fatalf("watch-list's first event %s %+v, want the initial-events-end bookmark at %s", ev.Type, ev.Object, current)
 	}
 	for ev := range wl.ResultChan() {

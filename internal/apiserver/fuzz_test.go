@@ -149,6 +149,16 @@ var fuzzFixtures = map[string]string{
 		"spec":{"policyName":"widgets","validationActions":["Deny"]}}`,
 	"storage.k8s.io/StorageClass": `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":%[1]q},"provisioner":"example.com/local",
 		"parameters":{"path":"/srv"},"reclaimPolicy":"Retain","volumeBindingMode":"WaitForFirstConsumer","allowVolumeExpansion":true}`,
+	"storage.k8s.io/CSIDriver": `{"apiVersion":"storage.k8s.io/v1","kind":"CSIDriver","metadata":{"name":%[1]q},
+		"spec":{"attachRequired":false,"podInfoOnMount":true,"volumeLifecycleModes":["Persistent","Ephemeral"]}}`,
+	"storage.k8s.io/CSINode": `{"apiVersion":"storage.k8s.io/v1","kind":"CSINode","metadata":{"name":%[1]q},
+		"spec":{"drivers":[{"name":"csi.example.com","nodeID":"node-a","topologyKeys":["zone"],"allocatable":{"count":8}}]}}`,
+	"storage.k8s.io/CSIStorageCapacity": `{"apiVersion":"storage.k8s.io/v1","kind":"CSIStorageCapacity","metadata":{"name":%[1]q},
+		"storageClassName":"local","capacity":"10Gi","nodeTopology":{"matchLabels":{"zone":"a"}}}`,
+	"storage.k8s.io/VolumeAttachment": `{"apiVersion":"storage.k8s.io/v1","kind":"VolumeAttachment","metadata":{"name":%[1]q},
+		"spec":{"attacher":"csi.example.com","nodeName":"node-a","source":{"persistentVolumeName":"pv-1"}}}`,
+	"storage.k8s.io/VolumeAttributesClass": `{"apiVersion":"storage.k8s.io/v1","kind":"VolumeAttributesClass","metadata":{"name":%[1]q},
+		"driverName":"csi.example.com","parameters":{"iops":"3000"}}`,
 }
 
 // The write requests the fuzzer makes: the body's encoding and the verb.

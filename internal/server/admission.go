@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -131,8 +132,8 @@ func newLimitRanger(client kubernetes.Interface, factory informers.SharedInforme
 }
 
 // newStorageObjectInUseProtection is upstream's StorageObjectInUseProtection
-// plugin: every new claim and volume gets its protection finalizer
-// (internal/controller/volumeprotection removes it).
+// plugin: every new claim, volume and attributes class gets its protection
+// finalizer (internal/controller/volumeprotection removes it).
 func newStorageObjectInUseProtection() (admission.Interface, error) {
 	plugins := admission.NewPlugins()
 	storageobjectinuseprotection.Register(plugins)
@@ -141,7 +142,8 @@ func newStorageObjectInUseProtection() (admission.Interface, error) {
 		return nil, fmt.Errorf("admission plugin %s: %w", storageobjectinuseprotection.PluginName, err)
 	}
 	return internalform.WrapKinds(plugin, corev1.SchemeGroupVersion.WithKind("PersistentVolume").GroupKind(),
-		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind(),
+		storagev1.SchemeGroupVersion.WithKind("VolumeAttributesClass").GroupKind()), nil
 }
 
 // newTaintNodesByCondition is upstream's TaintNodesByCondition plugin: a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,6 +162,30 @@ func TestClaimProtectionFinalizerComesAndGoes(t *testing.T) {
 	}
 	wait.Until(t, time.Minute, "the unused claim to be deleted once its finalizer is removed", func() bool {
 		_, err := claims.Get(ctx, "data", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// A VolumeAttributesClass gets upstream's kubernetes.io/vac-protection
+// finalizer, and the protection controller lets an unused class go.
+func TestVolumeAttributesClassProtectionComesAndGoes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	ctx := context.Background()
+	classes := s.Admin.StorageV1().VolumeAttributesClasses()
+	class, err := classes.Create(ctx, &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"},
+		DriverName: "csi.example.com", Parameters: map[string]string{"iops": "3000"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(class.Finalizers) != 1 || class.Finalizers[0] != "kubernetes.io/vac-protection" {
+		t.Fatalf("class finalizers %v, want [kubernetes.io/vac-protection]", class.Finalizers)
+	}
+	if err := classes.Delete(ctx, "fast", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Until(t, time.Minute, "the unused class to be deleted once its finalizer is removed", func() bool {
+		_, err := classes.Get(ctx, "fast", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 }

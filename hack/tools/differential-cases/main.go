@@ -70,7 +70,6 @@ func kept(gvr schema.GroupVersionResource) bool {
 		schema.GroupVersionResource{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
 		schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 		schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
-		schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"},
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
@@ -79,7 +78,8 @@ func kept(gvr schema.GroupVersionResource) bool {
 	}
 	switch gvr.GroupVersion() {
 	case schema.GroupVersion{Group: "apps", Version: "v1"}, schema.GroupVersion{Group: "batch", Version: "v1"},
-		schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}, schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}:
+		schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}, schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}:
 		return true
 	}
 	return gvr.Group == ""

@@ -1,5 +1,7 @@
 package discovery
 
+import "strings"
+
 // Verb lists as kube-apiserver advertises them.
 var (
 	// crudVerbs is every verb of an ordinary stored resource.
@@ -227,9 +229,18 @@ func schedulingV1() []Resource {
 }
 
 func storageV1() []Resource {
+	storage := func(resource, kind string, namespaced bool, shortNames ...string) Resource {
+		return Resource{Group: "storage.k8s.io", Version: "v1", Resource: resource, Kind: kind,
+			SingularName: strings.ToLower(kind), Namespaced: namespaced, Verbs: crudVerbs, ShortNames: shortNames}
+	}
+	csiNodes := storage("csinodes", "CSINode", false)
+	csiNodes.Subresources = []Subresource{{Name: "status", Kind: "CSINode", Verbs: statusVerbs}}
+	volumeAttachments := storage("volumeattachments", "VolumeAttachment", false)
+	volumeAttachments.Subresources = []Subresource{{Name: "status", Kind: "VolumeAttachment", Verbs: statusVerbs}}
 	return []Resource{
-		{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses", Kind: "StorageClass", SingularName: "storageclass",
-			Verbs: crudVerbs, ShortNames: []string{"sc"}},
+		storage("csidrivers", "CSIDriver", false), csiNodes, storage("csistoragecapacities", "CSIStorageCapacity", true),
+		storage("storageclasses", "StorageClass", false, "sc"), volumeAttachments,
+		storage("volumeattributesclasses", "VolumeAttributesClass", false, "vac"),
 	}
 }
 

@@ -43,6 +43,8 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"admissionregistration.k8s.io/validatingadmissionpolicybindings": false,
 		"apps/deployments":                                               true, "apps/replicasets": true, "apps/statefulsets": true, "apps/daemonsets": true,
 		"apps/controllerrevisions": true, "batch/jobs": true, "batch/cronjobs": true,
+		"storage.k8s.io/csidrivers": false, "storage.k8s.io/csinodes": false, "storage.k8s.io/csistoragecapacities": true,
+		"storage.k8s.io/volumeattachments": false, "storage.k8s.io/volumeattributesclasses": false,
 	}
 	got := map[string]Resource{}
 	for _, r := range Default() {

@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,7 +123,10 @@ func TestPrinters(t *testing.T) {
 		{"event series", &corev1.Event{ObjectMeta: objectMeta("web.3"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"},
 			EventTime: metav1.NewMicroTime(now.Add(-time.Hour)), Series: &corev1.EventSeries{Count: 7, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Second))}},
 			"", []any{"2s", "", "", "pod/web", "", "", "", "60m", int64(7), "web.3"}},
-		{"kind without a printer", &storagev1.CSIDriver{ObjectMeta: objectMeta("fast")}, "Name,Age", []any{"fast", "3h"}},
+		{"kind without a printer", &resourcev1.DeviceClass{ObjectMeta: objectMeta("fast")}, "Name,Age", []any{"fast", "3h"}},
+		{"csi driver", &storagev1.CSIDriver{ObjectMeta: objectMeta("csi.example.com")},
+			"Name,AttachRequired,PodInfoOnMount,StorageCapacity,TokenRequests,RequiresRepublish,Modes,Age",
+			[]any{"csi.example.com", true, false, false, "<unset>", false, "<none>"}},
 		{"pod disruption budget", &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta("budget"),
 			Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2))},
 			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}},

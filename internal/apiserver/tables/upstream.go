@@ -92,6 +92,15 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 			return &admissionregistrationapi.ValidatingAdmissionPolicyBinding{}
 		}),
 		{Group: "storage.k8s.io", Kind: "StorageClass"}: upstreamPrinter[*storagev1.StorageClass](func() runtime.Object { return &storageapi.StorageClass{} }),
+		{Group: "storage.k8s.io", Kind: "CSIDriver"}:    upstreamPrinter[*storagev1.CSIDriver](func() runtime.Object { return &storageapi.CSIDriver{} }),
+		{Group: "storage.k8s.io", Kind: "CSINode"}:      upstreamPrinter[*storagev1.CSINode](func() runtime.Object { return &storageapi.CSINode{} }),
+		{Group: "storage.k8s.io", Kind: "CSIStorageCapacity"}: upstreamPrinter[*storagev1.CSIStorageCapacity](func() runtime.Object {
+			return &storageapi.CSIStorageCapacity{}
+		}),
+		{Group: "storage.k8s.io", Kind: "VolumeAttachment"}: upstreamPrinter[*storagev1.VolumeAttachment](func() runtime.Object { return &storageapi.VolumeAttachment{} }),
+		{Group: "storage.k8s.io", Kind: "VolumeAttributesClass"}: upstreamPrinter[*storagev1.VolumeAttributesClass](func() runtime.Object {
+			return &storageapi.VolumeAttributesClass{}
+		}),
 		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {
 			return &schedulingapi.PriorityClass{}
 		}),

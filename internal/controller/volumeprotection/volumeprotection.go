@@ -1,11 +1,12 @@
-// Package volumeprotection runs upstream's PersistentVolumeClaim and
-// PersistentVolume protection controllers (k8s.io/kubernetes/pkg/controller/
-// volume/pvcprotection, pvprotection) as kube-controller-manager v1.37 does.
-// The API server's StorageObjectInUseProtection admission puts the
-// kubernetes.io/pvc-protection and pv-protection finalizers on every claim
-// and volume; these controllers remove them once no pod uses the claim and
-// no claim is bound to the volume, so deletes finish. Only the wiring is
-// berth's.
+// Package volumeprotection runs upstream's PersistentVolumeClaim,
+// PersistentVolume and VolumeAttributesClass protection controllers
+// (k8s.io/kubernetes/pkg/controller/volume/pvcprotection, pvprotection,
+// vacprotection) as kube-controller-manager v1.37 does. The API server's
+// StorageObjectInUseProtection admission puts the kubernetes.io/
+// pvc-protection, pv-protection and vac-protection finalizers on every
+// claim, volume and attributes class; these controllers remove them once
+// no pod uses the claim, no claim is bound to the volume and nothing names
+// the class, so deletes finish. Only the wiring is berth's.
 package volumeprotection
 
 import (
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/volume/pvcprotection"
 	"k8s.io/kubernetes/pkg/controller/volume/pvprotection"
+	"k8s.io/kubernetes/pkg/controller/volume/vacprotection"
 
 	"github.com/berth/berth/internal/informeropts"
 )
@@ -22,7 +24,7 @@ import (
 // Config is what the controllers need.
 type Config = informeropts.ControllerConfig
 
-// Run runs both controllers, one worker each (kube-controller-manager's
+// Run runs the three controllers, one worker each (kube-controller-manager's
 // setting), until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx).WithName("volumeprotection")
@@ -37,5 +39,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("pv protection controller: %w", err)
 	}
-	return informeropts.RunControllers(ctx, factory, cfg.Logger, informeropts.Workers(claims.Run, 1), informeropts.Workers(volumes.Run, 1))
+	classes, err := vacprotection.NewVACProtectionController(logger, cfg.Client, core.PersistentVolumeClaims(), core.PersistentVolumes(),
+		factory.Storage().V1().VolumeAttributesClasses())
+	if err != nil {
+		return fmt.Errorf("volume attributes class protection controller: %w", err)
+	}
+	return informeropts.RunControllers(ctx, factory, cfg.Logger,
+		informeropts.Workers(claims.Run, 1), informeropts.Workers(volumes.Run, 1), informeropts.Workers(classes.Run, 1))
 }
