@@ -110,7 +110,15 @@ func (m *Manager) terminationMessageFile(pod *corev1.Pod, name string, attempt u
 	if err != nil {
 		return "", fmt.Errorf("termination message file: %w", err)
 	}
-	return path, f.Close()
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	// Writable by the container's user whoever it is, whatever the
+	// agent's umask, as the kubelet makes it.
+	if err := os.Chmod(path, 0o666); err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	return path, nil
 }
 
 // CPU period and the kubelet's share conversion (cgroup v1 shares).

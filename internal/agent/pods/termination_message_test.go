@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,5 +56,24 @@ func TestTerminationMessageAsTheKubelet(t *testing.T) {
 	}
 	if got := m.terminationMessage(pod, file, status(2, "runtime says")); got != "runtime says: DONE" {
 		t.Errorf("the runtime's message and the file's: %q, want both, runtime's first", got)
+	}
+}
+
+// The file a container writes its message to is writable by any user the
+// container runs as, whatever the agent's umask.
+func TestTerminationMessageFileIsWritableByAnyUser(t *testing.T) {
+	m := &Manager{cfg: Config{DataDir: t.TempDir()}}
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	path, err := m.terminationMessageFile(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}}, "c", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o666 {
+		t.Errorf("%s has mode %v, want 0666 (a non-root container writes it)", path, st.Mode().Perm())
 	}
 }
