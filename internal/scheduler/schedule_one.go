@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -70,9 +71,18 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 	return followUp{run: func(ctx context.Context) { s.bind(ctx, d, pod, dec.node) }, holdsKey: true}
 }
 
+// errDynamicResources is why a pod with resourceClaims fits nowhere: berth
+// allocates no devices, so such a pod waits, as it would under
+// kube-scheduler with no DRA driver publishing devices, rather than run
+// without what it claims.
+var errDynamicResources = errors.New("berth allocates no dynamic resources: pods with resourceClaims are not scheduled")
+
 // preparePodChecks prepares pod's topology spread, inter-pod and node
 // preference checks for one cycle.
 func preparePodChecks(pod *v1.Pod, nodes nodeList, placed placedPods, nsLabels namespaceLabels) (podChecks, error) {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return podChecks{}, errDynamicResources
+	}
 	spread, err := newSpreadCheck(pod, nodes, placed.all)
 	if err != nil {
 		return podChecks{}, err
