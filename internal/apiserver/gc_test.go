@@ -2,8 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -368,4 +370,36 @@ func TestForegroundDeletionCascadesThroughGenerations(t *testing.T) {
 	}
 	wait.UntilTrue(t, 30*time.Second, "the parent to be gone", children.ownerGone(s))
 	wait.UntilTrue(t, 30*time.Second, "the grandparent to be gone", family{owner: grandparent}.ownerGone(s))
+}
+
+// A foreground deletion in a circle of owners (each blocking its owner's
+// deletion) is not held forever by the circle: as upstream's collector,
+// berth's makes a dependent's references non-blocking when the dependent
+// it would wait for already waits, and every member goes.
+func TestForegroundDeletionIsNotBlockedByADependencyCircle(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	startGarbageCollector(t, s)
+	ctx := testContext(t)
+	cms := s.client.CoreV1().ConfigMaps("default")
+	circle := []*corev1.ConfigMap{createConfigMap(t, s, "circle-1"), createConfigMap(t, s, "circle-2"), createConfigMap(t, s, "circle-3")}
+	for i, cm := range circle {
+		owner := circle[(i+len(circle)-1)%len(circle)] // 1 is owned by 3, 2 by 1, 3 by 2
+		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`,
+			owner.Name, owner.UID)
+		if _, err := cms.Patch(ctx, cm.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("owner reference of %s: %v", cm.Name, err)
+		}
+	}
+	foreground := metav1.DeletePropagationForeground
+	if err := cms.Delete(ctx, "circle-1", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+	wait.UntilTrue(t, 30*time.Second, "every member of the circle to be gone", func(ctx context.Context) (bool, error) {
+		list, err := cms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(list.Items, func(cm corev1.ConfigMap) bool { return strings.HasPrefix(cm.Name, "circle-") }), nil
+	})
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
+	"k8s.io/utils/ptr"
 )
 
 // writer makes the collector's three kinds of change through the API.
@@ -34,6 +35,21 @@ func (w writer) removeOwners(ctx context.Context, n node, owners []types.UID) er
 	return w.patchMetadata(ctx, n, func(m *metav1.PartialObjectMetadata) (string, any, bool) {
 		kept := slices.DeleteFunc(slices.Clone(m.OwnerReferences), func(r metav1.OwnerReference) bool { return slices.Contains(owners, r.UID) })
 		return "ownerReferences", kept, len(kept) != len(m.OwnerReferences)
+	})
+}
+
+// unblockOwners makes every reference of n that blocks its owner's
+// foreground deletion stop blocking it.
+func (w writer) unblockOwners(ctx context.Context, n node) error {
+	return w.patchMetadata(ctx, n, func(m *metav1.PartialObjectMetadata) (string, any, bool) {
+		refs := slices.Clone(m.OwnerReferences)
+		changed := false
+		for i := range refs {
+			if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
+				refs[i].BlockOwnerDeletion, changed = ptr.To(false), true
+			}
+		}
+		return "ownerReferences", refs, changed
 	})
 }
 

@@ -3,6 +3,7 @@ package garbagecollector
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,9 +47,19 @@ func (c *Controller) collect(ctx context.Context, dep node) error {
 		}
 		states[ref.UID] = state
 	}
-	v := decide(dep, states, len(c.graph.dependentsOf(dep)) > 0)
+	dependents := c.graph.dependentsOf(dep)
+	v := decide(dep, states, len(dependents) > 0)
 	switch {
 	case v.delete:
+		if v.waiting && slices.ContainsFunc(dependents, node.deletingDependents) {
+			// A dependency circle: an owner waits for dep, and dep would wait
+			// for a dependent that already waits in turn. As upstream, dep's
+			// references stop blocking their owners first, which breaks it.
+			c.log.Info("unblocking owners: a dependency circle", "resource", dep.resource.Resource, "namespace", dep.namespace, "name", dep.name, "uid", dep.uid)
+			if err := c.writer.unblockOwners(ctx, dep); err != nil {
+				return err
+			}
+		}
 		c.log.Info("deleting dependent: no owner left alive", "waitingOwners", v.waiting, "resource", dep.resource.Resource, "namespace", dep.namespace, "name", dep.name, "uid", dep.uid, "propagation", v.policy)
 		return c.writer.delete(ctx, dep, v.policy)
 	case len(v.remove) > 0:
