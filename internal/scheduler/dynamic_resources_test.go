@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,23 +17,13 @@ import (
 func TestPodWithResourceClaimsIsNotScheduled(t *testing.T) {
 	client := fake.NewClientset()
 	client.PrependReactor("create", "pods", bindingReactor(client))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := client.CoreV1().Nodes().Create(ctx, zonedNode("a", ""), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	claiming := labelled("gpu", "default", nil, func(p *v1.Pod) {
 		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-claim")}}
 	})
-	for _, p := range []*v1.Pod{claiming, labelled("plain", "default", nil)} {
-		if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := New(Config{Client: client})
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	create(t, client, zonedNode("a", ""), claiming, labelled("plain", "default", nil))
+	runScheduler(t, client)
 
+	ctx := context.Background()
 	get := func(name string) *v1.Pod {
 		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -42,7 +31,7 @@ func TestPodWithResourceClaimsIsNotScheduled(t *testing.T) {
 		}
 		return p
 	}
-	err := wait.PollTrue(ctx, 30*time.Second, "the plain pod bound and the claiming one reported unschedulable", func(context.Context) (bool, error) {
+	err := wait.PollTrue(ctx, convergeLimit, "the plain pod bound and the claiming one reported unschedulable", func(context.Context) (bool, error) {
 		c := podCondition(get("gpu"), v1.PodScheduled)
 		return get("plain").Spec.NodeName == "a" && c != nil && c.Reason == v1.PodReasonUnschedulable, nil
 	})
@@ -51,9 +40,5 @@ func TestPodWithResourceClaimsIsNotScheduled(t *testing.T) {
 	}
 	if got := get("gpu"); got.Spec.NodeName != "" || podCondition(got, v1.PodScheduled).Message != errDynamicResources.Error() {
 		t.Errorf("claiming pod on %q with condition %+v, want unbound, saying berth allocates no dynamic resources", got.Spec.NodeName, podCondition(got, v1.PodScheduled))
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
 	}
 }

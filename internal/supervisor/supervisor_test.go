@@ -1,43 +1,26 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/berth/berth/internal/testkit/wait"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/berth/berth/internal/testkit/testio"
+	"github.com/berth/berth/internal/testkit/wait"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestRestartsAChildThatExits(t *testing.T) {
 	dir := t.TempDir()
 	counter := filepath.Join(dir, "starts")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &lockedBuffer{}
+	out := &testio.SyncBuffer{}
 	child := Child{Name: "flaky", Path: "/bin/sh", Args: []string{"-c", "echo start >> " + counter + "; exit 3"}, Output: out}
 	done := make(chan struct{})
 	go func() { Run(ctx, child, slog.New(slog.DiscardHandler), nil); close(done) }()
@@ -60,7 +43,7 @@ func TestStopsWithSIGTERMAndSignalsReadiness(t *testing.T) {
 	child := Child{
 		Name: "server", Path: "/bin/sh",
 		Args:   []string{"-c", "trap 'touch " + marker + "; exit 0' TERM; touch " + filepath.Join(dir, "up") + "; while true; do sleep 0.05; done"},
-		Output: &lockedBuffer{},
+		Output: &testio.SyncBuffer{},
 		Ready: func(context.Context) error {
 			if _, err := os.Stat(filepath.Join(dir, "up")); err != nil {
 				return errors.New("not yet")
@@ -85,7 +68,7 @@ func TestStopsWithSIGTERMAndSignalsReadiness(t *testing.T) {
 func TestKillsAChildThatIgnoresSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	child := Child{Name: "stubborn", Path: "/bin/sh", Args: []string{"-c", "trap '' TERM; while true; do sleep 0.05; done"},
-		Output: &lockedBuffer{}, StopGrace: 200 * time.Millisecond}
+		Output: &testio.SyncBuffer{}, StopGrace: 200 * time.Millisecond}
 	done := make(chan struct{})
 	go func() { Run(ctx, child, slog.New(slog.DiscardHandler), nil); close(done) }()
 	time.Sleep(200 * time.Millisecond) // time for the shell to start and ignore TERM before the stop
