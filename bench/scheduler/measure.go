@@ -102,9 +102,9 @@ Both schedulers act as system:kube-scheduler with the client limits berth server
 components (QPS 5000, burst 10000) and reach berth's HTTPS API directly with the
 system:kube-scheduler certificate. kube-scheduler runs unchanged with its default profile (every
 default plugin, including the volume, DRA, preemption and topology-spread ones), with leader
-election off; what it lists and watches that berth has nothing for (persistent volumes and claims,
-storage.k8s.io, resource.k8s.io, services, workload controllers, PodDisruptionBudgets) berth serves
-read-only and always empty. The machine is shared: compare the two columns of one run, not runs of
+election off; what it lists and watches besides pods and nodes (persistent volumes and claims,
+storage.k8s.io, resource.k8s.io, services, workload controllers, PodDisruptionBudgets) was empty in
+these runs. The machine is shared: compare the two columns of one run, not runs of
 different days.
 `
 }

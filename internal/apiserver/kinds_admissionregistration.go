@@ -13,19 +13,19 @@ import (
 	// conversions in the legacy scheme, which its registry strategies use.
 	admissionregistrationapi "k8s.io/kubernetes/pkg/apis/admissionregistration"
 	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicybinding"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingwebhookconfiguration"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicy"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicybinding"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/validatingwebhookconfiguration"
 )
 
-// admissionRegistrationResources is what berth serves of
-// admissionregistration.k8s.io/v1: the webhook configurations and the
-// validating admission policies with their bindings, defaulted and
-// validated by upstream's registry strategies, which upstream's webhook and
-// ValidatingAdmissionPolicy plugins in berth server enforce
-// (internal/server). Mutating admission policies are not served: a policy
-// stored but not enforced would let through what its author meant to stop.
+// admissionRegistrationResources is admissionregistration.k8s.io/v1: the
+// webhook configurations and the validating and mutating admission
+// policies with their bindings, defaulted and validated by upstream's
+// registry strategies, which upstream's webhook and admission policy
+// plugins in berth server enforce (internal/server).
 func admissionRegistrationResources() []*resource {
 	admissionregistration := admissionregistrationv1.SchemeGroupVersion
 	return []*resource{
@@ -64,28 +64,60 @@ func admissionRegistrationResources() []*resource {
 					return validatingadmissionpolicybinding.NewStrategy(deps.authorizer, policies, deps.resolver), nil
 				}},
 		},
+		{
+			gvr: admissionregistration.WithResource("mutatingadmissionpolicies"), kind: "MutatingAdmissionPolicy",
+			singular: "mutatingadmissionpolicy",
+			newObj:   newOf[admissionregistrationv1.MutatingAdmissionPolicy](), newList: newOf[admissionregistrationv1.MutatingAdmissionPolicyList](),
+			registry: &registryKind{newInternal: func() runtime.Object { return &admissionregistrationapi.MutatingAdmissionPolicy{} },
+				withConfig: func(deps strategyDeps) (upstreamStrategy, map[string]upstreamStrategy) {
+					return mutatingadmissionpolicy.NewStrategy(deps.authorizer, deps.resolver), nil
+				}},
+		},
+		{
+			gvr: admissionregistration.WithResource("mutatingadmissionpolicybindings"), kind: "MutatingAdmissionPolicyBinding",
+			singular: "mutatingadmissionpolicybinding",
+			newObj:   newOf[admissionregistrationv1.MutatingAdmissionPolicyBinding](), newList: newOf[admissionregistrationv1.MutatingAdmissionPolicyBindingList](),
+			registry: &registryKind{newInternal: func() runtime.Object { return &admissionregistrationapi.MutatingAdmissionPolicyBinding{} },
+				withConfig: func(deps strategyDeps) (upstreamStrategy, map[string]upstreamStrategy) {
+					policies := storedPolicies{stores: deps.stores}
+					return mutatingadmissionpolicybinding.NewStrategy(deps.authorizer, policies, deps.resolver), nil
+				}},
+		},
 	}
 }
 
-// storedPolicies is upstream's binding strategy's PolicyGetter over
-// berth's store of ValidatingAdmissionPolicies: it checks that the writer
-// of a binding may read the policy's parameters.
+// storedPolicies is upstream's binding strategies' PolicyGetter over
+// berth's store of admission policies: they check that the writer of a
+// binding may read the policy's parameters.
 type storedPolicies struct {
 	stores func(schema.GroupVersionResource) *resourceREST
 }
 
 func (p storedPolicies) GetValidatingAdmissionPolicy(ctx context.Context, name string) (*admissionregistrationapi.ValidatingAdmissionPolicy, error) {
-	policies := p.stores(admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies"))
-	if policies == nil {
-		return nil, fmt.Errorf("validatingadmissionpolicies are not served")
-	}
-	obj, err := policies.Get(withObjectNamespace(ctx, ""), name, &metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
 	policy := &admissionregistrationapi.ValidatingAdmissionPolicy{}
-	if err := legacyscheme.Scheme.Convert(obj, policy, nil); err != nil {
+	if err := p.get(ctx, "validatingadmissionpolicies", name, policy); err != nil {
 		return nil, err
 	}
 	return policy, nil
+}
+
+func (p storedPolicies) GetMutatingAdmissionPolicy(ctx context.Context, name string) (*admissionregistrationapi.MutatingAdmissionPolicy, error) {
+	policy := &admissionregistrationapi.MutatingAdmissionPolicy{}
+	if err := p.get(ctx, "mutatingadmissionpolicies", name, policy); err != nil {
+		return nil, err
+	}
+	return policy, nil
+}
+
+// get reads the policy name of resource into its internal form, into.
+func (p storedPolicies) get(ctx context.Context, resource, name string, into runtime.Object) error {
+	policies := p.stores(admissionregistrationv1.SchemeGroupVersion.WithResource(resource))
+	if policies == nil {
+		return fmt.Errorf("%s are not served", resource)
+	}
+	obj, err := policies.Get(withObjectNamespace(ctx, ""), name, &metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	return legacyscheme.Scheme.Convert(obj, into, nil)
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/resolver"
 	"k8s.io/kubernetes/pkg/registry/core/configmap"
@@ -63,6 +65,14 @@ type resource struct {
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
+
+// newOf returns a constructor of empty T objects.
+func newOf[T any, PT interface {
+	*T
+	runtime.Object
+}]() func() runtime.Object {
+	return func() runtime.Object { return PT(new(T)) }
+}
 
 // registryKind names a kind's upstream registry strategies.
 type registryKind struct {
@@ -162,7 +172,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), networkingResources(), flowControlResources(), admissionRegistrationResources())...)
+	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), resourceResources(), networkingResources(), flowControlResources(), admissionRegistrationResources())...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.
@@ -170,6 +180,25 @@ type storedForm struct {
 	gv          schema.GroupVersion
 	toStorage   func(runtime.Object) (runtime.Object, error)
 	fromStorage func(runtime.Object) (runtime.Object, error)
+}
+
+// storedThroughInternal stores a kind as version gv, converted to and
+// from the served version through the internal type with upstream's
+// generated conversions, as kube-apiserver does for every kind.
+func storedThroughInternal(gv schema.GroupVersion, newInternal, newStored, newServed func() runtime.Object) *storedForm {
+	convert := func(newOut func() runtime.Object) func(runtime.Object) (runtime.Object, error) {
+		return func(in runtime.Object) (runtime.Object, error) {
+			internal, out := newInternal(), newOut()
+			if err := legacyscheme.Scheme.Convert(in, internal, nil); err != nil {
+				return nil, fmt.Errorf("converting %T to its internal form: %w", in, err)
+			}
+			if err := legacyscheme.Scheme.Convert(internal, out, nil); err != nil {
+				return nil, fmt.Errorf("converting %T to %T: %w", internal, out, err)
+			}
+			return out, nil
+		}
+	}
+	return &storedForm{gv: gv, toStorage: convert(newStored), fromStorage: convert(newServed)}
 }
 
 // storageGroupVersion is the version of what the store holds.

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -338,19 +337,14 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 			return nil, err
 		}
 	}
-	empty := emptyCollections()
-	if err := api.addEmptyCollections(factory, empty, cfg.Store.CurrentRevision, tableConvertor); err != nil {
-		return nil, err
-	}
-	resources := append(discovery.Default(), describe(empty, readVerbs)...)
+	resources := discovery.Default()
 	if err := discovery.Validate(resources); err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	api.discovery = discovery.Handler(resources)
 	// The handlers reject unknown and duplicate fields under
 	// fieldValidation=Strict, so kubectl may leave validation to the server.
-	described := append(discovery.Default(), describe(empty, append(slices.Clone(readVerbs), writeVerbs...))...)
-	if api.openapi, err = openapi.Handler(described, openapi.Options{ServerSideFieldValidation: true}); err != nil {
+	if api.openapi, err = openapi.Handler(resources, openapi.Options{ServerSideFieldValidation: true}); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	return api, nil

@@ -47,7 +47,7 @@ type admissionPlugins struct {
 	priority       admission.Interface
 	runtimeClass   admission.Interface
 	webhooks       *admissionWebhooks
-	policies       admission.Interface
+	policies       *admissionPolicies
 	resourceQuota  admission.Interface
 }
 
@@ -103,7 +103,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
-	policies, err := newValidatingAdmissionPolicy(restCfg, client, factory, authz, stop)
+	policies, err := newAdmissionPolicies(restCfg, client, factory, authz, stop)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +211,9 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
 // (so it judges the pod as it will run), TaintNodesByCondition, Priority,
 // StorageObjectInUseProtection, RuntimeClass (the class's overhead, so that
-// quota charges it), RBAC's escalation check, the mutating admission
-// webhooks, ValidatingAdmissionPolicy, the validating admission webhooks,
+// quota charges it), RBAC's escalation check, MutatingAdmissionPolicy, the
+// mutating admission webhooks, ValidatingAdmissionPolicy, the validating
+// admission webhooks,
 // and ResourceQuota last, so that it charges what the
 // others let through (a quota scoped to priority classes sees the pod's
 // resolved class). The chain runs every plugin's mutation before any
@@ -220,7 +221,7 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // it.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
 	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse,
-		p.runtimeClass, escalation, p.webhooks.mutating, p.policies, p.webhooks.validating, p.resourceQuota)
+		p.runtimeClass, escalation, p.policies.mutating, p.webhooks.mutating, p.policies.validating, p.webhooks.validating, p.resourceQuota)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.

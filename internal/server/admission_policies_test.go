@@ -131,3 +131,75 @@ func TestValidatingAdmissionPolicyStatusIsTypeChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestMutatingAdmissionPolicyIsEnforced runs kube-apiserver's
+// MutatingAdmissionPolicy plugin in the server: a bound policy's
+// apply-configuration mutation sets a label from the parameters the
+// binding names, and its JSON patch adds a data key, before the object is
+// validated and stored; what the binding's namespace selector leaves out
+// is stored as sent.
+func TestMutatingAdmissionPolicyIsEnforced(t *testing.T) {
+	t.Parallel()
+	srv := startServiceServer(t)
+	cs := srv.Admin
+	ctx := context.Background()
+	for name, labels := range map[string]map[string]string{"mutated": {"policy": "on"}, "untouched": nil} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.CoreV1().ConfigMaps("mutated").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"},
+		Data: map[string]string{"team": "storage"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "label-owner"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			ParamKind:          &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Mutations: []admissionregistrationv1.Mutation{
+				{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration, ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
+					Expression: `Object{metadata: Object.metadata{labels: {"team": params.data.team}}}`}},
+				{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{
+					Expression: `[JSONPatch{op: "add", path: "/data/stamped", value: "yes"}]`}},
+			},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the policy: %v", err)
+	}
+	if _, err := cs.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "label-owner"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName: "label-owner",
+			ParamRef:   &admissionregistrationv1.ParamRef{Name: "owner", ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"policy": "on"}}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the binding: %v", err)
+	}
+
+	data := map[string]string{"a": "1"}
+	// The plugin sees the policy once its informers have it.
+	wait.UntilCtx(t, time.Minute, "the policy to label and stamp a new ConfigMap", func(ctx context.Context) error {
+		cm, err := cs.CoreV1().ConfigMaps("mutated").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "app-"}, Data: data}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Labels["team"] != "storage" || cm.Data["stamped"] != "yes" || cm.Data["a"] != "1" {
+			return fmt.Errorf("stored labels %v data %v", cm.Labels, cm.Data)
+		}
+		return nil
+	})
+	cm, err := cs.CoreV1().ConfigMaps("untouched").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: data}, metav1.CreateOptions{})
+	if err != nil || len(cm.Labels) != 0 || len(cm.Data) != 1 {
+		t.Fatalf("a ConfigMap in a namespace the binding leaves out: %v, labels %v data %v; want it as sent", err, cm.Labels, cm.Data)
+	}
+}

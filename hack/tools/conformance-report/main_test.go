@@ -447,15 +447,15 @@ func TestMergeRequireFailsUnlessEveryListedTestPassed(t *testing.T) {
 }
 
 // Failures that name a resource the test needed are blocked only while
-// discovery lacks it; berth's read-only collections' refusals are blocked.
+// discovery lacks it.
 func TestMissingKindFromTheFailureText(t *testing.T) {
 	served := map[string]bool{"pods": true, "resourceclaims.resource.k8s.io": true}
 	for text, blocked := range map[string]bool{
-		"failed to create CRD: context deadline exceeded":                                                                                                    true,
-		"API for resource.k8s.io/v1 does not include entry for resourceclaimtemplates, got:":                                                                 true,
-		"API for resource.k8s.io/v1 does not include entry for resourceclaims, got:":                                                                         false,
-		`create initial namespaced resource "resourceclaims": create is not allowed: berth serves resourceclaims.resource.k8s.io read-only and always empty`: true,
-		"Timed out after 300.001s.": false,
+		"failed to create CRD: context deadline exceeded":                                    true,
+		"API for resource.k8s.io/v1 does not include entry for resourceclaimtemplates, got:": true,
+		"API for resource.k8s.io/v1 does not include entry for resourceclaims, got:":         false,
+		"the server does not allow this method on the requested resource":                    true,
+		"Timed out after 300.001s.":                                                          false,
 	} {
 		if got := missingKind(text, served) != ""; got != blocked {
 			t.Errorf("%q: blocked %v, want %v", text, got, blocked)

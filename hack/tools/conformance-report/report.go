@@ -258,8 +258,8 @@ func parseBlocked(f io.Reader, path string) (map[string]BlockedEntry, error) {
 
 // missingKindRE matches what client-go and kubectl say when a request went
 // to a resource the server does not serve: a 404 without a Status naming an
-// object, a 405 for a verb on a collection berth serves read-only, or a REST
-// mapping that found no such kind.
+// object, a 405 for a verb the resource does not offer, or a REST mapping
+// that found no such kind.
 var missingKindRE = regexp.MustCompile(`the server could not find the requested resource|` +
 	`the server does not allow this method on the requested resource|` +
 	`no matches for kind|` +
@@ -276,9 +276,6 @@ var notFoundRE = regexp.MustCompile(`\b([a-z0-9-]+(?:\.[a-z0-9-]+)*) "[^"]*" not
 func missingKind(text string, served map[string]bool) string {
 	if m := missingKindRE.FindString(text); m != "" {
 		return "missing from discovery (" + m + ")"
-	}
-	if m := readOnlyRE.FindStringSubmatch(text); m != nil {
-		return "read-only in berth (" + m[0] + ")"
 	}
 	if served == nil {
 		return ""
@@ -297,10 +294,6 @@ func missingKind(text string, served map[string]bool) string {
 	}
 	return ""
 }
-
-// readOnlyRE matches berth's answer to a write on a collection it serves
-// read-only and empty (the 405's message).
-var readOnlyRE = regexp.MustCompile(`is not allowed: berth serves [a-z0-9.-]+ read-only`)
 
 // needs are failure texts that name the resource a test could not do
 // without; the failure is blocked only while discovery lacks it.

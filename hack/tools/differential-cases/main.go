@@ -73,13 +73,15 @@ func kept(gvr schema.GroupVersionResource) bool {
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
-		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}:
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
+		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"}:
 		return true
 	}
 	switch gvr.GroupVersion() {
 	case schema.GroupVersion{Group: "apps", Version: "v1"}, schema.GroupVersion{Group: "batch", Version: "v1"},
 		schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}, schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"},
-		schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}:
+		schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}, schema.GroupVersion{Group: "resource.k8s.io", Version: "v1"}:
 		return true
 	}
 	return gvr.Group == ""

@@ -17,7 +17,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), authenticationV1(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), admissionRegistrationV1(), flowControlV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), authenticationV1(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), resourceV1(), admissionRegistrationV1(), flowControlV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -180,10 +180,13 @@ func networkingV1() []Resource {
 	return []Resource{ingressClasses, ingresses, ipAddresses, networkPolicies, serviceCIDRs}
 }
 
-// admissionRegistrationV1 is admissionregistration.k8s.io/v1 but for the
-// mutating admission policies, which berth does not serve.
+// admissionRegistrationV1 is admissionregistration.k8s.io/v1.
 func admissionRegistrationV1() []Resource {
 	return []Resource{
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies", Kind: "MutatingAdmissionPolicy",
+			SingularName: "mutatingadmissionpolicy", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings", Kind: "MutatingAdmissionPolicyBinding",
+			SingularName: "mutatingadmissionpolicybinding", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations", Kind: "MutatingWebhookConfiguration",
 			SingularName: "mutatingwebhookconfiguration", Verbs: crudVerbs, Categories: []string{"api-extensions"}},
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies", Kind: "ValidatingAdmissionPolicy",
@@ -241,6 +244,25 @@ func storageV1() []Resource {
 		storage("csidrivers", "CSIDriver", false), csiNodes, storage("csistoragecapacities", "CSIStorageCapacity", true),
 		storage("storageclasses", "StorageClass", false, "sc"), volumeAttachments,
 		storage("volumeattributesclasses", "VolumeAttributesClass", false, "vac"),
+	}
+}
+
+// resourceV1 is resource.k8s.io/v1, dynamic resource allocation.
+func resourceV1() []Resource {
+	dra := func(resource, kind string, namespaced bool, subresources ...string) Resource {
+		r := Resource{Group: "resource.k8s.io", Version: "v1", Resource: resource, Kind: kind,
+			SingularName: strings.ToLower(kind), Namespaced: namespaced, Verbs: crudVerbs}
+		for _, name := range subresources {
+			r.Subresources = append(r.Subresources, Subresource{Name: name, Kind: kind, Verbs: statusVerbs})
+		}
+		return r
+	}
+	return []Resource{
+		dra("deviceclasses", "DeviceClass", false),
+		dra("devicetaintrules", "DeviceTaintRule", false, "status"),
+		dra("resourceclaims", "ResourceClaim", true, "status"),
+		dra("resourceclaimtemplates", "ResourceClaimTemplate", true),
+		dra("resourceslices", "ResourceSlice", false),
 	}
 }
 

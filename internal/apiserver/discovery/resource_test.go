@@ -41,10 +41,14 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":     false,
 		"admissionregistration.k8s.io/validatingadmissionpolicies":       false,
 		"admissionregistration.k8s.io/validatingadmissionpolicybindings": false,
+		"admissionregistration.k8s.io/mutatingadmissionpolicies":         false,
+		"admissionregistration.k8s.io/mutatingadmissionpolicybindings":   false,
 		"apps/deployments":                                               true, "apps/replicasets": true, "apps/statefulsets": true, "apps/daemonsets": true,
 		"apps/controllerrevisions": true, "batch/jobs": true, "batch/cronjobs": true,
 		"storage.k8s.io/csidrivers": false, "storage.k8s.io/csinodes": false, "storage.k8s.io/csistoragecapacities": true,
 		"storage.k8s.io/volumeattachments": false, "storage.k8s.io/volumeattributesclasses": false,
+		"resource.k8s.io/deviceclasses": false, "resource.k8s.io/devicetaintrules": false, "resource.k8s.io/resourceclaims": true,
+		"resource.k8s.io/resourceclaimtemplates": true, "resource.k8s.io/resourceslices": false,
 	}
 	got := map[string]Resource{}
 	for _, r := range Default() {

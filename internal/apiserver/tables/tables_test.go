@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -123,7 +124,9 @@ func TestPrinters(t *testing.T) {
 		{"event series", &corev1.Event{ObjectMeta: objectMeta("web.3"), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"},
 			EventTime: metav1.NewMicroTime(now.Add(-time.Hour)), Series: &corev1.EventSeries{Count: 7, LastObservedTime: metav1.NewMicroTime(now.Add(-2 * time.Second))}},
 			"", []any{"2s", "", "", "pod/web", "", "", "", "60m", int64(7), "web.3"}},
-		{"kind without a printer", &resourcev1.DeviceClass{ObjectMeta: objectMeta("fast")}, "Name,Age", []any{"fast", "3h"}},
+		{"kind without a printer", &authorizationv1.SubjectAccessReview{ObjectMeta: objectMeta("fast")}, "Name,Age", []any{"fast", "3h"}},
+		{"device class", &resourcev1.DeviceClass{ObjectMeta: objectMeta("gpu")}, "Name,Age", []any{"gpu"}}, // AGE from upstream's clock
+		{"resource claim", &resourcev1.ResourceClaim{ObjectMeta: objectMeta("claim")}, "Name,State,Age", []any{"claim", "pending"}},
 		{"csi driver", &storagev1.CSIDriver{ObjectMeta: objectMeta("csi.example.com")},
 			"Name,AttachRequired,PodInfoOnMount,StorageCapacity,TokenRequests,RequiresRepublish,Modes,Age",
 			[]any{"csi.example.com", true, false, false, "<unset>", false, "<none>"}},

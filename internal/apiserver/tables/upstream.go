@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/node/install"
 	policyapi "k8s.io/kubernetes/pkg/apis/policy"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	resourceapi "k8s.io/kubernetes/pkg/apis/resource"
+	_ "k8s.io/kubernetes/pkg/apis/resource/install"
 	schedulingapi "k8s.io/kubernetes/pkg/apis/scheduling"
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	storageapi "k8s.io/kubernetes/pkg/apis/storage"
@@ -91,6 +94,12 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: upstreamPrinter[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](func() runtime.Object {
 			return &admissionregistrationapi.ValidatingAdmissionPolicyBinding{}
 		}),
+		{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicy"}: upstreamPrinter[*admissionregistrationv1.MutatingAdmissionPolicy](func() runtime.Object {
+			return &admissionregistrationapi.MutatingAdmissionPolicy{}
+		}),
+		{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicyBinding"}: upstreamPrinter[*admissionregistrationv1.MutatingAdmissionPolicyBinding](func() runtime.Object {
+			return &admissionregistrationapi.MutatingAdmissionPolicyBinding{}
+		}),
 		{Group: "storage.k8s.io", Kind: "StorageClass"}: upstreamPrinter[*storagev1.StorageClass](func() runtime.Object { return &storageapi.StorageClass{} }),
 		{Group: "storage.k8s.io", Kind: "CSIDriver"}:    upstreamPrinter[*storagev1.CSIDriver](func() runtime.Object { return &storageapi.CSIDriver{} }),
 		{Group: "storage.k8s.io", Kind: "CSINode"}:      upstreamPrinter[*storagev1.CSINode](func() runtime.Object { return &storageapi.CSINode{} }),
@@ -101,6 +110,15 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Group: "storage.k8s.io", Kind: "VolumeAttributesClass"}: upstreamPrinter[*storagev1.VolumeAttributesClass](func() runtime.Object {
 			return &storageapi.VolumeAttributesClass{}
 		}),
+		{Group: "resource.k8s.io", Kind: "DeviceClass"}: upstreamPrinter[*resourcev1.DeviceClass](func() runtime.Object { return &resourceapi.DeviceClass{} }),
+		{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}: upstreamPrinter[*resourcev1.DeviceTaintRule](func() runtime.Object {
+			return &resourceapi.DeviceTaintRule{}
+		}),
+		{Group: "resource.k8s.io", Kind: "ResourceClaim"}: upstreamPrinter[*resourcev1.ResourceClaim](func() runtime.Object { return &resourceapi.ResourceClaim{} }),
+		{Group: "resource.k8s.io", Kind: "ResourceClaimTemplate"}: upstreamPrinter[*resourcev1.ResourceClaimTemplate](func() runtime.Object {
+			return &resourceapi.ResourceClaimTemplate{}
+		}),
+		{Group: "resource.k8s.io", Kind: "ResourceSlice"}: upstreamPrinter[*resourcev1.ResourceSlice](func() runtime.Object { return &resourceapi.ResourceSlice{} }),
 		{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: upstreamPrinter[*schedulingv1.PriorityClass](func() runtime.Object {
 			return &schedulingapi.PriorityClass{}
 		}),
