@@ -152,6 +152,14 @@ var fuzzFixtures = map[string]string{
 		"mutations":[{"patchType":"ApplyConfiguration","applyConfiguration":{"expression":"Object{metadata: Object.metadata{labels: {'fuzzed': 'true'}}}"}}]}}`,
 	"admissionregistration.k8s.io/MutatingAdmissionPolicyBinding": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingAdmissionPolicyBinding","metadata":{"name":%[1]q},
 		"spec":{"policyName":"widgets"}}`,
+	// A bundle without a signer, whose name may be anything; the request
+	// is upstream's storage test data's (its proof of possession holds).
+	"certificates.k8s.io/ClusterTrustBundle": `{"apiVersion":"certificates.k8s.io/v1","kind":"ClusterTrustBundle","metadata":{"name":%[1]q},
+		"spec":{"trustBundle":"-----BEGIN CERTIFICATE-----\nMIIBBDCBt6ADAgECAgEAMAUGAytlcDAQMQ4wDAYDVQQDEwVyb290MTAiGA8wMDAx\nMDEwMTAwMDAwMFoYDzAwMDEwMTAxMDAwMDAwWjAQMQ4wDAYDVQQDEwVyb290MTAq\nMAUGAytlcAMhAF2MoFeGa97gK2NGT1h6p1/a1GlMXAXbcjI/OShyIobPozIwMDAP\nBgNVHRMBAf8EBTADAQH/MB0GA1UdDgQWBBTWDdK2CNQiHqRjPaAWYPPtIykQgjAF\nBgMrZXADQQCtom9WGl7m2SAa4tXM9Soo/mbInBsRhn187BMoqTAHInHchKup5/3y\nl1tYJSZZsEXnXrCvw2qLCBNif6+2YYgE\n-----END CERTIFICATE-----\n"}}`,
+	"certificates.k8s.io/PodCertificateRequest": `{"apiVersion":"certificates.k8s.io/v1","kind":"PodCertificateRequest","metadata":{"name":%[1]q},
+		"spec":{"signerName":"example.com/signer","podName":"pod-1","podUID":"pod-uid-1","serviceAccountName":"sa-1","serviceAccountUID":"sa-uid-1",
+		"nodeName":"node-1","nodeUID":"node-uid-1","maxExpirationSeconds":86400,
+		"stubPKCS10Request":"MIGNMEECAQAwDjEMMAoGA1UEAxMDZm9vMCowBQYDK2VwAyEA33notc99UJwFQmOojmMx5+OHh3eSxnCXPD8y4+3fCOigADAFBgMrZXADQQB201a14Mlk73XPyT7Ff/Ln0SIDL/YO4MIqPDYnpO1pA2s3vyo0H8qkvxo9WMNLeY5MZa2uG3gqZzXjjyWV38QA"}}`,
 	"storage.k8s.io/StorageClass": `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":%[1]q},"provisioner":"example.com/local",
 		"parameters":{"path":"/srv"},"reclaimPolicy":"Retain","volumeBindingMode":"WaitForFirstConsumer","allowVolumeExpansion":true}`,
 	"storage.k8s.io/CSIDriver": `{"apiVersion":"storage.k8s.io/v1","kind":"CSIDriver","metadata":{"name":%[1]q},

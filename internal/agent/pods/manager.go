@@ -20,10 +20,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubernetes/pkg/kubelet/clustertrustbundle"
 	"k8s.io/kubernetes/pkg/kubelet/runtimeclass"
 	"k8s.io/kubernetes/pkg/security/apparmor"
 	"k8s.io/utils/clock"
 
+	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/agent/podcgroup"
 )
 
@@ -67,18 +69,21 @@ type Config struct {
 
 // Manager runs the pods bound to one node.
 type Manager struct {
-	cfg      Config
-	client   kubernetes.Interface
-	rt       runtimeapi.RuntimeServiceClient
-	images   runtimeapi.ImageServiceClient
-	log      *slog.Logger
-	backoff  *backoff
-	sent     sentStatuses
-	prober   *prober
-	clock    clock.WithTicker
-	tokens   *tokenCache // projected service-account tokens
-	services *serviceEnv // set by Run before any pod worker starts
-	userns   *usernsRanges
+	cfg     Config
+	client  kubernetes.Interface
+	rt      runtimeapi.RuntimeServiceClient
+	images  runtimeapi.ImageServiceClient
+	log     *slog.Logger
+	backoff *backoff
+	sent    sentStatuses
+	prober  *prober
+	clock   clock.WithTicker
+	tokens  *tokenCache // projected service-account tokens
+	// trustBundles projects ClusterTrustBundles (set by Run before any
+	// pod worker starts).
+	trustBundles clustertrustbundle.Manager
+	services     *serviceEnv // set by Run before any pod worker starts
+	userns       *usernsRanges
 	// runtimeClasses resolves pods' RuntimeClasses to runtime handlers.
 	runtimeClasses *runtimeclass.Manager
 
@@ -144,6 +149,9 @@ func (m *Manager) Run(ctx context.Context) error {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", m.cfg.NodeName).String()
 		}))
 	m.startRuntimeClasses(ctx)
+	// The kubelet's own manager: it starts its informer over every
+	// bundle at the first pod that projects one, and stops it with ctx.
+	m.trustBundles = clustertrustbundle.NewLazyInformerManager(ctx, m.client, 2*node.MaxPods)
 	services, waitServices := watchServices(ctx, m.client)
 	m.services = services
 	defer waitServices()

@@ -100,9 +100,8 @@ func (h *allocatableHost) GetNodeAllocatable() (corev1.ResourceList, error) {
 // projectedPayload is the projected volume plugin's collectData: each
 // source's files by its own plugin's rules with the projected defaultMode
 // (an item's mode over it), later sources overriding earlier ones on the
-// same path. A token file is 0600 when it gets an owner or the pod an
-// fsGroup (the group-read bit then comes from the ownership change), as
-// upstream's. Every source is tried; their errors are returned together.
+// same path. Token and trust-bundle files are private (privateFile).
+// Every source is tried; their errors are returned together.
 func (m *Manager) projectedPayload(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (payload, error) {
 	mode := modeOr(p.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
 	out := payload{}
@@ -119,6 +118,8 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *corev1.Pod, p *core
 			files, err = m.downwardPayload(ctx, pod, src.DownwardAPI.Items, mode, p.DefaultUser)
 		case src.ServiceAccountToken != nil:
 			files, err = m.tokenPayload(ctx, pod, src.ServiceAccountToken, *mode, p.DefaultUser)
+		case src.ClusterTrustBundle != nil:
+			files, err = m.trustBundlePayload(ctx, pod, src.ClusterTrustBundle, *mode, p.DefaultUser)
 		default:
 			err = errors.New("unsupported projected source")
 		}
@@ -136,22 +137,52 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *corev1.Pod, p *core
 	return out, nil
 }
 
-// tokenPayload is a serviceAccountToken source's one file. Its owner is
-// the pod's single run-as user (upstream's FsUserFrom) unless the volume
-// or the source names one.
+// tokenPayload is a serviceAccountToken source's one file.
 func (m *Manager) tokenPayload(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, mode int32, defaultUser *int64) (payload, error) {
 	files, err := m.serviceAccountTokenFiles(ctx, pod, src)
 	if err != nil {
 		return nil, err
 	}
+	return privateFile(pod, src.Path, files[src.Path], mode, defaultUser, src.User), nil
+}
+
+// trustBundlePayload is a clusterTrustBundle source's one file: the PEM
+// certificates of the bundle it names, or of every bundle of its signer
+// that its label selector matches, deduplicated and ordered by the
+// kubelet's own ClusterTrustBundle manager. An optional source that
+// matches nothing is an empty file; a required one fails the pod's start.
+func (m *Manager) trustBundlePayload(ctx context.Context, pod *corev1.Pod, src *corev1.ClusterTrustBundleProjection, mode int32, defaultUser *int64) (payload, error) {
+	allowMissing := optional(src.Optional)
+	var anchors []byte
+	var err error
+	switch {
+	case src.Name != nil:
+		anchors, err = m.trustBundles.GetTrustAnchorsByName(ctx, *src.Name, allowMissing)
+	case src.SignerName != nil:
+		anchors, err = m.trustBundles.GetTrustAnchorsBySigner(ctx, *src.SignerName, src.LabelSelector, allowMissing)
+	default:
+		err = errors.New("a clusterTrustBundle projection needs a name or a signerName")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clusterTrustBundle for %s: %w", src.Path, err)
+	}
+	return privateFile(pod, src.Path, anchors, mode, defaultUser, src.User), nil
+}
+
+// privateFile is a projected file that belongs to one user: the source's
+// or the volume's user, else the pod's single run-as user (upstream's
+// FsUserFrom). It is 0600 when it gets an owner or the pod an fsGroup
+// (the group-read bit then comes from the ownership change), as
+// upstream's projected plugin makes token and trust-bundle files.
+func privateFile(pod *corev1.Pod, path string, data []byte, mode int32, defaultUser, sourceUser *int64) payload {
 	fsUser := volumeutil.FsUserFrom(pod)
-	if u := volumeutil.ResolvesFsUser(defaultUser, src.User); u != nil {
+	if u := volumeutil.ResolvesFsUser(defaultUser, sourceUser); u != nil {
 		fsUser = u
 	}
 	if fsUser != nil || podFSGroup(pod) != nil {
 		mode = 0o600
 	}
-	return payload{src.Path: {Data: files[src.Path], Mode: mode, FsUser: fsUser}}, nil
+	return payload{path: {Data: data, Mode: mode, FsUser: fsUser}}
 }
 
 // podFSGroup is the group the pod's volumes are given, if any.

@@ -9,12 +9,16 @@ import (
 	"syscall"
 	"testing"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubernetes/pkg/kubelet/clustertrustbundle"
 	"k8s.io/utils/ptr"
+
+	"github.com/berth/berth/internal/pki"
 )
 
 // volumeTestManager is a Manager whose API holds objs, with no runtime:
@@ -220,4 +224,65 @@ func visibleFiles(t *testing.T, dir string) []string {
 		}
 	}
 	return names
+}
+
+// A clusterTrustBundle source projects the bundle it names, or the
+// certificates of every bundle of its signer its labels select, through
+// the kubelet's own manager; an optional source that matches nothing is
+// an empty file, a required one fails the volume.
+func TestProjectedClusterTrustBundles(t *testing.T) {
+	a, b, other := testCertificatePEM(t, "a"), testCertificatePEM(t, "b"), testCertificatePEM(t, "other")
+	bundle := func(name, signer, certs string, labels map[string]string) *certificatesv1.ClusterTrustBundle {
+		return &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: certs}}
+	}
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}},
+		bundle("example.com:ca:a", "example.com/ca", a, map[string]string{"team": "x"}),
+		bundle("example.com:ca:b", "example.com/ca", b, map[string]string{"team": "y"}),
+		bundle("standalone", "", other, nil))
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: certificatesv1.SchemeGroupVersion.String(),
+		APIResources: []metav1.APIResource{{Name: "clustertrustbundles", Kind: "ClusterTrustBundle", Verbs: []string{"get", "list", "watch"}}}}}
+	m := New(Config{NodeName: testNode, DataDir: t.TempDir()}, client, nil, nil, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.trustBundles = clustertrustbundle.NewLazyInformerManager(ctx, client, 10)
+
+	source := func(p corev1.ClusterTrustBundleProjection) corev1.VolumeProjection {
+		return corev1.VolumeProjection{ClusterTrustBundle: &p}
+	}
+	pod := volumePod(corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{
+			source(corev1.ClusterTrustBundleProjection{Name: ptr.To("standalone"), Path: "named.pem"}),
+			source(corev1.ClusterTrustBundleProjection{SignerName: ptr.To("example.com/ca"), LabelSelector: &metav1.LabelSelector{}, Path: "all.pem"}),
+			source(corev1.ClusterTrustBundleProjection{SignerName: ptr.To("example.com/ca"),
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "y"}}, Path: "y.pem"}),
+			source(corev1.ClusterTrustBundleProjection{SignerName: ptr.To("example.com/ca"),
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "z"}}, Optional: ptr.To(true), Path: "none.pem"}),
+		},
+	}}})
+	dir := prepare(t, m, pod)["ca"]
+	assertFile(t, filepath.Join(dir, "named.pem"), other, 0o644)
+	all, err := os.ReadFile(filepath.Join(dir, "all.pem"))
+	if err != nil || !strings.Contains(string(all), a) || !strings.Contains(string(all), b) || strings.Contains(string(all), other) {
+		t.Errorf("all.pem = %q, %v; want the signer's two certificates and no other", all, err)
+	}
+	assertFile(t, filepath.Join(dir, "y.pem"), b, 0o644)
+	assertFile(t, filepath.Join(dir, "none.pem"), "", 0o644)
+
+	required := volumePod(corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{source(corev1.ClusterTrustBundleProjection{Name: ptr.To("missing"), Path: "ca.pem"})},
+	}}})
+	if _, err := m.prepareVolumes(ctx, required); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("a required bundle that does not exist: %v, want an error naming it", err)
+	}
+}
+
+// testCertificatePEM is a fresh self-signed CA certificate named cn.
+func testCertificatePEM(t *testing.T, cn string) string {
+	t.Helper()
+	ca, err := pki.LoadOrCreateCA(t.TempDir(), cn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ca.CertPEM)
 }

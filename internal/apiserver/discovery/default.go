@@ -158,6 +158,11 @@ func certificatesV1() []Resource {
 				{Name: "approval", Kind: "CertificateSigningRequest", Verbs: statusVerbs},
 				{Name: "status", Kind: "CertificateSigningRequest", Verbs: statusVerbs},
 			}},
+		{Group: "certificates.k8s.io", Version: "v1", Resource: "clustertrustbundles", Kind: "ClusterTrustBundle",
+			SingularName: "clustertrustbundle", Verbs: crudVerbs},
+		{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests", Kind: "PodCertificateRequest",
+			SingularName: "podcertificaterequest", Namespaced: true, Verbs: crudVerbs,
+			Subresources: []Subresource{{Name: "status", Kind: "PodCertificateRequest", Verbs: statusVerbs}}},
 	}
 }
 

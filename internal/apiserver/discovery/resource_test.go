@@ -49,6 +49,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"storage.k8s.io/volumeattachments": false, "storage.k8s.io/volumeattributesclasses": false,
 		"resource.k8s.io/deviceclasses": false, "resource.k8s.io/devicetaintrules": false, "resource.k8s.io/resourceclaims": true,
 		"resource.k8s.io/resourceclaimtemplates": true, "resource.k8s.io/resourceslices": false,
+		"certificates.k8s.io/clustertrustbundles": false, "certificates.k8s.io/podcertificaterequests": true,
 	}
 	got := map[string]Resource{}
 	for _, r := range Default() {

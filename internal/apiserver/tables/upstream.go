@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -26,6 +27,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	batchapi "k8s.io/kubernetes/pkg/apis/batch"
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
+	certificatesapi "k8s.io/kubernetes/pkg/apis/certificates"
+	_ "k8s.io/kubernetes/pkg/apis/certificates/install"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	// The internal types and conversions upstream's printers take.
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
@@ -99,6 +102,12 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		}),
 		{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicyBinding"}: upstreamPrinter[*admissionregistrationv1.MutatingAdmissionPolicyBinding](func() runtime.Object {
 			return &admissionregistrationapi.MutatingAdmissionPolicyBinding{}
+		}),
+		{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}: upstreamPrinter[*certificatesv1.ClusterTrustBundle](func() runtime.Object {
+			return &certificatesapi.ClusterTrustBundle{}
+		}),
+		{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}: upstreamPrinter[*certificatesv1.PodCertificateRequest](func() runtime.Object {
+			return &certificatesapi.PodCertificateRequest{}
 		}),
 		{Group: "storage.k8s.io", Kind: "StorageClass"}: upstreamPrinter[*storagev1.StorageClass](func() runtime.Object { return &storageapi.StorageClass{} }),
 		{Group: "storage.k8s.io", Kind: "CSIDriver"}:    upstreamPrinter[*storagev1.CSIDriver](func() runtime.Object { return &storageapi.CSIDriver{} }),

@@ -61,8 +61,8 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		return a.referenced(r, kind(attrs.GetResource()))
 	case "/services":
 		return readServices(r)
-	case "node.k8s.io/runtimeclasses":
-		return readRuntimeClasses(r)
+	case "node.k8s.io/runtimeclasses", "certificates.k8s.io/clustertrustbundles":
+		return readAll(r)
 	case "coordination.k8s.io/leases":
 		return ownLease(r)
 	case "/events", "events.k8s.io/events":
@@ -186,17 +186,18 @@ func readServices(r request) (authorizer.Decision, string, error) {
 	return noOpinion("nodes may only read services")
 }
 
-// readRuntimeClasses: get, list and watch of every RuntimeClass, as
-// upstream's node rules allow; the agent resolves pods' runtime handlers
-// from them.
-func readRuntimeClasses(r request) (authorizer.Decision, string, error) {
+// readAll: get, list and watch of every object of a kind every node may
+// read, as upstream's node rules allow: RuntimeClasses (the agent resolves
+// pods' runtime handlers from them) and ClusterTrustBundles (projected
+// into pods' volumes by signer and labels).
+func readAll(r request) (authorizer.Decision, string, error) {
 	switch r.attrs.GetVerb() {
 	case "get", "list", "watch":
 		if r.attrs.GetSubresource() == "" {
 			return allow()
 		}
 	}
-	return noOpinion("nodes may only read runtimeclasses")
+	return noOpinion("nodes may only read %s", r.attrs.GetResource())
 }
 
 // ownLease: create (name checked by admission), get, update and patch of
