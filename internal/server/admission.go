@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
@@ -49,6 +50,8 @@ type admissionPlugins struct {
 	webhooks       *admissionWebhooks
 	policies       *admissionPolicies
 	resourceQuota  admission.Interface
+	// nodes are the registered nodes, for NodeRestriction.
+	nodes corelisters.NodeLister
 }
 
 // newAdmissionPlugins builds the plugins; stop ends the quota plugin's
@@ -69,6 +72,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	informeropts.ReadThrough(factory, &corev1.ResourceQuota{}, localOnceServed(local, "resourcequotas"))
 	informeropts.ReadThrough(factory, &nodev1.RuntimeClass{}, localOnceServedGVR(local, nodev1.SchemeGroupVersion.WithResource("runtimeclasses")))
 	informeropts.ReadThrough(factory, &schedulingv1.PriorityClass{}, localOnceServedGVR(local, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")))
+	informeropts.ReadThrough(factory, &corev1.Node{}, localOnceServed(local, "nodes"))
 	limits, err := newLimitRanger(client, factory)
 	if err != nil {
 		return nil, err
@@ -108,7 +112,8 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, webhooks: webhooks, policies: policies, resourceQuota: quota}, nil
+		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, webhooks: webhooks, policies: policies, resourceQuota: quota,
+		nodes: factory.Core().V1().Nodes().Lister()}, nil
 }
 
 // podKind is the kind the pod-only plugins act on: other writes skip them,

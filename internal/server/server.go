@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Authorizer:    authz,
 		RuleResolver:  auth.NewRuleResolver(access.informers.Listers.RulesFor),
 		ReadView:      node.PodView,
-		Admission:     plugins.chain(noderestriction.New(nodeGraph), access.EscalationCheck(authz)),
+		Admission:     plugins.chain(noderestriction.New(nodeGraph, plugins.nodes), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),
 		Metrics:       metrics,
 	}

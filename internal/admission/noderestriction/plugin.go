@@ -6,8 +6,9 @@
 // registration), write only its own Lease, report only its own pods'
 // status (and through it change no labels, annotations or resource claim
 // statuses), delete only its own pods once they are terminating, request
-// service-account tokens only bound to its own pods, and report events
-// only as itself. It creates no pods at all: berth has no static
+// service-account tokens only bound to its own pods, create pod
+// certificate requests only for its own pods as they are, and report
+// events only as itself. It creates no pods at all: berth has no static
 // pods, so there are no mirror pods to allow.
 //
 // Upstream's plugin works on k8s.io/kubernetes' internal types and would
@@ -19,6 +20,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/berth/berth/internal/auth/node"
@@ -26,17 +28,19 @@ import (
 
 // Plugin is the NodeRestriction validating admission plugin.
 type Plugin struct {
-	pods PodBindings
+	pods  PodBindings
+	nodes Nodes
 }
 
-// PodBindings tells which node a pod is bound to: the Node authorizer's
-// graph (internal/auth/node.Graph), which follows every pod.
+// PodBindings tells which node a pod is bound to, and who it is: the Node
+// authorizer's graph (internal/auth/node.Graph), which follows every pod.
 type PodBindings interface {
-	PodBoundTo(namespace, name, node string) bool
+	BoundPod(namespace, name string) (node.PodIdentity, bool)
 }
 
-// New returns the plugin; pods answers for service-account token requests.
-func New(pods PodBindings) *Plugin { return &Plugin{pods: pods} }
+// New returns the plugin; pods and nodes answer for what nodes ask on
+// their pods' behalf (service-account tokens, pod certificates).
+func New(pods PodBindings, nodes Nodes) *Plugin { return &Plugin{pods: pods, nodes: nodes} }
 
 var (
 	_ admission.MutationInterface   = (*Plugin)(nil)
@@ -79,6 +83,11 @@ func (p *Plugin) check(a admission.Attributes) error {
 		err = events(name, a)
 	case "serviceaccounts":
 		err = p.serviceAccountToken(name, a)
+	case "podcertificaterequests.certificates.k8s.io":
+		var retry error
+		if err, retry = p.podCertificateRequest(name, a); retry != nil {
+			return apierrors.NewInternalError(retry)
+		}
 	}
 	if err != nil {
 		return admission.NewForbidden(a, err)

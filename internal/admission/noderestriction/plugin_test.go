@@ -2,9 +2,11 @@ package noderestriction
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -12,8 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/berth/berth/internal/auth/node"
 )
 
 var (
@@ -26,14 +31,38 @@ var (
 	eventsGVR = corev1.SchemeGroupVersion.WithResource("events")
 	newEvGVR  = eventsv1.SchemeGroupVersion.WithResource("events")
 	saGVR     = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
+	pcrGVR    = certificatesv1.SchemeGroupVersion.WithResource("podcertificaterequests")
 )
 
-// boundPods maps namespace/name to the node a pod is bound to.
+// boundPods maps namespace/name to the node a pod is bound to; each pod's
+// UID is "uid-<name>" and its service account "sa-<name>".
 type boundPods map[string]string
 
-func (b boundPods) PodBoundTo(namespace, name, node string) bool {
+func (b boundPods) BoundPod(namespace, name string) (node.PodIdentity, bool) {
 	n, ok := b[namespace+"/"+name]
-	return ok && n == node
+	return node.PodIdentity{Node: n, UID: types.UID("uid-" + name), ServiceAccount: "sa-" + name}, ok
+}
+
+// registeredNodes are nodes by name, each with UID "uid-<name>".
+type registeredNodes []string
+
+func (r registeredNodes) Get(name string) (*corev1.Node, error) {
+	if !slices.Contains(r, name) {
+		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, nil
+}
+
+// podCertificateRequest is a request node makes for pod, named as the
+// fakes name them, with change applied.
+func podCertificateRequest(nodeName, pod string, change func(*certificatesv1.PodCertificateRequestSpec)) *certificatesv1.PodCertificateRequest {
+	req := &certificatesv1.PodCertificateRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "req-"},
+		Spec: certificatesv1.PodCertificateRequestSpec{SignerName: "example.com/signer", NodeName: types.NodeName(nodeName),
+			NodeUID: types.UID("uid-" + nodeName), PodName: pod, PodUID: types.UID("uid-" + pod), ServiceAccountName: "sa-" + pod}}
+	if change != nil {
+		change(&req.Spec)
+	}
+	return req
 }
 
 func tokenFor(pod, kind string) *authenticationv1.TokenRequest {
@@ -134,10 +163,16 @@ func TestValidate(t *testing.T) {
 		{"token bound to a secret", attrs(nodeA, admission.Create, saGVR, "token", tokenFor("p", "Secret"), nil), false},
 		{"unbound token", attrs(nodeA, admission.Create, saGVR, "token", &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sa"}}, nil), false},
 		{"create a service account", attrs(nodeA, admission.Create, saGVR, "", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sa"}}, nil), false},
+		{"pod certificate for its own pod", attrs(nodeA, admission.Create, pcrGVR, "", podCertificateRequest("node-a", "p", nil), nil), true},
+		{"pod certificate for another node's pod", attrs(nodeA, admission.Create, pcrGVR, "", podCertificateRequest("node-a", "q", nil), nil), false},
+		{"pod certificate naming another node", attrs(nodeA, admission.Create, pcrGVR, "", podCertificateRequest("node-b", "q", nil), nil), false},
+		{"pod certificate for another service account", attrs(nodeA, admission.Create, pcrGVR, "", podCertificateRequest("node-a", "p",
+			func(s *certificatesv1.PodCertificateRequestSpec) { s.ServiceAccountName = "admin" }), nil), false},
+		{"pod certificate status", attrs(nodeA, admission.Update, pcrGVR, "status", podCertificateRequest("node-a", "p", nil), podCertificateRequest("node-a", "p", nil)), false},
 		{"admin is not restricted", attrs(admin, admission.Create, podsGVR, "", pod("p", "node-a", false), nil), true},
 		{"admin changes any node", attrs(admin, admission.Update, nodesGVR, "", nodeObj("node-b", withLabel("node-restriction.kubernetes.io/pool", "x")), nodeObj("node-b", nil)), true},
 	}
-	p := New(boundPods{"default/p": "node-a", "default/q": "node-b"})
+	p := New(boundPods{"default/p": "node-a", "default/q": "node-b"}, registeredNodes{"node-a", "node-b"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if !p.Handles(tc.attrs.GetOperation()) {
@@ -156,7 +191,23 @@ func TestValidate(t *testing.T) {
 
 func TestUnexpectedObjectIsRefused(t *testing.T) {
 	a := attrs(nodeA, admission.Update, nodesGVR, "status", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, nodeObj("node-a", nil))
-	if err := New(boundPods{}).Validate(context.Background(), a, nil); !apierrors.IsForbidden(err) {
+	if err := New(boundPods{}, registeredNodes{}).Validate(context.Background(), a, nil); !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want 403", err)
+	}
+}
+
+// A request whose pod or node UID is not the one the server knows may come
+// from an informer behind: it is refused with an error the agent retries,
+// not a Forbidden.
+func TestPodCertificateRequestWithStaleUIDsIsRetried(t *testing.T) {
+	p := New(boundPods{"default/p": "node-a"}, registeredNodes{"node-a"})
+	for name, change := range map[string]func(*certificatesv1.PodCertificateRequestSpec){
+		"pod UID":  func(s *certificatesv1.PodCertificateRequestSpec) { s.PodUID = "old" },
+		"node UID": func(s *certificatesv1.PodCertificateRequestSpec) { s.NodeUID = "old" },
+	} {
+		err := p.Validate(context.Background(), attrs(nodeA, admission.Create, pcrGVR, "", podCertificateRequest("node-a", "p", change), nil), nil)
+		if !apierrors.IsInternalError(err) {
+			t.Errorf("stale %s: %v, want a 500 the agent retries", name, err)
+		}
 	}
 }

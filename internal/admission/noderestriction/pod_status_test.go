@@ -62,7 +62,7 @@ func TestPodStatus(t *testing.T) {
 		podStatusCase{"writes a berth-private annotation", pod("p", "node-a", false), withAnnotations(pod("p", "node-a", false), "internal.berth.io/x", "1"), `node "node-a" cannot update annotations through pod status`},
 		podStatusCase{"drops an annotation", withAnnotations(pod("p", "node-a", false), "example.com/a", "1"), pod("p", "node-a", false), `node "node-a" cannot update annotations through pod status`},
 	)
-	p := New(boundPods{})
+	p := New(boundPods{}, registeredNodes{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := p.Validate(context.Background(), attrs(nodeA, admission.Update, podsGVR, "status", tc.new, tc.old), nil)

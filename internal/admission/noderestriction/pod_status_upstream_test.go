@@ -18,7 +18,7 @@ import (
 // This test holds the copy to upstream's answers, error text included.
 func TestPodStatusMatchesUpstream(t *testing.T) {
 	theirs := upstream.NewPlugin(nodeidentifier.NewDefaultNodeIdentifier())
-	ours := New(boundPods{})
+	ours := New(boundPods{}, registeredNodes{})
 	for _, tc := range podStatusCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			old, obj := internalPod(t, tc.old), internalPod(t, tc.new)

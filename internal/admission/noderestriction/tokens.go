@@ -22,7 +22,7 @@ func (p *Plugin) serviceAccountToken(node string, a admission.Attributes) error 
 	if ref == nil || ref.Kind != "Pod" {
 		return fmt.Errorf("node %q may only request tokens bound to a pod", node)
 	}
-	if p.pods == nil || !p.pods.PodBoundTo(a.GetNamespace(), ref.Name, node) {
+	if pod, ok := p.pods.BoundPod(a.GetNamespace(), ref.Name); !ok || pod.Node != node {
 		return fmt.Errorf("node %q may only request tokens bound to its own pods, not to pod %s/%s", node, a.GetNamespace(), ref.Name)
 	}
 	return nil

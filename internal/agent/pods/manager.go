@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/pkg/kubelet/clustertrustbundle"
+	"k8s.io/kubernetes/pkg/kubelet/podcertificate"
 	"k8s.io/kubernetes/pkg/kubelet/runtimeclass"
 	"k8s.io/kubernetes/pkg/security/apparmor"
 	"k8s.io/utils/clock"
@@ -82,6 +83,9 @@ type Manager struct {
 	// trustBundles projects ClusterTrustBundles (set by Run before any
 	// pod worker starts).
 	trustBundles clustertrustbundle.Manager
+	// podCerts issues pods' projected certificates (set by Run before
+	// any pod worker starts).
+	podCerts podcertificate.Manager
 	services     *serviceEnv // set by Run before any pod worker starts
 	userns       *usernsRanges
 	// runtimeClasses resolves pods' RuntimeClasses to runtime handlers.
@@ -157,6 +161,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer waitServices()
 	inf := factory.Core().V1().Pods().Informer()
 	m.store = inf.GetStore()
+	defer m.startPodCertificates(ctx, factory)()
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.podChanged(ctx, obj) },
 		UpdateFunc: func(_, obj any) { m.podChanged(ctx, obj) },
@@ -186,6 +191,7 @@ func (m *Manager) podChanged(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	m.podCerts.TrackPod(ctx, pod)
 	m.workerFor(ctx, pod.UID).update(pod)
 }
 
@@ -194,6 +200,7 @@ func (m *Manager) podGone(ctx context.Context, obj any) {
 		obj = tomb.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
+		m.podCerts.ForgetPod(ctx, pod)
 		m.workerFor(ctx, pod.UID).update(nil)
 	}
 }

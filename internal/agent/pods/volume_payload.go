@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,11 +104,11 @@ func (h *allocatableHost) GetNodeAllocatable() (corev1.ResourceList, error) {
 // (an item's mode over it), later sources overriding earlier ones on the
 // same path. Token and trust-bundle files are private (privateFile).
 // Every source is tried; their errors are returned together.
-func (m *Manager) projectedPayload(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (payload, error) {
+func (m *Manager) projectedPayload(ctx context.Context, pod *corev1.Pod, volume string, p *corev1.ProjectedVolumeSource) (payload, error) {
 	mode := modeOr(p.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
 	out := payload{}
 	var errs []error
-	for _, src := range p.Sources {
+	for i, src := range p.Sources {
 		var files payload
 		var err error
 		switch {
@@ -120,6 +122,8 @@ func (m *Manager) projectedPayload(ctx context.Context, pod *corev1.Pod, p *core
 			files, err = m.tokenPayload(ctx, pod, src.ServiceAccountToken, *mode, p.DefaultUser)
 		case src.ClusterTrustBundle != nil:
 			files, err = m.trustBundlePayload(ctx, pod, src.ClusterTrustBundle, *mode, p.DefaultUser)
+		case src.PodCertificate != nil:
+			files, err = m.podCertificatePayload(ctx, pod, volume, i, src.PodCertificate, *mode, p.DefaultUser)
 		default:
 			err = errors.New("unsupported projected source")
 		}
@@ -167,6 +171,29 @@ func (m *Manager) trustBundlePayload(ctx context.Context, pod *corev1.Pod, src *
 		return nil, fmt.Errorf("clusterTrustBundle for %s: %w", src.Path, err)
 	}
 	return privateFile(pod, src.Path, anchors, mode, defaultUser, src.User), nil
+}
+
+// podCertificatePayload is a podCertificate source's files: the private key
+// and certificate chain the pod certificate manager holds for it, as one
+// credential bundle (key first), and or as separate key and chain files.
+// Until a signer has issued the first certificate there are none, and the
+// pod's start waits, as the kubelet's.
+func (m *Manager) podCertificatePayload(ctx context.Context, pod *corev1.Pod, volume string, source int,
+	src *corev1.PodCertificateProjection, mode int32, defaultUser *int64) (payload, error) {
+	key, chain, err := m.podCerts.GetPodCertificateCredentialBundle(ctx, pod.Namespace, pod.Name, string(pod.UID), volume, source)
+	if err != nil {
+		return nil, fmt.Errorf("podCertificate of signer %s: %w", src.SignerName, err)
+	}
+	out := payload{}
+	add := func(path string, data []byte) {
+		if path != "" {
+			maps.Copy(out, privateFile(pod, path, data, mode, defaultUser, src.User))
+		}
+	}
+	add(src.CredentialBundlePath, append(slices.Clone(key), chain...))
+	add(src.KeyPath, key)
+	add(src.CertificateChainPath, chain)
+	return out, nil
 }
 
 // privateFile is a projected file that belongs to one user: the source's

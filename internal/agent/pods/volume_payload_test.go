@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/kubelet/clustertrustbundle"
+	"k8s.io/kubernetes/pkg/kubelet/podcertificate"
 	"k8s.io/utils/ptr"
 
 	"github.com/berth/berth/internal/pki"
@@ -285,4 +287,44 @@ func testCertificatePEM(t *testing.T, cn string) string {
 		t.Fatal(err)
 	}
 	return string(ca.CertPEM)
+}
+
+// issuedCredentials is a pod certificate manager that has issued one
+// key and chain, to projections of pod "uid-web" volume "certs" only.
+type issuedCredentials struct {
+	*podcertificate.NoOpManager
+	key, chain []byte
+}
+
+func (c issuedCredentials) GetPodCertificateCredentialBundle(_ context.Context, _, _, podUID, volume string, _ int) ([]byte, []byte, error) {
+	if podUID != "uid-web" || volume != "certs" {
+		return nil, nil, errors.New("no credentials yet")
+	}
+	return c.key, c.chain, nil
+}
+
+// A podCertificate source writes the issued key and chain as a credential
+// bundle (key first) and as separate files, private when the pod has an
+// fsGroup (0600, and group-readable by it); before issuance the volume
+// fails, so the pod's start waits.
+func TestProjectedPodCertificates(t *testing.T) {
+	m := volumeTestManager(t)
+	m.podCerts = issuedCredentials{key: []byte("KEY\n"), chain: []byte("CHAIN\n")}
+	certs := func(volume string) corev1.Volume {
+		return corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr.To[int32](0o644),
+			Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/signer",
+				KeyType: "ED25519", CredentialBundlePath: "bundle.pem", KeyPath: "key.pem", CertificateChainPath: "chain.pem"}}},
+		}}}
+	}
+	pod := volumePod(certs("certs"))
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To(int64(os.Getgid()))}
+	dir := prepare(t, m, pod)["certs"]
+	assertFile(t, filepath.Join(dir, "bundle.pem"), "KEY\nCHAIN\n", 0o640)
+	assertFile(t, filepath.Join(dir, "key.pem"), "KEY\n", 0o640)
+	assertFile(t, filepath.Join(dir, "chain.pem"), "CHAIN\n", 0o640)
+
+	if _, err := m.prepareVolumes(context.Background(), volumePod(certs("not-issued"))); err == nil || !strings.Contains(err.Error(), "no credentials yet") {
+		t.Fatalf("a certificate not issued yet: %v, want the volume to fail", err)
+	}
 }

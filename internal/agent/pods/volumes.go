@@ -57,7 +57,7 @@ func (m *Manager) prepareVolume(ctx context.Context, pod *corev1.Pod, v corev1.V
 		files, err := m.downwardPayload(ctx, pod, src.Items, modeOr(src.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode), src.DefaultUser)
 		return dir, writeVolumeFiles(dir, files, fsGroup, err)
 	case v.Projected != nil:
-		files, err := m.projectedPayload(ctx, pod, v.Projected)
+		files, err := m.projectedPayload(ctx, pod, v.Name, v.Projected)
 		return dir, writeVolumeFiles(dir, files, fsGroup, err)
 	}
 	return "", errors.New("unsupported volume type")

@@ -69,6 +69,8 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		return events(r)
 	case "certificates.k8s.io/certificatesigningrequests":
 		return a.csrs(r)
+	case "certificates.k8s.io/podcertificaterequests":
+		return podCertificateRequests(r)
 	}
 	return noOpinion("nodes may not %s %s", attrs.GetVerb(), resourceName(attrs))
 }
@@ -198,6 +200,25 @@ func readAll(r request) (authorizer.Decision, string, error) {
 		}
 	}
 	return noOpinion("nodes may only read %s", r.attrs.GetResource())
+}
+
+// podCertificateRequests: create (NodeRestriction checks that the request
+// is for one of the node's pods, as it is), and list and watch of the
+// requests naming the node (by field selector), which the agent follows
+// until a signer issues them.
+func podCertificateRequests(r request) (authorizer.Decision, string, error) {
+	attrs := r.attrs
+	switch verb := attrs.GetVerb(); {
+	case attrs.GetSubresource() != "":
+	case verb == "create":
+		return allow()
+	case verb == "list" || verb == "watch":
+		if selectsNode(attrs, r.node) {
+			return allow()
+		}
+		return noOpinion("node %q may %s podcertificaterequests only with fieldSelector spec.nodeName=%s", r.node, verb, r.node)
+	}
+	return noOpinion("nodes may only create, list and watch podcertificaterequests")
 }
 
 // ownLease: create (name checked by admission), get, update and patch of

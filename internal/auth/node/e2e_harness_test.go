@@ -78,8 +78,9 @@ func newCluster(t *testing.T) *cluster {
 	log := c.logger()
 
 	// What the server reads through its own API, as internal/server does:
-	// bootstrap-token Secrets and RBAC objects.
+	// bootstrap-token Secrets, RBAC objects and Nodes.
 	self := c.client(t, pki.APIServerClientIdentity)
+	nodes := informers.NewSharedInformerFactory(self, 0)
 	secrets := informers.NewSharedInformerFactoryWithOptions(self, 0, informers.WithNamespace(metav1.NamespaceSystem))
 	tokens := bootstraptoken.NewAuthenticator(secrets.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem), log)
 	roles := rbac.NewInformers(self)
@@ -101,7 +102,7 @@ func newCluster(t *testing.T) *cluster {
 		Store:         c.store,
 		Authenticator: auth.NewAuthenticator(clientCAs, tokens),
 		Authorizer:    authz,
-		Admission:     noderestriction.New(c.graph),
+		Admission:     noderestriction.New(c.graph, nodes.Core().V1().Nodes().Lister()),
 		ReadView:      node.PodView,
 		AuditSink:     auditLog.Sink(), AuditPolicy: auditLog.Policy(),
 		Logger: log,
@@ -122,6 +123,7 @@ func newCluster(t *testing.T) *cluster {
 
 	// Cleanups run last-first: these stop the watchers before the listener closes.
 	secrets.Start(ctx.Done())
+	nodes.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); secrets.Shutdown() })
 	background(ctx, t, "RBAC informers", func(ctx context.Context) error { roles.Run(ctx); return nil })
 	apiserverUser := &user.DefaultInfo{Name: pki.APIServerClientIdentity.CommonName, Groups: pki.APIServerClientIdentity.Organizations}

@@ -5,15 +5,31 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // podKey names one pod.
 type podKey struct{ namespace, name string }
 
-// boundPod is what the graph remembers of a pod: its node and what it references.
+// boundPod is what the graph remembers of a pod: its node, identity and
+// what it references.
 type boundPod struct {
-	node string
-	refs []objectRef
+	node           string
+	uid            types.UID
+	serviceAccount string
+	refs           []objectRef
+}
+
+// PodIdentity is who a bound pod is: NodeRestriction checks that what a
+// node asks for on a pod's behalf (a PodCertificateRequest) names it.
+type PodIdentity struct {
+	Node           string
+	UID            types.UID
+	ServiceAccount string
+}
+
+func newBoundPod(pod *corev1.Pod) boundPod {
+	return boundPod{node: pod.Spec.NodeName, uid: pod.UID, serviceAccount: pod.Spec.ServiceAccountName, refs: podReferences(pod)}
 }
 
 // Graph records which node each pod is bound to, which objects each node's
@@ -39,7 +55,7 @@ func NewGraph() *Graph {
 // SetPod records pod's current binding and references. Unbound pods are
 // forgotten: they give no node anything.
 func (g *Graph) SetPod(pod *corev1.Pod) {
-	g.setPod(podKey{pod.Namespace, pod.Name}, boundPod{node: pod.Spec.NodeName, refs: podReferences(pod)})
+	g.setPod(podKey{pod.Namespace, pod.Name}, newBoundPod(pod))
 }
 
 func (g *Graph) setPod(key podKey, bp boundPod) {
@@ -117,6 +133,14 @@ func (g *Graph) PodBoundTo(namespace, name, node string) bool {
 	defer g.mu.RUnlock()
 	bp, ok := g.pods[podKey{namespace, name}]
 	return ok && bp.node == node
+}
+
+// BoundPod returns the identity of pod namespace/name if it is bound.
+func (g *Graph) BoundPod(namespace, name string) (PodIdentity, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	bp, ok := g.pods[podKey{namespace, name}]
+	return PodIdentity{Node: bp.node, UID: bp.uid, ServiceAccount: bp.serviceAccount}, ok
 }
 
 // Referenced reports whether some pod bound to node references the object.

@@ -70,8 +70,8 @@ func (s *refSet) add(k kind, name string) {
 }
 
 // podRecord is what the graph's pod informer keeps of a pod: its name and
-// version, its node and the objects it references, worked out once as the
-// pod arrives. The informer's store holds one per pod in the cluster, and a
+// version, its node, service account and the objects it references,
+// worked out once as the pod arrives. The informer's store holds one per pod in the cluster, and a
 // *corev1.Pod, however trimmed, is a 1.2 KiB struct; this is ~300 B.
 type podRecord struct {
 	metav1.ObjectMeta // Name, Namespace, UID and ResourceVersion only
@@ -81,7 +81,7 @@ type podRecord struct {
 func newPodRecord(pod *corev1.Pod) *podRecord {
 	return &podRecord{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
-		bound:      boundPod{node: pod.Spec.NodeName, refs: podReferences(pod)},
+		bound:      newBoundPod(pod),
 	}
 }
 
@@ -90,7 +90,8 @@ func newPodRecord(pod *corev1.Pod) *podRecord {
 func (r *podRecord) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 func (r *podRecord) DeepCopyObject() runtime.Object {
-	out := &podRecord{bound: boundPod{node: r.bound.node, refs: slices.Clone(r.bound.refs)}}
+	out := &podRecord{bound: r.bound}
+	out.bound.refs = slices.Clone(r.bound.refs)
 	r.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
