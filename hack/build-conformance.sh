@@ -31,13 +31,19 @@ if [[ "$ginkgo_version" != "$berth_ginkgo" ]]; then
   exit 1
 fi
 
-# e2e.test --version prints component-base's gitVersion, set here as upstream's builds set it.
-if [[ -x "$CONF_DIR/e2e.test" ]] && [[ "$("$CONF_DIR/e2e.test" --version 2>/dev/null)" == "$kube_version" ]]; then
+# The version component-base reports (e2e.test --version), set as upstream's builds set it: the
+# tests read it too, e.g. to pick Pod Security's fixtures for their own minor version.
+kube_minor=${kube_version#v1.}
+kube_minor=${kube_minor%%.*}
+ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
+ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
+e2e_stamp="$CONF_DIR/.e2e.ldflags"
+if [[ -x "$CONF_DIR/e2e.test" && "$(cat "$e2e_stamp" 2>/dev/null)" == "$ldflags" ]]; then
   log "e2e.test $kube_version already built"
 else
   log "building e2e.test $kube_version (10+ minutes cold on 2 cores)"
-  ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
   go test -c -tags conformance -trimpath -ldflags "$ldflags" -o "$CONF_DIR/e2e.test" ./hack/conformance/e2e
+  printf '%s' "$ldflags" > "$e2e_stamp"
 fi
 
 stamp="$CONF_DIR/.ginkgo.version"

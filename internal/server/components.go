@@ -29,6 +29,7 @@ import (
 	"github.com/berth/berth/internal/controller/namespace"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
+	"github.com/berth/berth/internal/controller/pcrcleaner"
 	"github.com/berth/berth/internal/controller/replication"
 	"github.com/berth/berth/internal/controller/resourcequota"
 	"github.com/berth/berth/internal/controller/tokencleaner"
@@ -82,6 +83,9 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	}})
 	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
+	}})
+	out = append(out, component{name: "podcertificaterequest-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
 	}})
 	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
