@@ -86,8 +86,8 @@ type Manager struct {
 	// podCerts issues pods' projected certificates (set by Run before
 	// any pod worker starts).
 	podCerts podcertificate.Manager
-	services     *serviceEnv // set by Run before any pod worker starts
-	userns       *usernsRanges
+	services *serviceEnv // set by Run before any pod worker starts
+	userns   *usernsRanges
 	// runtimeClasses resolves pods' RuntimeClasses to runtime handlers.
 	runtimeClasses *runtimeclass.Manager
 

@@ -26,7 +26,9 @@ func TestOldRequestsAreDeleted(t *testing.T) {
 	client := fake.NewClientset(request("stale", threshold+time.Minute), request("fresh", time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, Config{Client: client}, clocktesting.NewFakePassiveClock(now), 10*time.Millisecond) }()
+	go func() {
+		done <- run(ctx, Config{Client: client}, clocktesting.NewFakePassiveClock(now), 10*time.Millisecond)
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
