@@ -116,7 +116,7 @@ func TestBootstrapPolicy(t *testing.T) {
 		{"scheduler records status", res(scheduler, "patch", "", "pods", "status"), true},
 		{"scheduler watches nodes", res(scheduler, "watch", "", "nodes", ""), true},
 		{"scheduler writes events", res(scheduler, "create", "events.k8s.io", "events", ""), true},
-		{"scheduler cannot delete pods", res(scheduler, "delete", "", "pods", ""), false},
+		{"scheduler deletes pods it preempts", res(scheduler, "delete", "", "pods", ""), true},
 		{"scheduler cannot read secrets", res(scheduler, "get", "", "secrets", ""), false},
 		{"scheduler cannot change a pod spec", res(scheduler, "update", "", "pods", ""), false},
 		{"controller marks node status", res(controller, "update", "", "nodes", "status"), true},

@@ -47,11 +47,12 @@ func BootstrapPolicy() []Binding {
 			rule(read, "", "pods", "nodes", "namespaces"),
 			rule([]string{"create"}, "", "pods/binding"),
 			rule([]string{"patch", "update"}, "", "pods/status"),
+			// Preemption deletes lower-priority pods, as upstream's role allows.
+			rule([]string{"delete"}, "", "pods"),
 			rule(readWrite, "coordination.k8s.io", "leases"),
 			// What kube-scheduler's default profile and DRA manager list and
 			// watch besides (upstream's system:kube-scheduler and
-			// system:volume-scheduler roles): services are stored, the others
-			// served read-only and empty (internal/apiserver/empty_collections.go).
+			// system:volume-scheduler roles).
 			rule(read, "", "persistentvolumes", "persistentvolumeclaims", "services", "replicationcontrollers"),
 			rule(read, "apps", "replicasets", "statefulsets"),
 			rule(read, "policy", "poddisruptionbudgets"),

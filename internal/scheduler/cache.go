@@ -172,6 +172,9 @@ type nodeView struct {
 	usage fit.Usage
 	// group counts the node's pods in the same spread group as the pod being scheduled.
 	group int
+	// pods are the node's counted pods (preemption picks its victims
+	// among them); read-only, valid only under the cache's lock.
+	pods map[types.UID]*v1.Pod
 }
 
 // withNodes runs fn over every known node, counting pods of group, and the
@@ -228,7 +231,7 @@ func (l liveNodes) Node(i int) *v1.Node { return l.states[i].node.Node }
 
 func (l liveNodes) At(i int) nodeView {
 	s := l.states[i]
-	return nodeView{node: *s.node, usage: s.usage, group: s.groups[l.group]}
+	return nodeView{node: *s.node, usage: s.usage, group: s.groups[l.group], pods: s.pods}
 }
 
 // spreadGroup names the set of pods a pod should be spread among: those

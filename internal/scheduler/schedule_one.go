@@ -49,10 +49,14 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 	changes := s.clusterGeneration()
 	var dec decision
 	var termErr error
+	var evict preemption
 	s.cache.withNodes(spreadGroup(pod), func(nodes nodeList, placed placedPods) {
 		var checks podChecks
-		if checks, termErr = preparePodChecks(pod, nodes, placed, s.namespaceLabels); termErr == nil {
-			dec = schedule(pod, nodes, checks, s.offset)
+		if checks, termErr = preparePodChecks(pod, nodes, placed, s.namespaceLabels); termErr != nil {
+			return
+		}
+		if dec = schedule(pod, nodes, checks, s.offset); dec.node == "" && mayPreempt(pod, nodes) {
+			evict, _ = findPreemption(pod, nodes, checks)
 		}
 	})
 	if dec.node == "" {
@@ -61,7 +65,12 @@ func (s *Scheduler) scheduleOne(d delivery) followUp {
 			msg = termErr.Error()
 		}
 		s.waitForClusterChange(d.key, changes, waitsForPods(pod), msg)
-		return followUp{run: func(ctx context.Context) { s.recordUnschedulable(ctx, d.key, pod, msg) }}
+		return followUp{run: func(ctx context.Context) {
+			if evict.node != "" {
+				s.preempt(ctx, d.key, pod, evict)
+			}
+			s.recordUnschedulable(ctx, d.key, pod, msg)
+		}}
 	}
 	if !s.cache.assume(pod, dec.node) {
 		// The watch reported the pod bound while this cycle decided.
