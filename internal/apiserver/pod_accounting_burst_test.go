@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,7 +133,7 @@ func assertUsage(t *testing.T, s *testServer, node string, pods int) {
 	if err := json.Unmarshal(kv.Value, &u); err != nil {
 		t.Fatal(err)
 	}
-	if want := (fit.Resources{MilliCPU: 100 * int64(pods), Pods: int64(pods)}); u.Requested != want {
+	if want := (fit.Resources{MilliCPU: 100 * int64(pods), Pods: int64(pods)}); !reflect.DeepEqual(u.Requested, want) {
 		t.Errorf("usage record of %s: %+v, want %+v", node, u.Requested, want)
 	}
 }

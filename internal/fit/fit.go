@@ -6,12 +6,14 @@ package fit
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
@@ -22,6 +24,31 @@ type Resources struct {
 	Memory           int64 `json:"memory,omitempty"`
 	EphemeralStorage int64 `json:"ephemeralStorage,omitempty"`
 	Pods             int64 `json:"pods,omitempty"`
+	// Scalar are kube-scheduler's scalar resources (extended resources
+	// such as example.com/gpu, hugepages, attachable volumes), by name;
+	// nil while a pod or node has none, which is most of them.
+	Scalar map[v1.ResourceName]int64 `json:"scalar,omitempty"`
+}
+
+// isScalar is kube-scheduler's IsScalarResourceName (pkg/scheduler/util,
+// which would bring the scheduler framework into every binary).
+func isScalar(name v1.ResourceName) bool {
+	return v1helper.IsExtendedResourceName(name) || v1helper.IsHugePageResourceName(name) ||
+		v1helper.IsPrefixedNativeResource(name) || v1helper.IsAttachableVolumeResourceName(name)
+}
+
+// scalars are list's scalar resources, nil if it has none.
+func scalars(list v1.ResourceList) map[v1.ResourceName]int64 {
+	var out map[v1.ResourceName]int64
+	for name, q := range list {
+		if isScalar(name) {
+			if out == nil {
+				out = map[v1.ResourceName]int64{}
+			}
+			out[name] = q.Value()
+		}
+	}
+	return out
 }
 
 // HostPort is one host port claimed by a pod.
@@ -57,6 +84,7 @@ func PodRequests(pod *v1.Pod) Resources {
 		Memory:           quantity(reqs, v1.ResourceMemory).Value(),
 		EphemeralStorage: quantity(reqs, v1.ResourceEphemeralStorage).Value(),
 		Pods:             1,
+		Scalar:           scalars(reqs),
 	}
 }
 
@@ -68,6 +96,7 @@ func Allocatable(node *v1.Node) Resources {
 		Memory:           quantity(a, v1.ResourceMemory).Value(),
 		EphemeralStorage: quantity(a, v1.ResourceEphemeralStorage).Value(),
 		Pods:             quantity(a, v1.ResourcePods).Value(),
+		Scalar:           scalars(a),
 	}
 }
 
@@ -119,14 +148,33 @@ func (u Usage) Remove(pod *v1.Pod) Usage {
 	return out
 }
 
-// plus returns r + sign*o, floored at zero so a double release cannot go negative.
+// plus returns r + sign*o, floored at zero so a double release cannot go
+// negative. r's scalars are copied, never changed: usages are shared.
 func (r Resources) plus(o Resources, sign int64) Resources {
-	return Resources{
+	out := Resources{
 		MilliCPU:         max(0, r.MilliCPU+sign*o.MilliCPU),
 		Memory:           max(0, r.Memory+sign*o.Memory),
 		EphemeralStorage: max(0, r.EphemeralStorage+sign*o.EphemeralStorage),
 		Pods:             max(0, r.Pods+sign*o.Pods),
+		Scalar:           r.Scalar,
 	}
+	if len(o.Scalar) > 0 {
+		out.Scalar = maps.Clone(r.Scalar)
+		if out.Scalar == nil {
+			out.Scalar = map[v1.ResourceName]int64{}
+		}
+		for name, v := range o.Scalar {
+			if n := max(0, out.Scalar[name]+sign*v); n > 0 {
+				out.Scalar[name] = n
+			} else {
+				delete(out.Scalar, name)
+			}
+		}
+		if len(out.Scalar) == 0 {
+			out.Scalar = nil
+		}
+	}
+	return out
 }
 
 // Pod is a pod prepared for checking against many nodes: its requests,
@@ -219,6 +267,12 @@ func (p *Pod) shortfalls(alloc Resources, used Usage) []shortfall {
 		{v1.ResourceMemory, want.Memory, used.Requested.Memory, alloc.Memory},
 		{v1.ResourceEphemeralStorage, want.EphemeralStorage, used.Requested.EphemeralStorage, alloc.EphemeralStorage},
 	} {
+		if r.want != 0 && r.used+r.want > r.have {
+			short = append(short, r)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want.Scalar)) {
+		r := shortfall{name, want.Scalar[name], used.Requested.Scalar[name], alloc.Scalar[name]}
 		if r.want != 0 && r.used+r.want > r.have {
 			short = append(short, r)
 		}

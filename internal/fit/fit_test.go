@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestUsageAddRemoveRoundTrip(t *testing.T) {
 		t.Fatalf("after remove: %+v", u)
 	}
 	u = u.Remove(b).Remove(b)
-	if u.Requested != (Resources{}) || len(u.HostPorts) != 0 {
+	if !reflect.DeepEqual(u.Requested, Resources{}) || len(u.HostPorts) != 0 {
 		t.Fatalf("double release went below zero or left ports: %+v", u)
 	}
 }
@@ -126,5 +127,42 @@ func TestPodRequestsCountsInitContainersAsUpstream(t *testing.T) {
 	})
 	if got := PodRequests(p).MilliCPU; got != 1000 {
 		t.Errorf("cpu = %dm, want the init container's 1000m (max of init and sum of app containers)", got)
+	}
+}
+
+// Extended resources are counted and checked as kube-scheduler's
+// NodeResourcesFit checks them: a pod asking for more than the node has
+// left does not fit, and a node without the resource never fits it.
+func TestExtendedResources(t *testing.T) {
+	const gpu = v1.ResourceName("example.com/gpu")
+	withGPUs := func(n int64) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[gpu] = *resource.NewQuantity(n, resource.DecimalSI)
+			p.Spec.Containers[0].Resources.Limits = v1.ResourceList{gpu: *resource.NewQuantity(n, resource.DecimalSI)}
+		}
+	}
+	gpuNode := node("4", "8Gi", 110, func(n *v1.Node) { n.Status.Allocatable[gpu] = *resource.NewQuantity(2, resource.DecimalSI) })
+	one, two := pod("100m", "64Mi", withGPUs(1)), pod("100m", "64Mi", withGPUs(2))
+
+	used := Usage{}.Add(one)
+	if got := used.Requested.Scalar[gpu]; got != 1 {
+		t.Fatalf("usage after one GPU pod: %d GPUs", got)
+	}
+	if fails := Check(one, gpuNode, used); len(fails) != 0 {
+		t.Errorf("a second GPU of two: %+v, want a fit", fails)
+	}
+	fails := Check(two, gpuNode, used)
+	if len(fails) != 1 || fails[0].Reason != "Insufficient example.com/gpu" || fails[0].Unresolvable {
+		t.Errorf("two GPUs with one of two left: %+v, want a resolvable Insufficient example.com/gpu", fails)
+	}
+	fails = Check(one, node("4", "8Gi", 110), Usage{})
+	if len(fails) != 1 || fails[0].Reason != "Insufficient example.com/gpu" || !fails[0].Unresolvable {
+		t.Errorf("a GPU on a node without any: %+v, want an unresolvable Insufficient example.com/gpu", fails)
+	}
+	if after := used.Add(two).Remove(two); !reflect.DeepEqual(after, used) || used.Requested.Scalar[gpu] != 1 {
+		t.Errorf("add then remove: %+v, original now %+v; want both as before", after, used)
+	}
+	if empty := used.Remove(one); empty.Requested.Scalar != nil {
+		t.Errorf("usage after releasing every GPU keeps %v", empty.Requested.Scalar)
 	}
 }

@@ -94,6 +94,7 @@ func (r *Registrar) report(ctx context.Context, status corev1.NodeStatus, now me
 		status.Conditions = append([]corev1.NodeCondition(nil), status.Conditions...)
 		Merge(cur.Status.Conditions, status.Conditions, now)
 		next.Status = status
+		keepExtendedResources(cur.Status, &next.Status)
 		if _, err := nodes.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update node %s status: %w", r.Name, err)
 		}

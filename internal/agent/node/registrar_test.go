@@ -243,3 +243,46 @@ func TestLeaseCreatedOwnedByNodeAndRenewed(t *testing.T) {
 	clk.Step(LeaseRenewInterval)
 	renewedAt(clk.Now())
 }
+
+// Extended resources advertised in the node's capacity by someone else are
+// kept, allocatable in full, when the agent reports its status, as the
+// kubelet keeps them; what the agent measures it reports itself.
+func TestStatusKeepsAdvertisedExtendedResources(t *testing.T) {
+	r, client, clk, _ := newRegistrar(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := wait.PollTrue(t.Context(), 30*time.Second, "the node registered", func(context.Context) (bool, error) {
+		return countStatusUpdates(client) >= 1 && clk.HasWaiters(), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const dongle = corev1.ResourceName("example.com/dongle")
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Capacity[dongle] = resource.MustParse("5")
+	n.Status.Capacity[corev1.ResourceCPU] = resource.MustParse("64") // not the agent's to keep
+	if _, err := client.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(ReportInterval)
+	if err := wait.PollTrue(t.Context(), 30*time.Second, "the status reported again", func(context.Context) (bool, error) {
+		return countStatusUpdates(client) >= 3, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n, err = client.CoreV1().Nodes().Get(t.Context(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, allocatable := n.Status.Capacity[dongle], n.Status.Allocatable[dongle]
+	if capacity.Value() != 5 || allocatable.Value() != 5 {
+		t.Errorf("example.com/dongle capacity %s allocatable %s, want 5 and 5", &capacity, &allocatable)
+	}
+	if cpu := n.Status.Capacity[corev1.ResourceCPU]; cpu.Value() != 4 {
+		t.Errorf("cpu capacity %s, want the measured 4", &cpu)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 )
 
 // Reserved is what the node keeps back from pods (the kubelet's
@@ -130,5 +131,23 @@ func Merge(prev []corev1.NodeCondition, next []corev1.NodeCondition, now metav1.
 				next[i].LastTransitionTime = p.LastTransitionTime
 			}
 		}
+	}
+}
+
+// keepExtendedResources carries into next the extended resources (such as
+// example.com/dongle) that an administrator or a device manager advertised
+// in the node's capacity, which the agent does not measure: as the kubelet
+// keeps them, each allocatable in full. next's lists are copied first, so
+// the observed status the registrar remembers stays as observed.
+func keepExtendedResources(cur corev1.NodeStatus, next *corev1.NodeStatus) {
+	next.Capacity, next.Allocatable = next.Capacity.DeepCopy(), next.Allocatable.DeepCopy()
+	for name, q := range cur.Capacity {
+		if _, measured := next.Capacity[name]; measured || !v1helper.IsExtendedResourceName(name) {
+			continue
+		}
+		if next.Capacity == nil {
+			next.Capacity, next.Allocatable = corev1.ResourceList{}, corev1.ResourceList{}
+		}
+		next.Capacity[name], next.Allocatable[name] = q.DeepCopy(), q.DeepCopy()
 	}
 }
