@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -132,7 +133,7 @@ func TestCacheAssumeConfirmForget(t *testing.T) {
 	done := bound.DeepCopy()
 	done.Status.Phase = v1.PodSucceeded
 	c.observePod(done)
-	if got := c.snapshot("")[0].usage.Requested; got != (fit.Resources{}) {
+	if got := c.snapshot("")[0].usage.Requested; !reflect.DeepEqual(got, fit.Resources{}) {
 		t.Fatalf("a finished pod still holds %+v", got)
 	}
 }

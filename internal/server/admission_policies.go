@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
-	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 )
@@ -133,7 +132,7 @@ func (d schemasDiscovery) OpenAPIV3WithContext(context.Context) openapi.ClientWi
 // uses are ever built. Its links carry no hash: the documents of a berth
 // server do not change while it runs.
 type servedSchemas struct {
-	rest      restclient.Interface
+	rest      rest.Interface
 	discovery discovery.DiscoveryInterface
 }
 
@@ -157,7 +156,7 @@ func (s servedSchemas) Paths() (map[string]openapi.GroupVersion, error) {
 
 // servedSchema is one group-version's OpenAPI v3 document.
 type servedSchema struct {
-	rest restclient.Interface
+	rest rest.Interface
 	key  string
 }
 
