@@ -2,12 +2,9 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	// The admissionregistration group's internal types, defaults and
 	// conversions in the legacy scheme, which its registry strategies use.
@@ -60,7 +57,7 @@ func admissionRegistrationResources() []*resource {
 			newObj:   newOf[admissionregistrationv1.ValidatingAdmissionPolicyBinding](), newList: newOf[admissionregistrationv1.ValidatingAdmissionPolicyBindingList](),
 			registry: &registryKind{newInternal: func() runtime.Object { return &admissionregistrationapi.ValidatingAdmissionPolicyBinding{} },
 				withConfig: func(deps strategyDeps) (upstreamStrategy, map[string]upstreamStrategy) {
-					policies := storedPolicies{stores: deps.stores}
+					policies := storedPolicies{deps: deps}
 					return validatingadmissionpolicybinding.NewStrategy(deps.authorizer, policies, deps.resolver), nil
 				}},
 		},
@@ -79,7 +76,7 @@ func admissionRegistrationResources() []*resource {
 			newObj:   newOf[admissionregistrationv1.MutatingAdmissionPolicyBinding](), newList: newOf[admissionregistrationv1.MutatingAdmissionPolicyBindingList](),
 			registry: &registryKind{newInternal: func() runtime.Object { return &admissionregistrationapi.MutatingAdmissionPolicyBinding{} },
 				withConfig: func(deps strategyDeps) (upstreamStrategy, map[string]upstreamStrategy) {
-					policies := storedPolicies{stores: deps.stores}
+					policies := storedPolicies{deps: deps}
 					return mutatingadmissionpolicybinding.NewStrategy(deps.authorizer, policies, deps.resolver), nil
 				}},
 		},
@@ -89,9 +86,7 @@ func admissionRegistrationResources() []*resource {
 // storedPolicies is upstream's binding strategies' PolicyGetter over
 // berth's store of admission policies: they check that the writer of a
 // binding may read the policy's parameters.
-type storedPolicies struct {
-	stores func(schema.GroupVersionResource) *resourceREST
-}
+type storedPolicies struct{ deps strategyDeps }
 
 func (p storedPolicies) GetValidatingAdmissionPolicy(ctx context.Context, name string) (*admissionregistrationapi.ValidatingAdmissionPolicy, error) {
 	policy := &admissionregistrationapi.ValidatingAdmissionPolicy{}
@@ -111,11 +106,7 @@ func (p storedPolicies) GetMutatingAdmissionPolicy(ctx context.Context, name str
 
 // get reads the policy name of resource into its internal form, into.
 func (p storedPolicies) get(ctx context.Context, resource, name string, into runtime.Object) error {
-	policies := p.stores(admissionregistrationv1.SchemeGroupVersion.WithResource(resource))
-	if policies == nil {
-		return fmt.Errorf("%s are not served", resource)
-	}
-	obj, err := policies.Get(withObjectNamespace(ctx, ""), name, &metav1.GetOptions{})
+	obj, err := p.deps.getClusterScoped(ctx, admissionregistrationv1.SchemeGroupVersion.WithResource(resource), name)
 	if err != nil {
 		return err
 	}

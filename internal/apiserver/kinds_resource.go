@@ -9,7 +9,6 @@ import (
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	// The resource group's internal types, defaults and conversions in the
 	// legacy scheme, which its registry strategies use.
@@ -53,7 +52,7 @@ func resourceResources() []*resource {
 			newObj: newOf[resourcev1.ResourceClaim](), newList: newOf[resourcev1.ResourceClaimList](),
 			registry: &registryKind{newInternal: func() runtime.Object { return &resourceapi.ResourceClaim{} },
 				withConfig: func(deps strategyDeps) (upstreamStrategy, map[string]upstreamStrategy) {
-					s := resourceclaim.NewStrategy(storedNamespaces{stores: deps.stores}, deps.authorizer)
+					s := resourceclaim.NewStrategy(storedNamespaces{deps: deps}, deps.authorizer)
 					return s, map[string]upstreamStrategy{"status": resourceclaim.NewStatusStrategy(s)}
 				}},
 			subresources: []string{"status"},
@@ -63,7 +62,7 @@ func resourceResources() []*resource {
 			newObj: newOf[resourcev1.ResourceClaimTemplate](), newList: newOf[resourcev1.ResourceClaimTemplateList](),
 			registry: &registryKind{newInternal: func() runtime.Object { return &resourceapi.ResourceClaimTemplate{} },
 				withConfig: func(deps strategyDeps) (upstreamStrategy, map[string]upstreamStrategy) {
-					return resourceclaimtemplate.NewStrategy(storedNamespaces{stores: deps.stores}), nil
+					return resourceclaimtemplate.NewStrategy(storedNamespaces{deps: deps}), nil
 				}},
 		},
 		{
@@ -84,15 +83,11 @@ func resourceResources() []*resource {
 // would show at once that upstream started using one.
 type storedNamespaces struct {
 	typedcorev1.NamespaceInterface
-	stores func(schema.GroupVersionResource) *resourceREST
+	deps strategyDeps
 }
 
-func (n storedNamespaces) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Namespace, error) {
-	namespaces := n.stores(corev1.SchemeGroupVersion.WithResource("namespaces"))
-	if namespaces == nil {
-		return nil, fmt.Errorf("namespaces are not served")
-	}
-	obj, err := namespaces.Get(withObjectNamespace(ctx, ""), name, &opts)
+func (n storedNamespaces) Get(ctx context.Context, name string, _ metav1.GetOptions) (*corev1.Namespace, error) {
+	obj, err := n.deps.getClusterScoped(ctx, corev1.SchemeGroupVersion.WithResource("namespaces"), name)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -93,6 +94,16 @@ type strategyDeps struct {
 	// stores finds another kind's storage by its resource (filled while the
 	// API is built; look up at request time only).
 	stores func(schema.GroupVersionResource) *resourceREST
+}
+
+// getClusterScoped reads the cluster-scoped object name of gvr from its
+// storage, for strategies that look at other kinds.
+func (d strategyDeps) getClusterScoped(ctx context.Context, gvr schema.GroupVersionResource, name string) (runtime.Object, error) {
+	r := d.stores(gvr)
+	if r == nil {
+		return nil, fmt.Errorf("%s are not served", gvr.GroupResource())
+	}
+	return r.Get(withObjectNamespace(ctx, ""), name, &metav1.GetOptions{})
 }
 
 // writeStrategy is how r's creates and updates are prepared and validated.
