@@ -169,7 +169,7 @@ func runWorkload(ctx context.Context, t *testing.T, cs kubernetes.Interface, r *
 		t.Fatalf("creating pods: %v", err)
 	}
 	wg.Wait()
-	t.Logf("raw binders: %d bound, %d conflict (409), %d invalid (422)", tally.bound, tally.conflict, tally.invalid)
+	t.Logf("raw binders: %d bound, %d conflict (409), %d invalid (422), %d timed out (504)", tally.bound, tally.conflict, tally.invalid, tally.timedOut)
 	for _, w := range tally.wrong {
 		t.Errorf("raw binder: %s", w)
 	}

@@ -97,13 +97,18 @@ func createPods(ctx context.Context, cs kubernetes.Interface, pods []*v1.Pod, wo
 type binderTally struct {
 	mu                                 sync.Mutex
 	bound, conflict, invalid, notFound int
-	wrong                              []string // answers the server must never give
+	// timedOut counts 504s: a store too slow to give the node's turn
+	// within the request's minute (a loaded CI disk) is a legitimate
+	// answer, and an undecided one, which the watch histories judge.
+	timedOut int
+	wrong    []string // answers the server must never give
 }
 
 // rawBinder posts bindings of random recent pods to random nodes, racing
 // the schedulers, until it has made attempts. The server may answer 201,
-// 409 (already bound, or does not fit now), 404 (deleted) or 422 (can never fit that node:
-// checked here against the node alone); anything else is recorded as wrong.
+// 409 (already bound, or does not fit now), 404 (deleted), 422 (can never fit that node:
+// checked here against the node alone) or 504 (the store was too slow);
+// anything else is recorded as wrong.
 func rawBinder(ctx context.Context, cs kubernetes.Interface, r *rand.Rand, pods []*v1.Pod, nodes []*v1.Node, created *atomic.Int64, attempts int, tally *binderTally) {
 	for range attempts {
 		// Without a test to fail, the binder stops at the end of the wait;
@@ -137,6 +142,8 @@ func (t *binderTally) record(pod *v1.Pod, node *v1.Node, err error) {
 		t.conflict++
 	case apierrors.IsNotFound(err):
 		t.notFound++ // deleted, or its create has not returned yet
+	case apierrors.IsTimeout(err):
+		t.timedOut++
 	case apierrors.IsInvalid(err):
 		t.invalid++
 		if len(placementReasons(pod, node)) == 0 && !exceedsAllocatable(pod, node) {
