@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -89,13 +91,9 @@ func (c *Collector) detectImages(ctx context.Context, now time.Time) ([]candidat
 	if err != nil {
 		return nil, err
 	}
-	inUse := map[string]bool{} // every way a container names its image
-	for _, ctr := range containers {
-		for _, name := range []string{ctr.GetImage().GetImage(), ctr.ImageRef, ctr.ImageId} {
-			if name != "" {
-				inUse[name] = true
-			}
-		}
+	inUse, err := c.imagesInUse(ctx, containers)
+	if err != nil {
+		return nil, err
 	}
 	pinned := map[string]bool{}
 	for _, p := range c.cfg.Policy.PinnedImages {
@@ -171,4 +169,34 @@ func (c *Collector) freeImages(ctx context.Context, order []candidate, toFree ui
 		return freed, errors.Join(errs...)
 	}
 	return freed, nil
+}
+
+// imagesInUse holds every way a container names its image, and the images
+// its image volumes mount, which only its status shows (as the kubelet's
+// image GC reads them).
+func (c *Collector) imagesInUse(ctx context.Context, containers []*runtimeapi.Container) (map[string]bool, error) {
+	inUse := map[string]bool{}
+	mark := func(names ...string) {
+		for _, name := range names {
+			if name != "" {
+				inUse[name] = true
+			}
+		}
+	}
+	for _, ctr := range containers {
+		mark(ctr.GetImage().GetImage(), ctr.ImageRef, ctr.ImageId)
+		resp, err := c.cfg.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: ctr.Id})
+		if status.Code(err) == codes.NotFound {
+			continue // removed meanwhile, and its volumes with it
+		}
+		if err != nil {
+			return nil, fmt.Errorf("CRI ContainerStatus %s: %w", ctr.Id, err)
+		}
+		for _, m := range resp.GetStatus().GetMounts() {
+			if img := m.GetImage(); img != nil {
+				mark(img.GetImage(), img.GetImageRef(), img.GetUserSpecifiedImage())
+			}
+		}
+	}
+	return inUse, nil
 }

@@ -112,6 +112,7 @@ type containerSpec struct {
 	start   bool
 	exits   bool
 	labels  map[string]string
+	mounts  []*runtimeapi.Mount
 }
 
 func (n *node) container(sb sandbox, c containerSpec) string {
@@ -127,6 +128,7 @@ func (n *node) container(sb sandbox, c containerSpec) string {
 		Image:    &runtimeapi.ImageSpec{Image: c.image},
 		Command:  c.cmd,
 		Labels:   labels,
+		Mounts:   c.mounts,
 		LogPath:  fmt.Sprintf("%s_%d.log", c.name, c.attempt),
 	}})
 	if err != nil {
@@ -157,6 +159,16 @@ func (n *node) pull(image string) string {
 		n.t.Fatalf("pull %s: %v", image, err)
 	}
 	return resp.ImageRef
+}
+
+// imageID is the runtime's ID of image.
+func (n *node) imageID(image string) string {
+	n.t.Helper()
+	st, err := n.is().ImageStatus(n.t.Context(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	if err != nil || st.Image == nil {
+		n.t.Fatalf("image status %s: %v", image, err)
+	}
+	return st.Image.Id
 }
 
 // containerIDs and sandboxIDs are what the runtime holds now.

@@ -13,7 +13,7 @@ import (
 
 // containerConfig builds the CRI container for c's attempt-th run. target,
 // when not "", is the ID of the container an ephemeral container targets.
-func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, target string, attempt uint32, image string, volumes map[string]string) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, target string, attempt uint32, image string, volumes containerVolumes) (*runtimeapi.ContainerConfig, error) {
 	env, err := m.envFor(ctx, pod, c)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ const (
 // imageError is an image that could not be made present; reason is the
 // upstream waiting reason.
 type imageError struct {
+	image  string
 	reason string
 	err    error
 }
@@ -40,38 +41,44 @@ func (e imageError) Unwrap() error { return e.err }
 // ensureImage makes c's image present following its imagePullPolicy and
 // returns the runtime's image reference. Failed pulls back off per image.
 func (m *Manager) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
-	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	policy := c.ImagePullPolicy
+	return m.ensureImageRef(ctx, pod, c.Image, c.ImagePullPolicy, sandbox)
+}
+
+// ensureImageRef makes image present following policy (a container's, or an
+// image volume's) and returns the runtime's image reference, as the
+// kubelet's image puller does for both.
+func (m *Manager) ensureImageRef(ctx context.Context, pod *corev1.Pod, image string, policy corev1.PullPolicy, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	spec := &runtimeapi.ImageSpec{Image: image}
 	if policy == "" {
 		policy = corev1.PullIfNotPresent
 	}
 	if policy != corev1.PullAlways {
 		st, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
 		if err != nil {
-			return "", fmt.Errorf("image status %s: %w", c.Image, err)
+			return "", fmt.Errorf("image status %s: %w", image, err)
 		}
 		if st.Image != nil {
 			return st.Image.Id, nil
 		}
 		if policy == corev1.PullNever {
-			return "", imageError{reasonErrImageNeverPull, fmt.Errorf("container image %q is not present with pull policy of Never", c.Image)}
+			return "", imageError{image, reasonErrImageNeverPull, fmt.Errorf("container image %q is not present with pull policy of Never", image)}
 		}
 	}
-	key := imageBackoffKey(pod.UID, c.Image)
+	key := imageBackoffKey(pod.UID, image)
 	if _, _, waiting := m.backoff.Waiting(key); waiting {
-		return "", imageError{reasonImagePullBackOff, backOffPulling(c.Image)}
+		return "", imageError{image, reasonImagePullBackOff, backOffPulling(image)}
 	}
-	m.event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	m.event(pod, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
 	start := time.Now()
 	ref, err := m.pull(ctx, pod, spec, sandbox)
 	m.cfg.Metrics.pulled(time.Since(start), err)
 	if err != nil {
 		m.backoff.Next(key)
-		m.event(pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
-		return "", imageError{reasonErrImagePull, fmt.Errorf("failed to pull image %q: %w", c.Image, err)}
+		m.event(pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", image, err))
+		return "", imageError{image, reasonErrImagePull, fmt.Errorf("failed to pull image %q: %w", image, err)}
 	}
 	m.backoff.Reset(key)
-	m.event(pod, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q", c.Image))
+	m.event(pod, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q", image))
 	return ref, nil
 }
 

@@ -42,8 +42,10 @@ type syncRun struct {
 	sandbox  *runtimeapi.PodSandbox
 	sbConfig *runtimeapi.PodSandboxConfig
 	volumes  map[string]string // volume name -> host path
-	waiting  map[string]waiting
-	requeue  time.Duration
+	// imagePulls are the image volumes pulled in this sync, by name.
+	imagePulls map[string]imageVolumePull
+	waiting    map[string]waiting
+	requeue    time.Duration
 }
 
 // syncPod converges the runtime to pod (nil: the pod is gone from the API).
@@ -339,21 +341,33 @@ func (sp startSpec) targetID(st podState) (string, error) {
 	return target.Id, nil
 }
 
+// imageFailed makes an image that could not be made present (the
+// container's own or an image volume's) c's waiting reason, and syncs
+// again when its pull back-off ends.
+func (s *syncRun) imageFailed(c *corev1.Container, err error) {
+	var ie imageError
+	if !errors.As(err, &ie) {
+		s.waiting[c.Name] = waiting{reasonErrImagePull, err.Error()}
+		return
+	}
+	s.waiting[c.Name] = waiting{ie.reason, ie.Error()}
+	if remaining, _, ok := s.m.backoff.Waiting(imageBackoffKey(s.pod.UID, ie.image)); ok {
+		s.requeueIn(remaining)
+	}
+}
+
 // start pulls the container's image and creates and starts its attempt-th
 // instance. Failures become the container's waiting reason.
 func (s *syncRun) start(ctx context.Context, sp startSpec, attempt uint32) {
 	c := sp.c
 	image, err := s.m.ensureImage(ctx, s.pod, c, s.sbConfig)
 	if err != nil {
-		var ie imageError
-		if errors.As(err, &ie) {
-			s.waiting[c.Name] = waiting{ie.reason, ie.Error()}
-			if remaining, _, ok := s.m.backoff.Waiting(imageBackoffKey(s.pod.UID, c.Image)); ok {
-				s.requeueIn(remaining)
-			}
-			return
-		}
-		s.waiting[c.Name] = waiting{reasonErrImagePull, err.Error()}
+		s.imageFailed(c, err)
+		return
+	}
+	imageVolumes, err := s.imageVolumes(ctx, c)
+	if err != nil {
+		s.imageFailed(c, err)
 		return
 	}
 	target, err := sp.targetID(s.state)
@@ -362,7 +376,7 @@ func (s *syncRun) start(ctx context.Context, sp startSpec, attempt uint32) {
 		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
 		return
 	}
-	cfg, err := s.m.containerConfig(ctx, s.podAsStarted(ctx), c, sp.init, target, attempt, image, s.volumes)
+	cfg, err := s.m.containerConfig(ctx, s.podAsStarted(ctx), c, sp.init, target, attempt, image, containerVolumes{s.volumes, imageVolumes})
 	if err != nil {
 		s.waiting[c.Name] = waiting{reasonCreateConfigError, err.Error()}
 		s.m.event(s.pod, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())

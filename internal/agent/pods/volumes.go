@@ -59,6 +59,8 @@ func (m *Manager) prepareVolume(ctx context.Context, pod *corev1.Pod, v corev1.V
 	case v.Projected != nil:
 		files, err := m.projectedPayload(ctx, pod, v.Name, v.Projected)
 		return dir, writeVolumeFiles(dir, files, fsGroup, err)
+	case v.Image != nil:
+		return "", nil // the runtime mounts the image itself (imageVolumes)
 	}
 	return "", errors.New("unsupported volume type")
 }
@@ -195,18 +197,42 @@ func dropFlatLayout(dir string) error {
 	return nil
 }
 
+// containerVolumes are what a container's mounts come from: the host paths
+// of the pod's prepared volumes, and the images of the image volumes it
+// mounts.
+type containerVolumes struct {
+	paths  map[string]string
+	images map[string]*runtimeapi.ImageSpec
+}
+
 // volumeMounts turns c's volumeMounts into CRI mounts. A subPath (or
 // subPathExpr, expanded with env, the container's environment) is bound
 // from a mount the agent prepared, never from a path inside the volume
-// (see subPathHostPath).
-func (m *Manager) volumeMounts(pod *corev1.Pod, c *corev1.Container, paths map[string]string, env map[string]string) ([]*runtimeapi.Mount, error) {
+// (see subPathHostPath); in an image volume the runtime resolves it inside
+// the image.
+func (m *Manager) volumeMounts(pod *corev1.Pod, c *corev1.Container, vols containerVolumes, env map[string]string) ([]*runtimeapi.Mount, error) {
 	readOnlyByType := map[string]bool{}
 	for _, v := range pod.Spec.Volumes {
-		readOnlyByType[v.Name] = v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+		readOnlyByType[v.Name] = v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil || v.Image != nil
 	}
 	var out []*runtimeapi.Mount
 	for i, vm := range c.VolumeMounts {
-		volumePath, ok := paths[vm.Name]
+		mount := &runtimeapi.Mount{
+			ContainerPath: vm.MountPath, Readonly: vm.ReadOnly || readOnlyByType[vm.Name], Propagation: mountPropagation(vm),
+		}
+		if img, ok := vols.images[vm.Name]; ok {
+			sub, err := subPathOf(vm, env)
+			if err != nil {
+				return nil, fmt.Errorf("volumeMount %q: subPathExpr %q: %w", vm.Name, vm.SubPathExpr, err)
+			}
+			if err := checkSubPath(sub); sub != "" && err != nil {
+				return nil, fmt.Errorf("volumeMount %q: subPath %q %w", vm.Name, sub, err)
+			}
+			mount.Image, mount.ImageSubPath = img, sub
+			out = append(out, mount)
+			continue
+		}
+		volumePath, ok := vols.paths[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: no such volume", vm.Name)
 		}
@@ -214,21 +240,22 @@ func (m *Manager) volumeMounts(pod *corev1.Pod, c *corev1.Container, paths map[s
 		if err != nil {
 			return nil, err
 		}
-		prop := runtimeapi.MountPropagation_PROPAGATION_PRIVATE
-		if vm.MountPropagation != nil {
-			switch *vm.MountPropagation {
-			case corev1.MountPropagationHostToContainer:
-				prop = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
-			case corev1.MountPropagationBidirectional:
-				prop = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
-			}
-		}
-		out = append(out, &runtimeapi.Mount{
-			ContainerPath: vm.MountPath, HostPath: host,
-			Readonly: vm.ReadOnly || readOnlyByType[vm.Name], Propagation: prop,
-		})
+		mount.HostPath = host
+		out = append(out, mount)
 	}
 	return out, nil
+}
+
+func mountPropagation(vm corev1.VolumeMount) runtimeapi.MountPropagation {
+	if vm.MountPropagation != nil {
+		switch *vm.MountPropagation {
+		case corev1.MountPropagationHostToContainer:
+			return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+		case corev1.MountPropagationBidirectional:
+			return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+		}
+	}
+	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
 // removePodDir unmounts and removes the pod's host directory: its subPath

@@ -62,6 +62,7 @@ func TestSingleNodeClusterRunsAPod(t *testing.T) {
 	checkStaticToken(t, srv)
 	checkAcceptanceWorkload(t, cs, srv)
 	checkOwnUsersPod(t, cs, srv)
+	checkImageVolumePod(t, cs, srv)
 	checkRuntimeClassPods(t, cs)
 	checkWorkloads(t, cs)
 

@@ -67,6 +67,14 @@ type ConformanceOptions struct {
 	HostTools []string
 }
 
+// agnhostOSRelease says what the image is, and names the base of the
+// image it stands in for: the ImageVolume test reads it from kitten (built
+// on agnhost) and looks for upstream's base, Alpine Linux.
+const agnhostOSRelease = `NAME="berth stand-in for agnhost on Alpine Linux (busybox-static)"
+ID=berth-agnhost
+PRETTY_NAME="agnhost stand-in built offline by berth; upstream's base is Alpine Linux"
+`
+
 // agnhostUsers are upstream agnhost's image users: user-defined-in-image
 // (1000) in group-defined-in-image (50000), for the supplemental-groups tests.
 const (
@@ -233,6 +241,7 @@ func agnhostEntries(agnhost, shell []byte, tools []hostFile, crt, key []byte) []
 		File("/localhost.key", 0o600, key),
 		File("/etc/passwd", 0o644, []byte(agnhostPasswd)),
 		File("/etc/group", 0o644, []byte(agnhostGroup)),
+		File("/etc/os-release", 0o644, []byte(agnhostOSRelease)),
 		Dir("/home/user-defined-in-image", 0o755).Owned(1000, 1000),
 	)
 }

@@ -95,8 +95,8 @@ func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 
 	for ref, want := range map[string]string{ConformanceKitten: "kitten.jpg", ConformanceNautilus: "nautilus.jpg"} {
 		m := flattenHeaders(t, set[ref].Image)
-		if m[want] == nil || m["data.json"] == nil || m["agnhost"] == nil {
-			t.Errorf("%s lacks /%s, /data.json or /agnhost", ref, want)
+		if m[want] == nil || m["data.json"] == nil || m["agnhost"] == nil || m["etc/os-release"] == nil {
+			t.Errorf("%s lacks /%s, /data.json, /agnhost or /etc/os-release (the ImageVolume test reads it)", ref, want)
 		}
 		cf, err := set[ref].Image.ConfigFile()
 		if err != nil || strings.Join(cf.Config.Cmd, " ") != "test-webserver" {
