@@ -136,6 +136,8 @@ var fuzzFixtures = map[string]string{
 	"flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration": `{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":%[1]q},
 		"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":5,"lendablePercent":10,
 		"limitResponse":{"type":"Queue","queuing":{"queues":16,"handSize":4,"queueLengthLimit":50}}}}}`,
+	"storagemigration.k8s.io/StorageVersionMigration": `{"apiVersion":"storagemigration.k8s.io/v1","kind":"StorageVersionMigration","metadata":{"name":%[1]q},
+		"spec":{"resource":{"group":"apps","resource":"deployments"}}}`,
 	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":%[1]q},
 		"webhooks":[{"name":"deny.example.com","clientConfig":{"url":"https://192.0.2.1:9443/validate"},"failurePolicy":"Ignore","sideEffects":"None",
 		"admissionReviewVersions":["v1"],"timeoutSeconds":1,"rules":[{"operations":["CREATE"],"apiGroups":["example.com"],"apiVersions":["v1"],"resources":["widgets"]}]}]}`,

@@ -183,7 +183,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), resourceResources(), certificateResources(), networkingResources(), flowControlResources(), admissionRegistrationResources())...)
+	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), resourceResources(), certificateResources(), networkingResources(), flowControlResources(), admissionRegistrationResources(), storageMigrationResources())...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.

@@ -17,7 +17,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), authenticationV1(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), resourceV1(), admissionRegistrationV1(), flowControlV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), authenticationV1(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), resourceV1(), admissionRegistrationV1(), flowControlV1(), storageMigrationV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -211,6 +211,14 @@ func flowControlV1() []Resource {
 		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations", Kind: "PriorityLevelConfiguration",
 			SingularName: "prioritylevelconfiguration", Verbs: crudVerbs,
 			Subresources: []Subresource{{Name: "status", Kind: "PriorityLevelConfiguration", Verbs: statusVerbs}}},
+	}
+}
+
+func storageMigrationV1() []Resource {
+	return []Resource{
+		{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations", Kind: "StorageVersionMigration",
+			SingularName: "storageversionmigration", Verbs: crudVerbs,
+			Subresources: []Subresource{{Name: "status", Kind: "StorageVersionMigration", Verbs: statusVerbs}}},
 	}
 }
 

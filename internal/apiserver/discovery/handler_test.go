@@ -277,7 +277,7 @@ func TestLegacyDocuments(t *testing.T) {
 		"rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1",
 		"node.k8s.io=node.k8s.io/v1", "policy=policy/v1", "scheduling.k8s.io=scheduling.k8s.io/v1",
 		"storage.k8s.io=storage.k8s.io/v1", "resource.k8s.io=resource.k8s.io/v1", "admissionregistration.k8s.io=admissionregistration.k8s.io/v1",
-		"flowcontrol.apiserver.k8s.io=flowcontrol.apiserver.k8s.io/v1"}
+		"flowcontrol.apiserver.k8s.io=flowcontrol.apiserver.k8s.io/v1", "storagemigration.k8s.io=storagemigration.k8s.io/v1"}
 	if !slices.Equal(names, want) {
 		t.Errorf("/apis groups = %v, want %v", names, want)
 	}

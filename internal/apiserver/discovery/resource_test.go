@@ -43,6 +43,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"admissionregistration.k8s.io/validatingadmissionpolicybindings": false,
 		"admissionregistration.k8s.io/mutatingadmissionpolicies":         false,
 		"admissionregistration.k8s.io/mutatingadmissionpolicybindings":   false,
+		"storagemigration.k8s.io/storageversionmigrations":               false,
 		"apps/deployments":                                               true, "apps/replicasets": true, "apps/statefulsets": true, "apps/daemonsets": true,
 		"apps/controllerrevisions": true, "batch/jobs": true, "batch/cronjobs": true,
 		"storage.k8s.io/csidrivers": false, "storage.k8s.io/csinodes": false, "storage.k8s.io/csistoragecapacities": true,

@@ -17,6 +17,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	svmv1 "k8s.io/api/storagemigration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,6 +49,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	storageapi "k8s.io/kubernetes/pkg/apis/storage"
 	_ "k8s.io/kubernetes/pkg/apis/storage/install"
+	svmapi "k8s.io/kubernetes/pkg/apis/storagemigration"
+	_ "k8s.io/kubernetes/pkg/apis/storagemigration/install"
 	kubeprinters "k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 )
@@ -61,26 +64,29 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Kind: "Service"}: upstreamPrinter[*corev1.Service](func() runtime.Object { return &api.Service{} }),
 		//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
 		{Kind: "Endpoints"}: upstreamPrinter[*corev1.Endpoints](func() runtime.Object { return &api.Endpoints{} }),
-		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:          upstreamPrinter[*discoveryv1.EndpointSlice](func() runtime.Object { return &discoveryapi.EndpointSlice{} }),
-		{Kind: "PodTemplate"}:                                       upstreamPrinter[*corev1.PodTemplate](func() runtime.Object { return &api.PodTemplate{} }),
-		{Kind: "ReplicationController"}:                             upstreamPrinter[*corev1.ReplicationController](func() runtime.Object { return &api.ReplicationController{} }),
-		{Kind: "ResourceQuota"}:                                     upstreamPrinter[*corev1.ResourceQuota](func() runtime.Object { return &api.ResourceQuota{} }),
-		{Kind: "PersistentVolume"}:                                  upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
-		{Kind: "PersistentVolumeClaim"}:                             upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
-		{Group: "apps", Kind: "Deployment"}:                         upstreamPrinter[*appsv1.Deployment](func() runtime.Object { return &appsapi.Deployment{} }),
-		{Group: "apps", Kind: "ReplicaSet"}:                         upstreamPrinter[*appsv1.ReplicaSet](func() runtime.Object { return &appsapi.ReplicaSet{} }),
-		{Group: "apps", Kind: "StatefulSet"}:                        upstreamPrinter[*appsv1.StatefulSet](func() runtime.Object { return &appsapi.StatefulSet{} }),
-		{Group: "apps", Kind: "DaemonSet"}:                          upstreamPrinter[*appsv1.DaemonSet](func() runtime.Object { return &appsapi.DaemonSet{} }),
-		{Group: "apps", Kind: "ControllerRevision"}:                 upstreamPrinter[*appsv1.ControllerRevision](func() runtime.Object { return &appsapi.ControllerRevision{} }),
-		{Group: "batch", Kind: "Job"}:                               upstreamPrinter[*batchv1.Job](func() runtime.Object { return &batchapi.Job{} }),
-		{Group: "batch", Kind: "CronJob"}:                           upstreamPrinter[*batchv1.CronJob](func() runtime.Object { return &batchapi.CronJob{} }),
-		{Group: "node.k8s.io", Kind: "RuntimeClass"}:                upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
-		{Group: "policy", Kind: "PodDisruptionBudget"}:              upstreamPrinter[*policyv1.PodDisruptionBudget](func() runtime.Object { return &policyapi.PodDisruptionBudget{} }),
-		{Group: "networking.k8s.io", Kind: "Ingress"}:               upstreamPrinter[*networkingv1.Ingress](func() runtime.Object { return &networkingapi.Ingress{} }),
-		{Group: "networking.k8s.io", Kind: "IngressClass"}:          upstreamPrinter[*networkingv1.IngressClass](func() runtime.Object { return &networkingapi.IngressClass{} }),
-		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:         upstreamPrinter[*networkingv1.NetworkPolicy](func() runtime.Object { return &networkingapi.NetworkPolicy{} }),
-		{Group: "networking.k8s.io", Kind: "IPAddress"}:             upstreamPrinter[*networkingv1.IPAddress](func() runtime.Object { return &networkingapi.IPAddress{} }),
-		{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:           upstreamPrinter[*networkingv1.ServiceCIDR](func() runtime.Object { return &networkingapi.ServiceCIDR{} }),
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:  upstreamPrinter[*discoveryv1.EndpointSlice](func() runtime.Object { return &discoveryapi.EndpointSlice{} }),
+		{Kind: "PodTemplate"}:                               upstreamPrinter[*corev1.PodTemplate](func() runtime.Object { return &api.PodTemplate{} }),
+		{Kind: "ReplicationController"}:                     upstreamPrinter[*corev1.ReplicationController](func() runtime.Object { return &api.ReplicationController{} }),
+		{Kind: "ResourceQuota"}:                             upstreamPrinter[*corev1.ResourceQuota](func() runtime.Object { return &api.ResourceQuota{} }),
+		{Kind: "PersistentVolume"}:                          upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
+		{Kind: "PersistentVolumeClaim"}:                     upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
+		{Group: "apps", Kind: "Deployment"}:                 upstreamPrinter[*appsv1.Deployment](func() runtime.Object { return &appsapi.Deployment{} }),
+		{Group: "apps", Kind: "ReplicaSet"}:                 upstreamPrinter[*appsv1.ReplicaSet](func() runtime.Object { return &appsapi.ReplicaSet{} }),
+		{Group: "apps", Kind: "StatefulSet"}:                upstreamPrinter[*appsv1.StatefulSet](func() runtime.Object { return &appsapi.StatefulSet{} }),
+		{Group: "apps", Kind: "DaemonSet"}:                  upstreamPrinter[*appsv1.DaemonSet](func() runtime.Object { return &appsapi.DaemonSet{} }),
+		{Group: "apps", Kind: "ControllerRevision"}:         upstreamPrinter[*appsv1.ControllerRevision](func() runtime.Object { return &appsapi.ControllerRevision{} }),
+		{Group: "batch", Kind: "Job"}:                       upstreamPrinter[*batchv1.Job](func() runtime.Object { return &batchapi.Job{} }),
+		{Group: "batch", Kind: "CronJob"}:                   upstreamPrinter[*batchv1.CronJob](func() runtime.Object { return &batchapi.CronJob{} }),
+		{Group: "node.k8s.io", Kind: "RuntimeClass"}:        upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
+		{Group: "policy", Kind: "PodDisruptionBudget"}:      upstreamPrinter[*policyv1.PodDisruptionBudget](func() runtime.Object { return &policyapi.PodDisruptionBudget{} }),
+		{Group: "networking.k8s.io", Kind: "Ingress"}:       upstreamPrinter[*networkingv1.Ingress](func() runtime.Object { return &networkingapi.Ingress{} }),
+		{Group: "networking.k8s.io", Kind: "IngressClass"}:  upstreamPrinter[*networkingv1.IngressClass](func() runtime.Object { return &networkingapi.IngressClass{} }),
+		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: upstreamPrinter[*networkingv1.NetworkPolicy](func() runtime.Object { return &networkingapi.NetworkPolicy{} }),
+		{Group: "networking.k8s.io", Kind: "IPAddress"}:     upstreamPrinter[*networkingv1.IPAddress](func() runtime.Object { return &networkingapi.IPAddress{} }),
+		{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:   upstreamPrinter[*networkingv1.ServiceCIDR](func() runtime.Object { return &networkingapi.ServiceCIDR{} }),
+		{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}: upstreamPrinter[*svmv1.StorageVersionMigration](func() runtime.Object {
+			return &svmapi.StorageVersionMigration{}
+		}),
 		{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}: upstreamPrinter[*flowcontrolv1.FlowSchema](func() runtime.Object { return &flowcontrolapi.FlowSchema{} }),
 		{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}: upstreamPrinter[*flowcontrolv1.PriorityLevelConfiguration](func() runtime.Object {
 			return &flowcontrolapi.PriorityLevelConfiguration{}
