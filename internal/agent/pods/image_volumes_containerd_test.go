@@ -17,12 +17,7 @@ import (
 // when the back-off ends; the pod's other container runs.
 func TestMissingImageVolumeFailsOnlyItsContainers(t *testing.T) {
 	h := newHarness(t)
-	w, err := h.client.CoreV1().Pods("default").Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	h.startAgent()
+	w := h.watchPodsAndStartAgent()
 	missing := cri.Image("berth-test/does-not-exist:latest")
 	mounting := busybox("mounting", "sleep", "3600")
 	mounting.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}

@@ -316,12 +316,7 @@ func TestCrashingContainerBacksOffWithGrowingDelay(t *testing.T) {
 
 func TestMissingImageGivesErrImagePullThenImagePullBackOff(t *testing.T) {
 	h := newHarness(t)
-	w, err := h.client.CoreV1().Pods("default").Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	h.startAgent()
+	w := h.watchPodsAndStartAgent()
 	pod := h.create(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "noimage"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
@@ -337,6 +332,19 @@ func TestMissingImageGivesErrImagePullThenImagePullBackOff(t *testing.T) {
 	// and backs off again.
 	h.clock.Step(10 * time.Second)
 	h.waitReasons(w, pod.UID, reasonErrImagePull, reasonImagePullBackOff)
+}
+
+// watchPodsAndStartAgent watches the pods (for the test's life), then
+// starts the agent, so that the watch sees every status the agent reports.
+func (h *harness) watchPodsAndStartAgent() watch.Interface {
+	h.t.Helper()
+	w, err := h.client.CoreV1().Pods("default").Watch(h.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(w.Stop)
+	h.startAgent()
+	return w
 }
 
 // waitReasons reads pod events from w until the pod's first container has
@@ -366,12 +374,7 @@ func (h *harness) waitReasons(w watch.Interface, uid types.UID, want ...string) 
 
 func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 	h := newHarness(t)
-	w, err := h.client.CoreV1().Pods("default").Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	h.startAgent()
+	w := h.watchPodsAndStartAgent()
 	grace := int64(60)
 	pod := h.create(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "graceful"},
@@ -423,7 +426,7 @@ func TestDeletionStopsContainersGracefullyAndDeletesPod(t *testing.T) {
 	if _, err := h.client.CoreV1().Pods("default").Get(t.Context(), "graceful", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("pod still in the API: %v", err)
 	}
-	err = wait.PollTrue(t.Context(), 30*time.Second, "the pod's sandbox to leave the runtime", func(ctx context.Context) (bool, error) {
+	err := wait.PollTrue(t.Context(), 30*time.Second, "the pod's sandbox to leave the runtime", func(ctx context.Context) (bool, error) {
 		sbs, err := h.ctd.Client.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
 			Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(pod.UID)}},
 		})

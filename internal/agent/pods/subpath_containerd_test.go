@@ -29,12 +29,7 @@ func TestPlantedSymlinkSubPathNeverShowsTheHost(t *testing.T) {
 	h := newHarness(t)
 	// Watched from before the pod exists: the swapper's refusal shows in its
 	// status only until the next sync turns it into CrashLoopBackOff.
-	w, err := h.client.CoreV1().Pods("default").Watch(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	h.startAgent()
+	w := h.watchPodsAndStartAgent()
 	// The host file a container must never see.
 	hostDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(hostDir, "host-marker"), []byte("host"), 0o644); err != nil {
