@@ -31,7 +31,9 @@ APT_PACKAGES=(
   dpkg-deb:dpkg
 )
 
-log() { printf '==> %s\n' "$*" >&2; }
+# log prints a step with the wall-clock time it starts at, so a run's log
+# shows where its time goes.
+log() { printf '==> %s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 have() { [[ "$1" == /* ]] && [[ -e "$1" ]] || command -v "$1" >/dev/null 2>&1; }
 

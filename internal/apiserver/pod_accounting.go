@@ -125,7 +125,8 @@ func scheduledFits(pod *corev1.Pod, node *corev1.Node, usage fit.Usage) error {
 	return nil
 }
 
-// Update releases the node share of a pod that finishes.
+// Update releases the node share of a pod that finishes and moves that of
+// a pod whose requests change.
 func (a *podAccounting) Update(ctx context.Context, key string, expected int64, value []byte) (int64, error) {
 	old, _, err := a.current(ctx, key, expected)
 	if err != nil {
@@ -151,10 +152,20 @@ func (a *podAccounting) updateObject(ctx context.Context, key string, expected i
 }
 
 func (a *podAccounting) update(ctx context.Context, key string, expected int64, value []byte, old, pod *corev1.Pod) (int64, error) {
-	if !counts(old) || counts(pod) {
+	switch {
+	case !counts(old):
+		return a.Interface.Update(ctx, key, expected, value)
+	case !counts(pod):
+		return a.releasing(ctx, key, expected, old, value)
+	case !fit.PodRequests(old).Equal(fit.PodRequests(pod)):
+		// A resize, or the node reporting what it allocated: the usage
+		// moves with the pod. Like kube-scheduler, the usage counts a
+		// resize before the node decides it; the node's own admission of
+		// the resize decides whether it is carried out.
+		return a.moving(ctx, key, expected, old, pod, value)
+	default:
 		return a.Interface.Update(ctx, key, expected, value)
 	}
-	return a.releasing(ctx, key, expected, old, value)
 }
 
 // Delete releases the node share of a counted pod that goes away.
@@ -186,13 +197,25 @@ func (a *podAccounting) deleteObject(ctx context.Context, key string, expected i
 	return a.releasing(ctx, key, expected, old, nil)
 }
 
+// releasing writes value (nil: deletes) at key with old's node share released.
 func (a *podAccounting) releasing(ctx context.Context, key string, expected int64, old *corev1.Pod, value []byte) (int64, error) {
-	return a.retry(ctx, old.Spec.NodeName, func(attempt int) ([]store.Op, error) {
-		usage, rev, err := a.usage(ctx, old.Spec.NodeName, attempt > 0)
+	return a.moving(ctx, key, expected, old, nil, value)
+}
+
+// moving writes value (nil: deletes) at key in one transaction with old's
+// node usage record moved from old's share to pod's (nil: none).
+func (a *podAccounting) moving(ctx context.Context, key string, expected int64, old, pod *corev1.Pod, value []byte) (int64, error) {
+	node := old.Spec.NodeName
+	return a.retry(ctx, node, func(attempt int) ([]store.Op, error) {
+		usage, rev, err := a.usage(ctx, node, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
-		usageOp, err := usageWrite(old.Spec.NodeName, usage.Remove(old), rev)
+		usage = usage.Remove(old)
+		if pod != nil {
+			usage = usage.Add(pod)
+		}
+		usageOp, err := usageWrite(node, usage, rev)
 		return []store.Op{{Key: key, ExpectModRevision: expected, Value: value}, usageOp}, err
 	}, func() error {
 		_, _, err := a.current(ctx, key, expected)

@@ -130,8 +130,9 @@ func servedResources() []*resource {
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod", shortNames: []string{"po"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
 			rules: podRules(), registry: &registryKind{strategy: pod.Strategy, newInternal: func() runtime.Object { return &api.Pod{} },
-				subresources: map[string]upstreamStrategy{"status": pod.StatusStrategy, "ephemeralcontainers": pod.EphemeralContainersStrategy}},
-			subresources: []string{"status", "ephemeralcontainers", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"},
+				subresources: map[string]upstreamStrategy{"status": pod.StatusStrategy, "ephemeralcontainers": pod.EphemeralContainersStrategy,
+					"resize": pod.ResizeStrategy}},
+			subresources: []string{"status", "ephemeralcontainers", "resize", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"},
 			indexFields:  []string{"spec.nodeName"},
 		},
 		{

@@ -44,7 +44,7 @@ func (a *apiSet) addEndpoints(f *scopeFactory, r *resourceREST, all map[string]*
 	a.endpoints[key("")] = ep
 	for _, sub := range res.subresources {
 		switch sub {
-		case "status", "approval", "ephemeralcontainers":
+		case "status", "approval", "ephemeralcontainers", "resize":
 			ep, err = f.statusEndpoint(res, sub, r.forStatus(sub))
 		case "finalize":
 			ep, err = f.updateEndpoint(res, sub, r.forStatus(sub))

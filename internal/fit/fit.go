@@ -77,8 +77,11 @@ type Failure struct {
 
 // PodRequests sums a pod's effective requests (init containers, sidecars and
 // pod overhead counted as upstream does), with the pod itself as one Pods unit.
+// A pod being resized in place counts the larger of what it asks and what
+// its node allocated (its status), as kube-scheduler counts it
+// (UseStatusResources); an infeasible resize counts what was allocated.
 func PodRequests(pod *v1.Pod) Resources {
-	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true})
 	return Resources{
 		MilliCPU:         quantity(reqs, v1.ResourceCPU).MilliValue(),
 		Memory:           quantity(reqs, v1.ResourceMemory).Value(),
@@ -86,6 +89,12 @@ func PodRequests(pod *v1.Pod) Resources {
 		Pods:             1,
 		Scalar:           scalars(reqs),
 	}
+}
+
+// Equal reports whether r and o are the same amounts.
+func (r Resources) Equal(o Resources) bool {
+	return r.MilliCPU == o.MilliCPU && r.Memory == o.Memory && r.EphemeralStorage == o.EphemeralStorage &&
+		r.Pods == o.Pods && maps.Equal(r.Scalar, o.Scalar)
 }
 
 // Allocatable reads a node's allocatable resources.

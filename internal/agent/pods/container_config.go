@@ -135,9 +135,10 @@ func linuxResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
 	} else if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 		r.CpuShares = max(minShares, milliCPU(lim)*sharesUnit/1000)
 	}
-	if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+	if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok && milliCPU(lim) > 0 {
+		// The kubelet's MilliCPUToQuota: no quota below 1 ms per period.
 		r.CpuPeriod = cpuPeriod
-		r.CpuQuota = milliCPU(lim) * cpuPeriod / 1000
+		r.CpuQuota = max(minQuota, milliCPU(lim)*cpuPeriod/1000)
 	}
 	if lim, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 		r.MemoryLimitInBytes = lim.Value()

@@ -77,6 +77,7 @@ type Manager struct {
 	log     *slog.Logger
 	backoff *backoff
 	sent    sentStatuses
+	allocs  *allocations // what each pod's containers were allocated
 	prober  *prober
 	clock   clock.WithTicker
 	tokens  *tokenCache // projected service-account tokens
@@ -135,6 +136,7 @@ func New(cfg Config, client kubernetes.Interface, rt runtimeapi.RuntimeServiceCl
 		sysctls: cfg.Sysctls, appArmor: cfg.AppArmor,
 	}
 	m.prober = newProber(m)
+	m.allocs = newAllocations(m.podDir)
 	m.runtimeClasses = runtimeclass.NewManager(client)
 	return m
 }

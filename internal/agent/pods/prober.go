@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/pkg/probe"
 	httpprobe "k8s.io/kubernetes/pkg/probe/http"
 )
@@ -68,7 +67,7 @@ func (p *prober) sync(ctx context.Context, pod *corev1.Pod, ids map[string]strin
 	pod = pod.DeepCopy()
 	pod.Status.PodIP = podIP
 	want := map[probeKey]func(context.Context){}
-	for _, c := range probedContainers(pod) {
+	for _, c := range containersAndSidecars(pod) {
 		id, running := ids[c.Name]
 		if !running {
 			continue
@@ -297,19 +296,4 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no port named %q in container %s", p.StrVal, c.Name)
-}
-
-// probedContainers are the pod's containers and its sidecars (restartable
-// init containers), whose probes the kubelet runs as a container's.
-func probedContainers(pod *corev1.Pod) []*corev1.Container {
-	var out []*corev1.Container
-	for i := range pod.Spec.InitContainers {
-		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
-			out = append(out, &pod.Spec.InitContainers[i])
-		}
-	}
-	for i := range pod.Spec.Containers {
-		out = append(out, &pod.Spec.Containers[i])
-	}
-	return out
 }

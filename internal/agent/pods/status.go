@@ -29,6 +29,7 @@ const maxTerminationMessage = 4096
 // podStatus computes the pod's status from what the runtime holds and why
 // containers are waiting. Times of unchanged conditions carry over.
 func (m *Manager) podStatus(ctx context.Context, pod *corev1.Pod, st podState, why map[string]waiting) (corev1.PodStatus, error) {
+	pod = m.allocs.cached(pod.UID).apply(pod)
 	now := metav1.NewTime(m.clock.Now().Truncate(time.Second))
 	status := corev1.PodStatus{
 		QOSClass:  qosClass(pod),
@@ -83,6 +84,9 @@ func (m *Manager) containerStatus(pod *corev1.Pod, c *corev1.Container, st podSt
 	cs.ImageID = latest.ImageRef
 	cs.ContainerID = m.cfg.RuntimeName + "://" + latest.Id
 	cs.State = m.state(pod, c, latest)
+	// What the node allocated the container and what the runtime applied.
+	cs.AllocatedResources = c.Resources.Requests.DeepCopy()
+	cs.Resources = statusResources(c, latest)
 	if prev := st.previous(c.Name); prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 		cs.LastTerminationState = m.state(pod, c, prev)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
@@ -46,6 +47,8 @@ type syncRun struct {
 	imagePulls map[string]imageVolumePull
 	waiting    map[string]waiting
 	requeue    time.Duration
+	// resize is what applying the pod's allocation came to.
+	resize resizeActuation
 }
 
 // syncPod converges the runtime to pod (nil: the pod is gone from the API).
@@ -70,6 +73,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 			return syncResult{}, m.reject(ctx, pod, r)
 		}
 	}
+	// From here on the pod is as the node runs it: its containers'
+	// resources as allocated, a resize of its spec applied once admitted.
+	pod, pending, err := m.allocate(ctx, pod)
+	if err != nil {
+		return syncResult{}, err
+	}
 	left, hasDeadline := m.untilDeadline(pod)
 	if hasDeadline && left <= 0 {
 		return m.failPastDeadline(ctx, pod, st)
@@ -91,6 +100,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 		if s.runInitContainers(ctx) {
 			s.runContainers(ctx)
 		}
+		s.actuateResize(ctx)
 		if s.state, err = observe(ctx, m.rt, string(uid)); err != nil {
 			return syncResult{}, err
 		}
@@ -99,6 +109,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, pod *corev1.Pod) (
 	if err != nil {
 		return syncResult{}, err
 	}
+	status.Conditions = append(status.Conditions, resizeConditions(pod, pending, s.resize, metav1.NewTime(m.clock.Now().Truncate(time.Second)))...)
 	if err := m.patchStatus(ctx, pod, status); err != nil {
 		return syncResult{requeueAfter: s.requeue}, err
 	}
@@ -236,9 +247,25 @@ func (s *syncRun) runContainers(ctx context.Context) {
 		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(s.pod.Spec.RestartPolicy, latest.ExitCode):
 			s.restart(ctx, c, false, latest)
 		case latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING && specChanged(c, latest):
-			s.replace(ctx, c, latest)
+			s.replace(ctx, c, latest, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
 		}
 	}
+}
+
+// containersAndSidecars are the pod's containers and its sidecars
+// (restartable init containers): those that run beside each other, whose
+// probes the kubelet runs and which a resize changes while they run.
+func containersAndSidecars(pod *corev1.Pod) []*corev1.Container {
+	var out []*corev1.Container
+	for i := range pod.Spec.InitContainers {
+		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			out = append(out, &pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
 }
 
 // containerHash is the kubelet's hash of what of a container's spec may
@@ -255,11 +282,12 @@ func specChanged(c *corev1.Container, latest *runtimeapi.ContainerStatus) bool {
 	return ok && h != containerHash(c)
 }
 
-// replace stops a running container whose spec changed and starts its next
-// attempt from the new spec at once, whatever the restart policy, as the
-// kubelet does ("Container definition changed").
-func (s *syncRun) replace(ctx context.Context, c *corev1.Container, latest *runtimeapi.ContainerStatus) {
-	s.m.event(s.pod, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
+// replace stops a running container whose spec changed (or whose resize
+// needs a restart) and starts its next attempt from the new spec at once,
+// whatever the restart policy, as the kubelet does; why is the Killing
+// event's message.
+func (s *syncRun) replace(ctx context.Context, c *corev1.Container, latest *runtimeapi.ContainerStatus, why string) {
+	s.m.event(s.pod, corev1.EventTypeNormal, "Killing", why)
 	if _, err := s.m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: latest.Id, Timeout: gracePeriod(s.pod)}); err != nil {
 		s.m.log.Warn("stop changed container", "id", latest.Id, "err", err)
 		s.requeueIn(time.Second)

@@ -73,6 +73,7 @@ func (w *worker) run(ctx context.Context) {
 		if res.done {
 			w.m.backoff.ResetPrefix(string(w.uid))
 			w.m.sent.forget(w.uid)
+			w.m.allocs.forget(w.uid)
 			return
 		}
 		next := w.m.cfg.ResyncPeriod

@@ -65,6 +65,7 @@ func core() []Resource {
 				{Name: "log", Connect: true, Kind: "Pod", Verbs: []string{"get"}},
 				{Name: "portforward", Connect: true, Kind: "PodPortForwardOptions", Verbs: []string{"create", "get"}},
 				{Name: "proxy", Connect: true, Kind: "PodProxyOptions", Verbs: proxyVerbs},
+				{Name: "resize", Kind: "Pod", Verbs: statusVerbs},
 				{Name: "status", Kind: "Pod", Verbs: statusVerbs},
 			}},
 		{Version: "v1", Resource: "podtemplates", Kind: "PodTemplate", SingularName: "podtemplate", Namespaced: true,

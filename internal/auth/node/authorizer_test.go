@@ -82,6 +82,7 @@ func TestAuthorizerDecisions(t *testing.T) {
 		{"update own pod's status", req(nodeA, "update", "", "pods", "status", "default", "pod-a"), true},
 		{"patch own pod's status", req(nodeA, "patch", "", "pods", "status", "default", "pod-a"), true},
 		{"patch another node's pod status", req(nodeA, "patch", "", "pods", "status", "default", "pod-b"), false},
+		{"resize own pod (a node writes its pods' status, never their spec)", req(nodeA, "patch", "", "pods", "resize", "default", "pod-a"), false},
 		{"delete own pod", req(nodeA, "delete", "", "pods", "", "default", "pod-a"), true},
 		{"delete another node's pod", req(nodeA, "delete", "", "pods", "", "default", "pod-b"), false},
 		{"patch own pod's spec", req(nodeA, "patch", "", "pods", "", "default", "pod-a"), false},
