@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -80,8 +81,8 @@ func TestReplicationControllerKeepsItsReplicas(t *testing.T) {
 
 // Upstream's LimitRanger and ResourceQuota admission plugins, and the quota
 // controller: a namespace's LimitRange fills a container's requests and
-// limits, its ResourceQuota refuses the pod beyond the hard count with
-// upstream's message, and status.used counts what exists.
+// limits and bounds a resize, its ResourceQuota refuses the pod beyond the
+// hard count with upstream's message, and status.used counts what exists.
 func TestLimitRangesAndQuotasAreEnforced(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
@@ -116,6 +117,13 @@ func TestLimitRangesAndQuotasAreEnforced(t *testing.T) {
 	c := pod.Spec.Containers[0]
 	if c.Resources.Requests.Cpu().String() != "100m" || c.Resources.Limits.Cpu().String() != "200m" {
 		t.Errorf("container resources %+v, want the LimitRange's defaults 100m/200m", c.Resources)
+	}
+	// A resize passes the same plugins: above the LimitRange's max it is
+	// refused as a create would be.
+	_, err = core.Pods("limited").Patch(ctx, "first", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"2"}}}]}}`), metav1.PatchOptions{}, "resize")
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "maximum cpu usage per Container is 1") {
+		t.Fatalf("a resize above the LimitRange's max: %v, want upstream's Forbidden", err)
 	}
 	big := testPod("too-big")
 	big.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
