@@ -365,6 +365,26 @@ func (r *resourceRun) steps(t *testing.T, id func(string) string, stub map[strin
 		}})
 	}
 
+	if contains(disc.Subresources, "resize") {
+		// In-place resize of the stub pod (BestEffort): a resize policy
+		// may change, a request may not (it would change the QoS class).
+		resize := func(field string, value any) func(ctx context.Context, tg *target) answer {
+			return func(ctx context.Context, tg *target) answer {
+				obj := current(ctx, tg)
+				spec, _ := obj["spec"].(map[string]any)
+				containers, _ := spec["containers"].([]any)
+				if len(containers) > 0 {
+					containers[0].(map[string]any)[field] = value
+				}
+				return send(ctx, tg, http.MethodPut, item+"/resize", jsonType, obj, normaliseObject)
+			}
+		}
+		steps = append(steps,
+			step{id("resize"), r.name, resize("resizePolicy", []any{map[string]any{"resourceName": "cpu", "restartPolicy": "RestartContainer"}})},
+			step{id("invalid-resize-qos-change"), r.name, resize("resources", map[string]any{"requests": map[string]any{"cpu": "100m"}})},
+		)
+	}
+
 	// Invalid mutations every resource gets, then the resource's own.
 	invalidName := r.name + "-invalid"
 	invalid := []invalidCreate{

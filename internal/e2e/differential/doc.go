@@ -11,7 +11,8 @@
 // RuntimeClasses, policy PodDisruptionBudgets and scheduling.k8s.io
 // PriorityClasses, its discovery entry, create, dry-run create, get, list,
 // update, the four patch types, a status update where upstream serves
-// status, invalid mutations, and delete. Every difference must be listed in
+// status, a resize and a refused one where it serves resize, invalid
+// mutations, and delete. Every difference must be listed in
 // testdata/known-differences.txt with a reason, and every listed difference
 // must still occur.
 //
