@@ -59,6 +59,17 @@ func (r *statusRecorder) Flush() {
 	}
 }
 
+// CloseNotify passes the connection's close notice through: upstream's
+// go-restful handlers (CRDs) keep a writer's Flush only when it also has
+// CloseNotify (responsewriter.WrapForHTTP1Or2).
+func (r *statusRecorder) CloseNotify() <-chan bool {
+	//lint:ignore SA1019 upstream's writer wrappers still require it
+	if n, ok := r.ResponseWriter.(http.CloseNotifier); ok {
+		return n.CloseNotify()
+	}
+	return make(chan bool)
+}
+
 // Hijack passes the connection on for upgraded requests (pods/exec,
 // attach, portforward); they count as 101.
 func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {

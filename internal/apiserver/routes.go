@@ -125,6 +125,10 @@ func (a *apiSet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
 	ep, ok := a.endpoints[endpointKey{info.APIGroup, info.APIVersion, info.Resource, info.Subresource}]
+	if !ok && a.extensions != nil {
+		a.extensions.ServeHTTP(w, req) // CRDs, custom resources, or upstream's 404
+		return
+	}
 	if !ok || !ep.scopeMatches(info) {
 		a.writeError(apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Name), gv, w, req)
 		return

@@ -27,8 +27,11 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/util/webhook"
+	restclient "k8s.io/client-go/rest"
 	"k8s.io/kubernetes/pkg/serviceaccount"
 
+	"github.com/berth/berth/internal/apiserver/apiextensions"
 	"github.com/berth/berth/internal/apiserver/discovery"
 	"github.com/berth/berth/internal/apiserver/openapi"
 	"github.com/berth/berth/internal/apiserver/tables"
@@ -109,6 +112,13 @@ type Config struct {
 	// ServiceAllocations, when set, is filled with the stored bitmaps
 	// Services allocate from, for the repair controllers.
 	ServiceAllocations *ServiceAllocations
+
+	// Loopback reaches this API server as itself (system:apiserver). With
+	// a Store that makes upstream's storage (internal/store/etcd), it turns
+	// on CustomResourceDefinitions, whose informer and controllers use it.
+	Loopback *restclient.Config
+	// WebhookServiceResolver reaches CRD conversion webhooks' Services.
+	WebhookServiceResolver webhook.ServiceResolver
 
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
@@ -197,6 +207,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if api.extensions != nil {
+		api.extensions.Start(ctx)
+	}
 	if err := api.namespaces.ensureSystemNamespaces(ctx); err != nil {
 		return nil, err
 	}
@@ -278,6 +291,8 @@ type apiSet struct {
 	// proxyTransport reaches pods and Service endpoints for the proxy subresources.
 	proxyTransport http.RoundTripper
 	authorizer     authorizer.Authorizer
+	// extensions serves CRDs and custom resources; nil without them.
+	extensions *apiextensions.Server
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
@@ -341,10 +356,18 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 	if err := discovery.Validate(resources); err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	api.discovery = discovery.Handler(resources)
+	extensions := discovery.NewExtensions()
+	if api.extensions, err = newExtensions(cfg, c, extensions); err != nil {
+		return nil, err
+	}
+	api.discovery = discovery.Handler(resources, extensions)
 	// The handlers reject unknown and duplicate fields under
 	// fieldValidation=Strict, so kubectl may leave validation to the server.
-	if api.openapi, err = openapi.Handler(resources, openapi.Options{ServerSideFieldValidation: true}); err != nil {
+	opts := openapi.Options{ServerSideFieldValidation: true}
+	if api.extensions != nil {
+		opts.Extensions = api.extensions.OpenAPI()
+	}
+	if api.openapi, err = openapi.Handler(resources, opts); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	return api, nil
@@ -408,4 +431,18 @@ func longRunning(_ *http.Request, info *request.RequestInfo) bool {
 		return true
 	}
 	return info.Verb == "watch"
+}
+
+// newExtensions builds the CRD server when the configuration allows it:
+// a loopback client and a store that makes upstream's storage.
+func newExtensions(cfg *Config, c codecs, groups *discovery.Extensions) (*apiextensions.Server, error) {
+	st, ok := cfg.Store.(apiextensions.Storage)
+	if !ok || cfg.Loopback == nil {
+		return nil, nil
+	}
+	return apiextensions.New(apiextensions.Config{
+		Storage: st, Admission: cfg.Admission, Authorizer: cfg.Authorizer, Loopback: cfg.Loopback,
+		Discovery: groups, NotFound: notFoundHandler(c), ServiceResolver: cfg.WebhookServiceResolver,
+		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes, MinRequestTimeout: cfg.MinRequestTimeout,
+	})
 }

@@ -56,6 +56,12 @@ func initWebhook(w *generic.Webhook, client kubernetes.Interface, factory inform
 	return w.ValidateInitialization()
 }
 
+// serviceResolver reaches webhooks' Services as the admission webhooks do
+// (CRD conversion webhooks use it).
+func (p *admissionPlugins) serviceResolver() clusterIPResolver {
+	return clusterIPResolver{services: p.factory.Core().V1().Services().Lister()}
+}
+
 // clusterIPResolver sends a webhook's calls to its Service's cluster IP,
 // as kube-apiserver does by default (without --enable-aggregator-routing):
 // the node's Service proxy carries them to a ready endpoint.

@@ -138,6 +138,10 @@ func Run(ctx context.Context, cfg Config) error {
 		Metrics:       metrics,
 	}
 	apiCfg.ServiceAccountTokens, apiCfg.OpenIDMetadata = saTokens.api, saTokens.metadata
+	if apiCfg.Loopback, err = loopbackConfig(lb, pki.APIServerClientIdentity); err != nil {
+		return err
+	}
+	apiCfg.WebhookServiceResolver = plugins.serviceResolver()
 	apiCfg.EnableProfiling = cfg.Profiling
 	apiCfg.LocalReads = local
 	apiCfg.EventTTL = cfg.EventTTL

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,16 +32,52 @@ func (d document) body(enc encoding) []byte {
 	return d.json
 }
 
-type handler struct {
+// documents are every discovery response for one set of resources.
+type documents struct {
 	legacy     map[string]document // by path: /api, /apis, /apis/G, /api/v1, /apis/G/V
 	aggregated map[string]document // /api and /apis
+	generation uint64              // of the Extensions they include
+}
+
+type handler struct {
+	static []Resource
+	ext    *Extensions
+
+	mu   sync.Mutex
+	docs *documents
 }
 
 // Handler serves /api, /apis and everything below them from resources
-// (which should pass Validate). Mount it at /api and /apis (with and
-// without trailing slash); any other path is a 404.
-func Handler(resources []Resource) http.Handler {
-	h := &handler{legacy: map[string]document{}, aggregated: map[string]document{}}
+// (which should pass Validate), followed by ext's groups when ext is not
+// nil. Mount it at /api and /apis (with and without trailing slash); any
+// other path is a 404. The documents are encoded once, and again only when
+// ext changes.
+func Handler(resources []Resource, ext *Extensions) http.Handler {
+	h := &handler{static: resources, ext: ext}
+	gen, extra := ext.snapshot()
+	h.docs = encodeDocuments(append(slices.Clip(resources), extra...), gen)
+	return h
+}
+
+// current returns the documents for ext's present groups.
+func (h *handler) current() *documents {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ext == nil {
+		return h.docs
+	}
+	h.ext.mu.Lock()
+	gen := h.ext.generation
+	h.ext.mu.Unlock()
+	if gen != h.docs.generation {
+		gen, extra := h.ext.snapshot()
+		h.docs = encodeDocuments(append(slices.Clip(h.static), extra...), gen)
+	}
+	return h.docs
+}
+
+func encodeDocuments(resources []Resource, generation uint64) *documents {
+	d := &documents{legacy: map[string]document{}, aggregated: map[string]document{}, generation: generation}
 	var core group
 	var named []group
 	for _, g := range groupsOf(resources) {
@@ -49,20 +87,20 @@ func Handler(resources []Resource) http.Handler {
 			named = append(named, g)
 		}
 	}
-	h.legacy["/api"] = mustEncode(apiVersions(core))
-	h.aggregated["/api"] = mustEncode(aggregatedList(nonEmpty(core)))
-	h.legacy["/apis"] = mustEncode(apiGroupList(named))
-	h.aggregated["/apis"] = mustEncode(aggregatedList(named))
+	d.legacy["/api"] = mustEncode(apiVersions(core))
+	d.aggregated["/api"] = mustEncode(aggregatedList(nonEmpty(core)))
+	d.legacy["/apis"] = mustEncode(apiGroupList(named))
+	d.aggregated["/apis"] = mustEncode(aggregatedList(named))
 	for _, g := range append(nonEmpty(core), named...) {
 		if g.name != "" {
-			h.legacy["/apis/"+g.name] = mustEncode(apiGroupOf(g))
+			d.legacy["/apis/"+g.name] = mustEncode(apiGroupOf(g))
 		}
 		for _, v := range g.versions {
 			gv := schema.GroupVersion{Group: g.name, Version: v.name}
-			h.legacy[versionPath(gv)] = mustEncode(apiResourceList(gv, v.resources))
+			d.legacy[versionPath(gv)] = mustEncode(apiResourceList(gv, v.resources))
 		}
 	}
-	return h
+	return d
 }
 
 func nonEmpty(g group) []group {
@@ -87,13 +125,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
-	legacy, ok := h.legacy[path]
+	docs := h.current()
+	legacy, ok := docs.legacy[path]
 	if !ok {
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
 			fmt.Sprintf("the server could not find the requested resource (%s)", r.URL.Path))
 		return
 	}
-	aggregated, hasAggregated := h.aggregated[path]
+	aggregated, hasAggregated := docs.aggregated[path]
 	rep, ok := negotiate(r.Header.Get("Accept"), hasAggregated)
 	if !ok {
 		writeStatus(w, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,

@@ -37,7 +37,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func serve(t *testing.T, resources []Resource) (*httptest.Server, *recorder) {
 	t.Helper()
-	rec := &recorder{contentTypes: map[string]string{}, next: Handler(resources)}
+	rec := &recorder{contentTypes: map[string]string{}, next: Handler(resources, nil)}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	return srv, rec
@@ -73,13 +73,19 @@ func summary(t *testing.T, lists []*metav1.APIResourceList) []string {
 	return out
 }
 
-func discover(t *testing.T, srv *httptest.Server, legacy bool) []*metav1.APIResourceList {
+func discoveryClient(t *testing.T, srv *httptest.Server, legacy bool) *clientdiscovery.DiscoveryClient {
 	t.Helper()
 	client, err := clientdiscovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	client.UseLegacyDiscovery = legacy
+	return client
+}
+
+func discover(t *testing.T, srv *httptest.Server, legacy bool) []*metav1.APIResourceList {
+	t.Helper()
+	client := discoveryClient(t, srv, legacy)
 	_, lists, err := client.ServerGroupsAndResources()
 	if err != nil {
 		t.Fatalf("ServerGroupsAndResources(legacy=%v): %v", legacy, err)

@@ -8,8 +8,10 @@ package openapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/berth/berth/internal/apiserver/discovery"
 	"github.com/berth/berth/internal/apiserver/openapi/generated"
@@ -35,6 +37,21 @@ type Options struct {
 	// Version is the documents' info.version, which OpenAPI requires
 	// (kube-apiserver puts its git version there); berth's version if empty.
 	Version string
+	// Extensions, when set, adds the documents of resources that come and
+	// go while the server runs (custom resources).
+	Extensions Extensions
+}
+
+// Extensions are the OpenAPI documents of resources served beside the
+// built-in ones.
+type Extensions interface {
+	// Generation changes whenever the documents do.
+	Generation() uint64
+	// MergeV2 returns static with the extensions' paths and definitions
+	// merged in (static wins a conflict, as kube-apiserver's merge).
+	MergeV2(static *spec.Swagger) (*spec.Swagger, error)
+	// V3 returns the extensions' v3 documents by key ("apis/G/V").
+	V3() (map[string]*spec3.OpenAPI, error)
 }
 
 // Specs are the built documents: one v2 document for everything and one v3
@@ -79,29 +96,87 @@ func Handler(resources []discovery.Resource, opts Options) (http.Handler, error)
 	if err != nil {
 		return nil, err
 	}
-	v2 := &document{toProto: handler.ToProtoBinary, build: func() ([]byte, error) {
-		doc, err := d.v2()
+	byKey := map[string]*document{}
+	for _, gv := range d.groupVersions {
+		byKey[v3Key(gv)] = jsonDocument(handler3.ToV3ProtoBinary, func() (any, error) { return d.v3(gv) })
+	}
+	h := &servedDocuments{built: d, ext: opts.Extensions, staticV3: byKey}
+	h.current = &documentSet{v2: h.v2Document(), v3: newV3Documents(byKey)}
+	if h.ext != nil {
+		h.current.generation = h.ext.Generation() - 1 // built on first request
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/openapi/v2", func(w http.ResponseWriter, r *http.Request) { serveDocument(w, r, h.documents().v2, v2Types, nil) })
+	mux.HandleFunc("/openapi/v3", func(w http.ResponseWriter, r *http.Request) { h.documents().v3.serveDiscovery(w, r) })
+	mux.HandleFunc("/openapi/v3/", func(w http.ResponseWriter, r *http.Request) { h.documents().v3.serveGroupVersion(w, r) })
+	return mux, nil
+}
+
+// jsonDocument is a document built by build and encoded as JSON.
+func jsonDocument(toProto func([]byte) ([]byte, error), build func() (any, error)) *document {
+	return &document{toProto: toProto, build: func() ([]byte, error) {
+		doc, err := build()
 		if err != nil {
 			return nil, err
 		}
-		return doc.MarshalJSON()
+		return json.Marshal(doc)
 	}}
-	byKey := map[string]*document{}
-	for _, gv := range d.groupVersions {
-		byKey[v3Key(gv)] = &document{toProto: handler3.ToV3ProtoBinary, build: func() ([]byte, error) {
-			doc, err := d.v3(gv)
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(doc)
-		}}
+}
+
+// servedDocuments are the built-in documents and, when there are
+// extensions, the set rebuilt (on first request) after each of their
+// changes; the built-in v3 documents are shared by every set.
+type servedDocuments struct {
+	built    *documents
+	ext      Extensions
+	staticV3 map[string]*document
+
+	mu      sync.Mutex
+	current *documentSet
+}
+
+type documentSet struct {
+	generation uint64
+	v2         *document
+	v3         *v3Documents
+}
+
+func (h *servedDocuments) documents() *documentSet {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ext == nil {
+		return h.current
 	}
-	v3 := newV3Documents(byKey)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/openapi/v2", func(w http.ResponseWriter, r *http.Request) { serveDocument(w, r, v2, v2Types, nil) })
-	mux.HandleFunc("/openapi/v3", v3.serveDiscovery)
-	mux.HandleFunc("/openapi/v3/", v3.serveGroupVersion)
-	return mux, nil
+	gen := h.ext.Generation()
+	if gen == h.current.generation {
+		return h.current
+	}
+	byKey := maps.Clone(h.staticV3)
+	v3 := &v3Documents{byKey: byKey}
+	extV3, err := h.ext.V3()
+	if err != nil {
+		v3.discovery.build = func() ([]byte, error) { return nil, err }
+	} else {
+		for key, doc := range extV3 {
+			if _, builtIn := byKey[key]; !builtIn {
+				byKey[key] = jsonDocument(handler3.ToV3ProtoBinary, func() (any, error) { return doc, nil })
+			}
+		}
+		v3 = newV3Documents(byKey)
+	}
+	h.current = &documentSet{generation: gen, v2: h.v2Document(), v3: v3}
+	return h.current
+}
+
+// v2Document is the one v2 document, with the extensions merged in.
+func (h *servedDocuments) v2Document() *document {
+	return jsonDocument(handler.ToProtoBinary, func() (any, error) {
+		doc, err := h.built.v2()
+		if err != nil || h.ext == nil {
+			return doc, err
+		}
+		return h.ext.MergeV2(doc)
+	})
 }
 
 // v3Key is a group-version's key as /openapi/v3 lists it ("api/v1",

@@ -47,7 +47,7 @@ func newAPIServer(t *testing.T, opts Options) *apiServer {
 	}
 	s := &apiServer{}
 	mux := http.NewServeMux()
-	disc := discovery.Handler(discovery.Default())
+	disc := discovery.Handler(discovery.Default(), nil)
 	for _, p := range []string{"/api", "/api/", "/apis", "/apis/"} {
 		mux.Handle(p, disc)
 	}

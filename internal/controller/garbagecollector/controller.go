@@ -1,10 +1,11 @@
 // Package garbagecollector deletes objects whose owners are gone and carries
 // out the propagation policy a deletion asked for, as kube-controller-
 // manager's garbage collector does: it watches the metadata of every served
-// resource, keeps an owner→dependents graph by UID, deletes dependents whose
-// every owner is gone (background), deletes the dependents of an owner in
-// foreground deletion before releasing it, and strips the references to an
-// orphaning owner from its dependents before releasing it. The API server
+// resource (discovered again periodically, as CustomResourceDefinitions
+// come and go), keeps an owner→dependents graph by UID, deletes dependents
+// whose every owner is gone (background), deletes the dependents of an owner
+// in foreground deletion before releasing it, and strips the references to
+// an orphaning owner from its dependents before releasing it. The API server
 // records the policy as a finalizer (internal/apiserver/rest_delete_propagation.go).
 package garbagecollector
 
@@ -13,16 +14,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -32,6 +32,10 @@ import (
 
 // DefaultWorkers is how many objects are synced at once.
 const DefaultWorkers = 4
+
+// DefaultDiscoveryPeriod is how often the served resources are discovered
+// again, as kube-controller-manager's collector.
+const DefaultDiscoveryPeriod = 30 * time.Second
 
 // Config configures the collector.
 type Config struct {
@@ -43,8 +47,11 @@ type Config struct {
 	// and watched instead of through Metadata (berth server's own watch
 	// cache); resources it returns an error for go through Metadata.
 	LocalMetadata func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error)
-	Workers       int
-	Logger        *slog.Logger
+	// DiscoveryPeriod is how often the served resources are discovered
+	// again (DefaultDiscoveryPeriod when zero).
+	DiscoveryPeriod time.Duration
+	Workers         int
+	Logger          *slog.Logger
 }
 
 // Controller is the garbage collector.
@@ -55,6 +62,7 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[types.UID]
 	resolver *resolver
 	writer   writer
+	monitors monitorSet
 	recorder events.EventRecorder
 	// discoveryBackoff paces start-up retries of discovery.
 	discoveryBackoff wait.Backoff
@@ -64,6 +72,9 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
+	}
+	if cfg.DiscoveryPeriod <= 0 {
+		cfg.DiscoveryPeriod = DefaultDiscoveryPeriod
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -80,76 +91,40 @@ func New(cfg Config) *Controller {
 	}
 }
 
-// Run collects until ctx ends. It discovers the served resources once, at
-// start: berth serves a fixed set.
+// Run collects until ctx ends. It watches the resources served at start,
+// and a goroutine it owns re-discovers them every DiscoveryPeriod, since
+// CustomResourceDefinitions add and remove resources while the server runs.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	resources, mapper, err := c.discover(ctx)
 	if err != nil {
 		return fmt.Errorf("garbage collector: %w", err)
 	}
-	c.resolver.mapper = mapper
-	resources = c.readable(ctx, resources)
+	c.resolver.setMapper(mapper)
 
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.cfg.Client.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 	c.recorder = broadcaster.NewRecorder(scheme.Scheme, "garbage-collector-controller")
 
-	factory := metadatainformer.NewSharedInformerFactory(c.cfg.Metadata, 0)
-	var local []cache.SharedIndexInformer
-	for _, r := range resources {
-		informer := c.localInformer(ctx, r.resource)
-		if informer == nil {
-			informer = factory.ForResource(r.resource).Informer()
-		} else {
-			local = append(local, informer)
-		}
-		if err := informer.SetTransform(keepCollectionMetadata); err != nil {
-			return fmt.Errorf("garbage collector: watch %s: %w", r.resource, err)
-		}
-		if _, err := informer.AddEventHandler(c.handler(r)); err != nil {
-			return fmt.Errorf("garbage collector: watch %s: %w", r.resource, err)
-		}
+	defer c.stopMonitors() // on an early return too
+	resources = c.readable(ctx, resources)
+	if err := c.startMonitors(ctx, resources); err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	var running sync.WaitGroup
-	defer running.Wait()
-	informerCtx, stopInformers := context.WithCancel(ctx)
-	defer stopInformers() // before running.Wait, on an early return too
-	synced := make([]cache.InformerSynced, 0, len(local))
-	for _, informer := range local {
-		running.Go(func() { informer.Run(informerCtx.Done()) })
-		synced = append(synced, informer.HasSynced)
-	}
-	for gvr, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("garbage collector: %s informer did not sync: %w", gvr, ctx.Err())
-		}
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("garbage collector: informers did not sync: %w", ctx.Err())
+	if err := c.waitForMonitors(ctx); err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
 	}
 	c.log.Info("garbage collector started", "resources", len(resources))
 
+	var background sync.WaitGroup
+	defer background.Wait()
+	rediscoverCtx, stopRediscovery := context.WithCancel(ctx)
+	defer stopRediscovery() // before background.Wait, and before the monitors stop
+	background.Go(func() { c.rediscover(rediscoverCtx) })
+
 	keyloop.Run(ctx, c.queue, c.cfg.Workers, c.sync, c.onError)
 	return nil
-}
-
-// localInformer is a metadata informer of gvr through LocalMetadata, or nil
-// when there is none for it.
-func (c *Controller) localInformer(ctx context.Context, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
-	if c.cfg.LocalMetadata == nil {
-		return nil
-	}
-	lw, err := c.cfg.LocalMetadata(ctx, gvr)
-	if err != nil {
-		c.log.Debug("watching through the API", "resource", gvr, "reason", err)
-		return nil
-	}
-	return cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
 // onError logs each failure and records the first as an event on the object.

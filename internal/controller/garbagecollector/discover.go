@@ -38,7 +38,7 @@ func defaultDiscoveryBackoff() wait.Backoff {
 // gave up at start-up would never run.
 func (c *Controller) discover(ctx context.Context) (resources []collectable, mapper meta.RESTMapper, err error) {
 	waitErr := wait.ExponentialBackoffWithContext(ctx, c.discoveryBackoff, func(context.Context) (bool, error) {
-		resources, mapper, err = discoverCollectable(c.cfg.Client.Discovery())
+		resources, mapper, err = discoverCollectable(ctx, c.cfg.Client.Discovery())
 		if err != nil {
 			c.log.Warn("discovery failed; retrying", "err", err)
 		}
@@ -55,14 +55,16 @@ func (c *Controller) discover(ctx context.Context) (resources []collectable, map
 
 // discoverCollectable returns every served resource (preferred version)
 // that can be listed, watched and deleted, and a mapper from owner
-// references' apiVersion and kind to resources.
-func discoverCollectable(client discovery.DiscoveryInterface) ([]collectable, meta.RESTMapper, error) {
-	groups, err := restmapper.GetAPIGroupResources(client)
+// references' apiVersion and kind to resources. A group version that fails
+// to answer fails the whole discovery.
+func discoverCollectable(ctx context.Context, client discovery.DiscoveryInterface) ([]collectable, meta.RESTMapper, error) {
+	withCtx := discovery.ToDiscoveryInterfaceWithContext(client)
+	groups, err := restmapper.GetAPIGroupResourcesWithContext(ctx, withCtx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("discover API groups: %w", err)
 	}
 	mapper := restmapper.NewDiscoveryRESTMapper(groups)
-	lists, err := discovery.ServerPreferredResources(client)
+	lists, err := discovery.ServerPreferredResourcesWithContext(ctx, withCtx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("discover resources: %w", err)
 	}
@@ -82,6 +84,54 @@ func discoverCollectable(client discovery.DiscoveryInterface) ([]collectable, me
 		}
 	}
 	return out, mapper, nil
+}
+
+// rediscover discovers the served resources every DiscoveryPeriod until ctx
+// ends, and watches what is new and stops watching what is gone.
+func (c *Controller) rediscover(ctx context.Context) {
+	ticker := time.NewTicker(c.cfg.DiscoveryPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			c.resync(ctx)
+		}
+	}
+}
+
+// resync brings the mapper and the monitors in line with one discovery. A
+// failed or empty discovery changes nothing: stopping the monitors of a
+// group that failed to answer would forget live owners, and the next period
+// tries again. Not safe to run concurrently with itself.
+func (c *Controller) resync(ctx context.Context) {
+	resources, mapper, err := discoverCollectable(ctx, c.cfg.Client.Discovery())
+	switch {
+	case ctx.Err() != nil:
+		return // shutting down
+	case err != nil:
+		c.log.Warn("discovery failed; watching the same resources until the next try", "err", err)
+		return
+	case len(resources) == 0:
+		c.log.Warn("discovery found no resources; watching the same resources until the next try")
+		return
+	}
+	c.resolver.setMapper(mapper)
+	added, removed := c.monitors.diff(resources)
+	for _, resource := range removed {
+		c.stopMonitor(resource)
+		c.log.Info("stopped watching a resource no longer served", "resource", resource.String())
+	}
+	added = c.readable(ctx, added)
+	if err := c.startMonitors(ctx, added); err != nil {
+		c.log.Warn("cannot watch newly served resources; retrying at the next discovery", "err", err)
+	}
+	for _, r := range added {
+		if c.monitors.has(r.resource) {
+			c.log.Info("watching a newly served resource", "resource", r.resource.String())
+		}
+	}
 }
 
 // readable drops the resources this identity may not list, with a warning:

@@ -94,6 +94,23 @@ func (g *graph) upsert(n node) []types.UID {
 func (g *graph) remove(uid types.UID) []types.UID {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.removeLocked(uid)
+}
+
+// removeResource forgets every object of resource, as remove does each.
+func (g *graph) removeResource(resource schema.GroupVersionResource) []types.UID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var affected []types.UID
+	for uid, n := range g.nodes {
+		if n.resource == resource {
+			affected = append(affected, g.removeLocked(uid)...)
+		}
+	}
+	return affected
+}
+
+func (g *graph) removeLocked(uid types.UID) []types.UID {
 	old, existed := g.nodes[uid]
 	if !existed {
 		return nil

@@ -3,6 +3,7 @@ package garbagecollector
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,8 +18,23 @@ import (
 // dependent is never deleted on a cache miss.
 type resolver struct {
 	graph  *graph
-	mapper meta.RESTMapper
 	client metadata.Interface
+	// mu guards mapper, which rediscovery replaces while workers map.
+	mu     sync.RWMutex
+	mapper meta.RESTMapper
+}
+
+// setMapper makes m the mapper of owner references from now on.
+func (r *resolver) setMapper(m meta.RESTMapper) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mapper = m
+}
+
+func (r *resolver) currentMapper() meta.RESTMapper {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.mapper
 }
 
 func (r *resolver) ownerState(ctx context.Context, ref metav1.OwnerReference, dependentNS string) (ownerState, error) {
@@ -69,7 +85,7 @@ func (r *resolver) mapping(ref metav1.OwnerReference) (*meta.RESTMapping, error)
 	if err != nil {
 		return nil, fmt.Errorf("owner reference %s %q: %w", ref.Kind, ref.Name, err)
 	}
-	mapping, err := r.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
+	mapping, err := r.currentMapper().RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
 	if err != nil {
 		return nil, fmt.Errorf("owner reference %s %q: %w", ref.Kind, ref.Name, err)
 	}

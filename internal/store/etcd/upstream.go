@@ -1,0 +1,38 @@
+package etcd
+
+import (
+	"fmt"
+
+	"go.etcd.io/etcd/client/v3/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+)
+
+// UpstreamStorage is k8s.io/apiserver's own etcd3 storage for one resource,
+// over this store's client: what upstream's generic registry stores
+// through where berth serves a kind with upstream's handlers and registry
+// whole (CustomResourceDefinitions and custom resources). It shares the
+// store's member (in-process for the embedded one: still no listener) and
+// its compactor, so it opens no connection of its own. config is what
+// upstream's storage factory would dial with; only its codec, prefix and
+// group-resource are used.
+func (s *Store) UpstreamStorage(config *storagebackend.ConfigForResource, resourcePrefix string, newFunc, newListFunc func() runtime.Object) (storage.Interface, func(), error) {
+	client := &kubernetes.Client{Client: s.client}
+	client.Kubernetes = client
+	versioner := storage.APIObjectVersioner{}
+	st, err := etcd3.New(client, storeCompactor{s}, config.Codec, newFunc, newListFunc, config.Prefix, resourcePrefix,
+		config.GroupResource, identity.NewEncryptCheckTransformer(), etcd3.NewDefaultLeaseManagerConfig(),
+		etcd3.NewDefaultDecoder(config.Codec, versioner), versioner)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upstream storage for %s: %w", config.GroupResource, err)
+	}
+	return st, st.Close, nil
+}
+
+// storeCompactor tells upstream's storage how far history is compacted.
+type storeCompactor struct{ s *Store }
+
+func (c storeCompactor) CompactRevision() int64 { return c.s.CompactedRevision() }
