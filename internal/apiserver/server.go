@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -29,12 +30,15 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/util/webhook"
 	restclient "k8s.io/client-go/rest"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/kubernetes/pkg/serviceaccount"
 
+	"github.com/berth/berth/internal/apiserver/aggregator"
 	"github.com/berth/berth/internal/apiserver/apiextensions"
 	"github.com/berth/berth/internal/apiserver/discovery"
 	"github.com/berth/berth/internal/apiserver/openapi"
 	"github.com/berth/berth/internal/apiserver/tables"
+	"github.com/berth/berth/internal/apiserver/upstream"
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/watchcache"
 )
@@ -119,6 +123,9 @@ type Config struct {
 	Loopback *restclient.Config
 	// WebhookServiceResolver reaches CRD conversion webhooks' Services.
 	WebhookServiceResolver webhook.ServiceResolver
+	// ProxyClientCertFile and ProxyClientKeyFile are the client
+	// certificate the aggregator presents to extension API servers.
+	ProxyClientCertFile, ProxyClientKeyFile string
 
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
@@ -291,8 +298,9 @@ type apiSet struct {
 	// proxyTransport reaches pods and Service endpoints for the proxy subresources.
 	proxyTransport http.RoundTripper
 	authorizer     authorizer.Authorizer
-	// extensions serves CRDs and custom resources; nil without them.
-	extensions *apiextensions.Server
+	// extensions serves APIServices and what they proxy, CRDs and custom
+	// resources; nil without them.
+	extensions *aggregator.Server
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
@@ -357,15 +365,16 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	extensions := discovery.NewExtensions()
-	if api.extensions, err = newExtensions(cfg, c, extensions); err != nil {
+	var crds *apiextensions.Server
+	if api.extensions, crds, err = newExtensions(cfg, c, extensions, resources); err != nil {
 		return nil, err
 	}
 	api.discovery = discovery.Handler(resources, extensions)
 	// The handlers reject unknown and duplicate fields under
 	// fieldValidation=Strict, so kubectl may leave validation to the server.
 	opts := openapi.Options{ServerSideFieldValidation: true}
-	if api.extensions != nil {
-		opts.Extensions = api.extensions.OpenAPI()
+	if crds != nil {
+		opts.Extensions = crds.OpenAPI()
 	}
 	if api.openapi, err = openapi.Handler(resources, opts); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
@@ -433,16 +442,28 @@ func longRunning(_ *http.Request, info *request.RequestInfo) bool {
 	return info.Verb == "watch"
 }
 
-// newExtensions builds the CRD server when the configuration allows it:
-// a loopback client and a store that makes upstream's storage.
-func newExtensions(cfg *Config, c codecs, groups *discovery.Extensions) (*apiextensions.Server, error) {
-	st, ok := cfg.Store.(apiextensions.Storage)
+// newExtensions builds the API aggregator with the CRD server behind it
+// when the configuration allows it: a loopback client and a store that
+// makes upstream's storage.
+func newExtensions(cfg *Config, c codecs, groups *discovery.Extensions, builtIn []discovery.Resource) (*aggregator.Server, *apiextensions.Server, error) {
+	st, ok := cfg.Store.(upstream.Storage)
 	if !ok || cfg.Loopback == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return apiextensions.New(apiextensions.Config{
-		Storage: st, Admission: cfg.Admission, Authorizer: cfg.Authorizer, Loopback: cfg.Loopback,
-		Discovery: groups, NotFound: notFoundHandler(c), ServiceResolver: cfg.WebhookServiceResolver,
+	shared := upstream.Config{
+		Storage: st, Admission: cfg.Admission, Authorizer: cfg.Authorizer, Loopback: cfg.Loopback, Discovery: groups,
 		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes, MinRequestTimeout: cfg.MinRequestTimeout,
-	})
+	}
+	crds, err := apiextensions.New(apiextensions.Config{Config: shared, NotFound: notFoundHandler(c), ServiceResolver: cfg.WebhookServiceResolver})
+	if err != nil {
+		return nil, nil, err
+	}
+	local := discovery.GroupVersions(builtIn)
+	local = append(local, apiextensionsv1.SchemeGroupVersion, apiregistrationv1.SchemeGroupVersion)
+	agg, err := aggregator.New(aggregator.Config{Config: shared, CRDs: crds, Local: local,
+		ProxyClientCertFile: cfg.ProxyClientCertFile, ProxyClientKeyFile: cfg.ProxyClientKeyFile})
+	if err != nil {
+		return nil, nil, err
+	}
+	return agg, crds, nil
 }

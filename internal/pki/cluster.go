@@ -37,7 +37,17 @@ type Cluster struct {
 	NodeServingCA *CA
 	// ServingCertFile and ServingKeyFile are the API server's TLS pair.
 	ServingCertFile, ServingKeyFile string
+	// FrontProxyCA signs the client certificate the API aggregator
+	// presents to extension API servers (FrontProxyClientCertFile and
+	// KeyFile); they trust it through extension-apiserver-authentication's
+	// requestheader-client-ca-file, and nothing else does.
+	FrontProxyCA                                      *CA
+	FrontProxyClientCertFile, FrontProxyClientKeyFile string
 }
+
+// FrontProxyClientIdentity is the aggregator's identity towards extension
+// API servers (their requestheader-allowed-names), as kubeadm names it.
+var FrontProxyClientIdentity = Identity{CommonName: "front-proxy-client", Client: true}
 
 // ServingNames are the names and addresses the serving certificate must cover.
 type ServingNames struct {
@@ -63,15 +73,43 @@ func LoadOrCreateCluster(dir string, names ServingNames) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node serving CA: %w", err)
 	}
+	frontProxyCA, err := LoadOrCreateCA(dir, "front-proxy-ca")
+	if err != nil {
+		return nil, fmt.Errorf("front proxy CA: %w", err)
+	}
 	c := &Cluster{
-		Dir: dir, ServerCA: serverCA, ClientCA: clientCA, NodeServingCA: nodeServingCA,
-		ServingCertFile: filepath.Join(dir, "apiserver.crt"),
-		ServingKeyFile:  filepath.Join(dir, "apiserver.key"),
+		Dir: dir, ServerCA: serverCA, ClientCA: clientCA, NodeServingCA: nodeServingCA, FrontProxyCA: frontProxyCA,
+		ServingCertFile:          filepath.Join(dir, "apiserver.crt"),
+		ServingKeyFile:           filepath.Join(dir, "apiserver.key"),
+		FrontProxyClientCertFile: filepath.Join(dir, "front-proxy-client.crt"),
+		FrontProxyClientKeyFile:  filepath.Join(dir, "front-proxy-client.key"),
 	}
 	if err := c.ensureServing(names); err != nil {
 		return nil, err
 	}
+	if err := c.ensureFrontProxyClient(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// ensureFrontProxyClient issues the aggregator's client certificate when it
+// is missing, near expiry, or not from the current front proxy CA.
+func (c *Cluster) ensureFrontProxyClient() error {
+	if certs, _, _, err := LoadKeyPair(c.FrontProxyClientCertFile, c.FrontProxyClientKeyFile); err == nil &&
+		time.Until(certs[0].NotAfter) > renewBefore && certs[0].CheckSignatureFrom(c.FrontProxyCA.Cert) == nil {
+		return nil
+	} else if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("load front proxy client certificate: %w", err)
+	}
+	certPEM, keyPEM, err := c.FrontProxyCA.Issue(FrontProxyClientIdentity)
+	if err != nil {
+		return fmt.Errorf("front proxy client certificate: %w", err)
+	}
+	if err := atomicfile.WriteFile(c.FrontProxyClientKeyFile, keyPEM, 0o600); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(c.FrontProxyClientCertFile, certPEM, 0o644)
 }
 
 func (c *Cluster) ensureServing(names ServingNames) error {

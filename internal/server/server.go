@@ -142,6 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	apiCfg.WebhookServiceResolver = plugins.serviceResolver()
+	apiCfg.ProxyClientCertFile, apiCfg.ProxyClientKeyFile = cluster.FrontProxyClientCertFile, cluster.FrontProxyClientKeyFile
 	apiCfg.EnableProfiling = cfg.Profiling
 	apiCfg.LocalReads = local
 	apiCfg.EventTTL = cfg.EventTTL

@@ -58,6 +58,19 @@ func (r Resource) GroupVersionKind() schema.GroupVersionKind {
 	return r.GroupVersion().WithKind(r.Kind)
 }
 
+// GroupVersions lists resources' group-versions in first-seen order.
+func GroupVersions(resources []Resource) []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range resources {
+		if !seen[r.GroupVersion()] {
+			seen[r.GroupVersion()] = true
+			out = append(out, r.GroupVersion())
+		}
+	}
+	return out
+}
+
 // Subresource returns the named subresource, if the resource has it.
 func (r Resource) Subresource(name string) (Subresource, bool) {
 	for _, s := range r.Subresources {

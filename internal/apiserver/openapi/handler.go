@@ -202,7 +202,7 @@ func newDocuments(resources []discovery.Resource, opts Options) (*documents, err
 	}
 	return &documents{
 		resources:     resources,
-		groupVersions: groupVersions(resources),
+		groupVersions: discovery.GroupVersions(resources),
 		paths:         pathBuilder{scheme: scheme, fieldValidation: opts.ServerSideFieldValidation},
 		namer:         newDefinitionNamer(scheme),
 		info:          &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: opts.Version}},
@@ -255,19 +255,6 @@ func (d *documents) v2() (*spec.Swagger, error) {
 		return nil, fmt.Errorf("building the OpenAPI v2 document: %w", err)
 	}
 	return doc, nil
-}
-
-// groupVersions lists the group-versions of resources in first-seen order.
-func groupVersions(resources []discovery.Resource) []schema.GroupVersion {
-	var out []schema.GroupVersion
-	seen := map[schema.GroupVersion]bool{}
-	for _, r := range resources {
-		if !seen[r.GroupVersion()] {
-			seen[r.GroupVersion()] = true
-			out = append(out, r.GroupVersion())
-		}
-	}
-	return out
 }
 
 func resourcesOf(resources []discovery.Resource, gv schema.GroupVersion) []discovery.Resource {

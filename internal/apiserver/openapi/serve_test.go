@@ -97,8 +97,8 @@ func TestV3DiscoveryLinksHashedDocuments(t *testing.T) {
 	if resp := get(t, h, "/openapi/v3", "Accept-Encoding", "gzip", "Accept", "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"); resp.StatusCode != 200 || json.Unmarshal(body(t, resp), &list) != nil {
 		t.Fatalf("/openapi/v3: %d", resp.StatusCode)
 	}
-	if len(list.Paths) != len(groupVersions(discovery.Default())) {
-		t.Errorf("discovery lists %d group-versions, want %d", len(list.Paths), len(groupVersions(discovery.Default())))
+	if len(list.Paths) != len(discovery.GroupVersions(discovery.Default())) {
+		t.Errorf("discovery lists %d group-versions, want %d", len(list.Paths), len(discovery.GroupVersions(discovery.Default())))
 	}
 	link := list.Paths["api/v1"].ServerRelativeURL
 	resp := get(t, h, link, "Accept", "application/json")

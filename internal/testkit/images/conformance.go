@@ -34,6 +34,11 @@ const (
 	ConformanceKitten      = "registry.k8s.io/e2e-test-images/kitten:1.8"
 	ConformanceNautilus    = "registry.k8s.io/e2e-test-images/nautilus:1.8"
 	ConformanceGlibcDNS    = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1"
+	// The aggregator test's Deployment: the sample apiserver (its args
+	// only, so the image's ENTRYPOINT runs) beside an etcd it starts as
+	// /usr/local/bin/etcd.
+	ConformanceSampleAPIServer = "registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2"
+	ConformanceEtcd            = "registry.k8s.io/etcd:3.7.0-0"
 )
 
 // ConformanceOptions configures ConformanceCatalogue.
@@ -65,6 +70,12 @@ type ConformanceOptions struct {
 	// tests run the same dig and getent queries from both images, and
 	// Debian's are glibc programs, as that image's are.
 	HostTools []string
+	// SampleAPIServer and Etcd are static builds of k8s.io/sample-apiserver
+	// and of etcd's server. Empty: the catalogue builds each from berth's
+	// module (goBuild), which needs the go command and a working directory
+	// inside berth's module.
+	SampleAPIServer string
+	Etcd            string
 }
 
 // agnhostOSRelease says what the image is, and names the base of the
@@ -85,7 +96,8 @@ const (
 // ConformanceCatalogue builds the images the Kubernetes v1.37.2 conformance
 // tests pull, under their upstream names. All start from one busybox-static
 // layer; agnhost adds upstream's agnhost binary and the tools its tests exec,
-// busybox adds bash-static as /bin/sh.
+// busybox adds bash-static as /bin/sh, sample-apiserver and etcd add their
+// static Go servers (built here unless opts names prebuilt ones).
 func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, error) {
 	if opts.Busybox == "" || opts.Shell == "" || opts.Agnhost == "" || opts.KubernetesDir == "" {
 		return nil, fmt.Errorf("conformance catalogue: Busybox, Shell, Agnhost and KubernetesDir are all needed")
@@ -111,6 +123,14 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 	}
 	if err := requireStatic(agnhost); err != nil {
 		return nil, fmt.Errorf("conformance catalogue: %s: %w (build it with CGO_ENABLED=0)", opts.Agnhost, err)
+	}
+	sampleAPIServer, err := goProgram(ctx, opts.SampleAPIServer, sampleAPIServerPackage)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
+	}
+	etcd, err := goProgram(ctx, opts.Etcd, etcdPackage)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
 	}
 	read := func(rel string) []byte {
 		b, rerr := os.ReadFile(filepath.Join(opts.KubernetesDir, rel))
@@ -200,10 +220,39 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 	}}, config: v1.Config{Cmd: []string{"nnp"}}}, ConformanceNonewprivs)
 	add("busybox-static with USER 1234", spec{layers: []layerSpec{base}, config: v1.Config{Cmd: []string{"sh"}, User: "1234"}},
 		ConformanceNonRoot)
+	add("upstream sample-apiserver (static, k8s.io/sample-apiserver at berth's pinned release) on busybox-static; ENTRYPOINT /sample-apiserver",
+		sampleAPIServerSpec(base, sampleAPIServer), ConformanceSampleAPIServer)
+	add("etcd server (static, go.etcd.io/etcd/server/v3 at berth's pinned release) at /usr/local/bin/etcd on busybox-static",
+		etcdSpec(base, etcd), ConformanceEtcd)
 	if err != nil {
 		return nil, err
 	}
 	return set, nil
+}
+
+// sampleAPIServerSpec is upstream's sample-apiserver image (its Dockerfile
+// adds the binary at /sample-apiserver as ENTRYPOINT on alpine): the
+// aggregator test gives the container args only.
+func sampleAPIServerSpec(base layerSpec, bin []byte) spec {
+	return spec{layers: []layerSpec{base, {
+		createdBy: "add /sample-apiserver",
+		entries:   []Entry{File("/sample-apiserver", 0o755, bin)},
+	}}, config: v1.Config{Entrypoint: []string{"/sample-apiserver"}}}
+}
+
+// etcdSpec is the etcd image at the path the aggregator test's command runs
+// (/usr/local/bin/etcd, where upstream's image has it) with etcd's client and
+// peer ports. CMD runs etcd, so that the image does something without a
+// command; the test always gives one.
+func etcdSpec(base layerSpec, bin []byte) spec {
+	return spec{layers: []layerSpec{base, {
+		createdBy: "add /usr/local/bin/etcd",
+		entries:   []Entry{File("/usr/local/bin/etcd", 0o755, bin)},
+	}}, config: v1.Config{
+		Env:          []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Cmd:          []string{"/usr/local/bin/etcd"},
+		ExposedPorts: map[string]struct{}{"2379/tcp": {}, "2380/tcp": {}},
+	}}
 }
 
 // toolCommands are host tools Debian installs under another name than the

@@ -2,21 +2,35 @@ package images
 
 import (
 	"archive/tar"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/berth/berth/internal/testkit/hostcheck"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // conformanceCatalogue builds the conformance set with the static C pause
-// standing in for agnhost (any static executable will do for the layout)
-// and a fake k8s.io/kubernetes tree holding the files the images copy.
+// standing in for agnhost, sample-apiserver and etcd (any static executable
+// will do for the layout) and a fake k8s.io/kubernetes tree holding the
+// files the images copy.
 func conformanceCatalogue(t *testing.T) Set {
+	t.Helper()
+	return conformanceCatalogueWith(t, func(opts *ConformanceOptions) {
+		opts.SampleAPIServer, opts.Etcd = opts.Agnhost, opts.Agnhost
+	})
+}
+
+// conformanceCatalogueWith is conformanceCatalogue with options adjusted by
+// adjust; left empty, SampleAPIServer and Etcd are built from berth's module.
+func conformanceCatalogueWith(t *testing.T, adjust func(*ConformanceOptions)) Set {
 	t.Helper()
 	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic, hostcheck.BashStatic)
 	var progs programs
@@ -50,9 +64,11 @@ func conformanceCatalogue(t *testing.T) Set {
 			tools = append(tools, p)
 		}
 	}
-	set, err := ConformanceCatalogue(t.Context(), ConformanceOptions{
+	opts := ConformanceOptions{
 		Busybox: hostcheck.BusyboxPath, Shell: hostcheck.BashStaticPath, Agnhost: agnhost, KubernetesDir: kube, HostTools: tools,
-	})
+	}
+	adjust(&opts)
+	set, err := ConformanceCatalogue(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +78,35 @@ func conformanceCatalogue(t *testing.T) Set {
 func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 	set := conformanceCatalogue(t)
 	for _, ref := range []string{ConformanceAgnhost, ConformanceAgnhostPrev, ConformanceBusybox, ConformancePause,
-		ConformanceNginx, ConformanceNginxNew, ConformanceNonewprivs, ConformanceNonRoot, ConformanceKitten, ConformanceNautilus, ConformanceGlibcDNS} {
+		ConformanceNginx, ConformanceNginxNew, ConformanceNonewprivs, ConformanceNonRoot, ConformanceKitten, ConformanceNautilus, ConformanceGlibcDNS,
+		ConformanceSampleAPIServer, ConformanceEtcd} {
 		if a, ok := set[ref]; !ok || a.Image == nil {
 			t.Errorf("conformance catalogue lacks %s", ref)
 		}
 	}
-	if len(set) != 11 {
-		t.Errorf("conformance catalogue has %d references, want 11: %v", len(set), set.Names())
+	if len(set) != 13 {
+		t.Errorf("conformance catalogue has %d references, want 13: %v", len(set), set.Names())
+	}
+	// The aggregator test runs the sample apiserver through its ENTRYPOINT
+	// (args only) and etcd by path.
+	for ref, want := range map[string]struct{ entrypoint, cmd, file string }{
+		ConformanceSampleAPIServer: {"/sample-apiserver", "", "sample-apiserver"},
+		ConformanceEtcd:            {"", "/usr/local/bin/etcd", "usr/local/bin/etcd"},
+	} {
+		cf, err := set[ref].Image.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, c := strings.Join(cf.Config.Entrypoint, " "), strings.Join(cf.Config.Cmd, " "); e != want.entrypoint || c != want.cmd {
+			t.Errorf("%s ENTRYPOINT %q CMD %q, want %q and %q", ref, e, c, want.entrypoint, want.cmd)
+		}
+		m := flattenHeaders(t, set[ref].Image)
+		if h := m[want.file]; h == nil || h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
+			t.Errorf("%s: /%s is %v, want an executable file", ref, want.file, h)
+		}
+		if m["bin/sh"] == nil {
+			t.Errorf("%s lacks busybox-static's /bin/sh", ref)
+		}
 	}
 
 	agnhost := set[ConformanceAgnhost].Image
@@ -130,6 +168,31 @@ func TestConformanceCatalogueRefusesDynamicAgnhost(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Errorf("a dynamically linked agnhost: got %v, want a refusal naming CGO_ENABLED=0", err)
+	}
+}
+
+// TestConformanceCatalogueRefusesDynamicAggregatorServers: a prebuilt
+// sample-apiserver or etcd must be static, as agnhost must.
+func TestConformanceCatalogueRefusesDynamicAggregatorServers(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic, hostcheck.BashStatic)
+	var progs programs
+	pause, err := progs.get(t.Context(), "pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := filepath.Join(t.TempDir(), "static")
+	if err := os.WriteFile(static, pause, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, set := range map[string]func(*ConformanceOptions){
+		"sample-apiserver": func(o *ConformanceOptions) { o.SampleAPIServer, o.Etcd = "/usr/bin/env", static },
+		"etcd":             func(o *ConformanceOptions) { o.SampleAPIServer, o.Etcd = static, "/usr/bin/env" },
+	} {
+		opts := ConformanceOptions{Busybox: hostcheck.BusyboxPath, Shell: hostcheck.BashStaticPath, Agnhost: static, KubernetesDir: t.TempDir()}
+		set(&opts)
+		if _, err := ConformanceCatalogue(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+			t.Errorf("a dynamically linked %s: got %v, want a refusal naming CGO_ENABLED=0", name, err)
+		}
 	}
 }
 
@@ -209,6 +272,90 @@ func TestConformanceAgnhostToolsRunChrooted(t *testing.T) {
 			t.Errorf("%s did not run in the image:\n%s", tool, out)
 		}
 	}
+}
+
+// TestConformanceAggregatorServersRunChrooted builds sample-apiserver and
+// etcd as the catalogue does when given no prebuilt ones (from berth's
+// module), checks both are static and run in their images, and starts etcd
+// with the aggregator test's command in a network namespace of its own (as
+// in a pod, 127.0.0.1:2379 and the default peer port localhost:2380 are
+// then its own): it must serve its client URL.
+func TestConformanceAggregatorServersRunChrooted(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	if testing.Short() {
+		t.Skip("builds sample-apiserver and etcd")
+	}
+	set := conformanceCatalogueWith(t, func(*ConformanceOptions) {})
+	apiDir := extract(t, set[ConformanceSampleAPIServer].Image)
+	etcdDir := extract(t, set[ConformanceEtcd].Image)
+	for _, bin := range []string{filepath.Join(apiDir, "sample-apiserver"), filepath.Join(etcdDir, "usr/local/bin/etcd")} {
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := requireStatic(data); err != nil {
+			t.Errorf("%s: %v", bin, err)
+		}
+	}
+	if out := chrootOutput(t, apiDir, "0:0", "/sample-apiserver", "--help"); !strings.Contains(out, "Launch a wardle API server") ||
+		!strings.Contains(out, "--etcd-servers") {
+		t.Errorf("sample-apiserver --help in its image:\n%s", out)
+	}
+	if out := chrootOutput(t, etcdDir, "0:0", "/usr/local/bin/etcd", "--version"); !strings.Contains(out, "etcd Version: 3.") {
+		t.Errorf("etcd --version in its image:\n%s", out)
+	}
+
+	// A pod's /etc/hosts comes from the kubelet (berth's agent writes the
+	// same localhost lines); the image, like upstream's, has none, and etcd's
+	// default peer URL is http://localhost:2380.
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	if err := os.WriteFile(filepath.Join(etcdDir, "etc/hosts"), []byte(hosts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const url = "http://127.0.0.1:2379"
+	cmd := exec.Command("unshare", "--net", "chroot", etcdDir, "/bin/sh", "-c",
+		"ip link set lo up && exec /usr/local/bin/etcd --listen-client-urls "+url+" --advertise-client-urls "+url)
+	cmd.Env = []string{"PATH=" + imagePath(t, set[ConformanceEtcd].Image)}
+	// A file, not a buffer: the poll below reads it while etcd writes.
+	logPath := filepath.Join(t.TempDir(), "etcd.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	netns := fmt.Sprintf("--net=/proc/%d/ns/net", cmd.Process.Pid)
+	var version string
+	wait.UntilTrue(t, 60*time.Second, "etcd in its image to serve "+url+"/version", func(ctx context.Context) (bool, error) {
+		select {
+		case <-done:
+			logged, _ := os.ReadFile(logPath)
+			return false, fmt.Errorf("etcd exited (%v): %s", exitErr, lastLines(string(logged), 5))
+		default:
+		}
+		out, err := exec.CommandContext(ctx, "nsenter", netns, "chroot", etcdDir, "/bin/wget", "-q", "-O-", url+"/version").Output()
+		version = string(out)
+		return err == nil, nil
+	})
+	if !strings.Contains(version, `"etcdserver":"3.`) {
+		t.Errorf("etcd /version: %s", version)
+	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // imagePath is the PATH the image's configuration sets.
