@@ -36,11 +36,25 @@ func existingName(res *resource) string {
 	if res.gvr.Group == "" {
 		return fuzzExisting
 	}
-	// A DNS label: StatefulSets' and others' names may hold no dots.
-	return fuzzExisting + "-" + strings.ReplaceAll(res.gvr.Group, ".", "-")
+	// A DNS label: StatefulSets' and others' names may hold no dots. A
+	// kind served in two versions of one group has one object per version.
+	name := fuzzExisting + "-" + strings.ReplaceAll(res.gvr.Group, ".", "-")
+	if _, perVersion := fuzzFixtures[fixtureKey(res)]; perVersion && fixtureKey(res) != res.gvr.Group+"/"+res.kind {
+		name += "-" + res.gvr.Version
+	}
+	return name
 }
 
-// fuzzFixtures are one valid object per served kind, by "group/Kind", as
+// fixtureKey is res's key in fuzzFixtures: "group/version/Kind" for a kind
+// served in several versions, "group/Kind" otherwise.
+func fixtureKey(res *resource) string {
+	if key := res.gvr.Group + "/" + res.gvr.Version + "/" + res.kind; fuzzFixtures[key] != "" {
+		return key
+	}
+	return res.gvr.Group + "/" + res.kind
+}
+
+// fuzzFixtures are one valid object per served kind, by fixtureKey, as
 // JSON with the name left as %[1]s: the objects PUT and PATCH target, and
 // the seeds every body starts from.
 var fuzzFixtures = map[string]string{
@@ -110,6 +124,11 @@ var fuzzFixtures = map[string]string{
 		"subjects":[{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"g"}]}`,
 	"node.k8s.io/RuntimeClass": `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":%[1]q},"handler":"test-handler",
 		"overhead":{"podFixed":{"cpu":"10m"}},"scheduling":{"nodeSelector":{"a":"b"}}}`,
+	"autoscaling/v2/HorizontalPodAutoscaler": `{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":%[1]q},
+		"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":1,"maxReplicas":3,
+		"metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":50}}}]}}`,
+	"autoscaling/v1/HorizontalPodAutoscaler": `{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":%[1]q},
+		"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":3,"targetCPUUtilizationPercentage":50}}`,
 	"policy/PodDisruptionBudget": `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":%[1]q},
 		"spec":{"maxUnavailable":"25%%","selector":{"matchLabels":{"app":"web"}},"unhealthyPodEvictionPolicy":"AlwaysAllow"}}`,
 	"scheduling.k8s.io/PriorityClass": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":%[1]q},"value":1000,
@@ -249,9 +268,9 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 
 func (s *fuzzServer) fixture(tb testing.TB, res *resource, name string) []byte {
 	tb.Helper()
-	tmpl, ok := fuzzFixtures[res.gvr.Group+"/"+res.kind]
+	tmpl, ok := fuzzFixtures[fixtureKey(res)]
 	if !ok {
-		tb.Fatalf("no fuzz fixture for %s/%s: add one to fuzzFixtures", res.gvr.Group, res.kind)
+		tb.Fatalf("no fuzz fixture for %s: add one to fuzzFixtures", fixtureKey(res))
 	}
 	return []byte(fmt.Sprintf(tmpl, name))
 }

@@ -184,7 +184,7 @@ func servedResources() []*resource {
 			newList: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
 			rules:   csrRules(), subresources: []string{"status", "approval"},
 		},
-	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), resourceResources(), certificateResources(), networkingResources(), flowControlResources(), admissionRegistrationResources(), storageMigrationResources())...)
+	}, slices.Concat(serviceResources(), workloadResources(), appsResources(), batchResources(), autoscalingResources(), policyResources(), volumeResources(), rbacResources(), nodeResources(), disruptionResources(), schedulingResources(), storageResources(), resourceResources(), certificateResources(), networkingResources(), flowControlResources(), admissionRegistrationResources(), storageMigrationResources())...)
 }
 
 // storedForm is the version objects are stored as, with the conversions.
@@ -196,9 +196,11 @@ type storedForm struct {
 
 // storedThroughInternal stores a kind as version gv, converted to and
 // from the served version through the internal type with upstream's
-// generated conversions, as kube-apiserver does for every kind.
+// generated conversions, as kube-apiserver does for every kind. The stored
+// form gets its version's defaults, which kube-apiserver's storage codec
+// adds when it decodes what it stored.
 func storedThroughInternal(gv schema.GroupVersion, newInternal, newStored, newServed func() runtime.Object) *storedForm {
-	convert := func(newOut func() runtime.Object) func(runtime.Object) (runtime.Object, error) {
+	convert := func(newOut func() runtime.Object, defaulted bool) func(runtime.Object) (runtime.Object, error) {
 		return func(in runtime.Object) (runtime.Object, error) {
 			internal, out := newInternal(), newOut()
 			if err := legacyscheme.Scheme.Convert(in, internal, nil); err != nil {
@@ -207,10 +209,13 @@ func storedThroughInternal(gv schema.GroupVersion, newInternal, newStored, newSe
 			if err := legacyscheme.Scheme.Convert(internal, out, nil); err != nil {
 				return nil, fmt.Errorf("converting %T to %T: %w", internal, out, err)
 			}
+			if defaulted {
+				legacyscheme.Scheme.Default(out)
+			}
 			return out, nil
 		}
 	}
-	return &storedForm{gv: gv, toStorage: convert(newStored), fromStorage: convert(newServed)}
+	return &storedForm{gv: gv, toStorage: convert(newStored, true), fromStorage: convert(newServed, false)}
 }
 
 // storageGroupVersion is the version of what the store holds.

@@ -31,6 +31,9 @@ func newScheme(resources []*resource) (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("registering meta.k8s.io/v1beta1: %w", err)
 	}
 	addDaemonSetDecoding(s)
+	if err := addAutoscalingConversion(s); err != nil {
+		return nil, err
+	}
 	for _, res := range resources {
 		if res.rules.fields == nil {
 			continue // the scheme's default: metadata.name and metadata.namespace

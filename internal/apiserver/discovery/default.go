@@ -17,7 +17,7 @@ var (
 // storage in the REST core).
 func Default() []Resource {
 	var all []Resource
-	for _, group := range [][]Resource{core(), appsV1(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), authenticationV1(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), resourceV1(), admissionRegistrationV1(), flowControlV1(), storageMigrationV1()} {
+	for _, group := range [][]Resource{core(), appsV1(), autoscaling(), batchV1(), eventsV1(), coordinationV1(), discoveryV1(), certificatesV1(), networkingV1(), RBAC(), authenticationV1(), Authorization(), nodeV1(), policyV1(), schedulingV1(), storageV1(), resourceV1(), admissionRegistrationV1(), flowControlV1(), storageMigrationV1()} {
 		all = append(all, group...)
 	}
 	return all
@@ -116,6 +116,19 @@ func appsV1() []Resource {
 		workload("replicasets", "ReplicaSet", "rs", "scale", "status"),
 		workload("statefulsets", "StatefulSet", "sts", "scale", "status"),
 	}
+}
+
+// autoscaling is autoscaling/v2 (preferred) and v1 as kube-apiserver v1.37
+// advertises them.
+func autoscaling() []Resource {
+	var out []Resource
+	for _, version := range []string{"v2", "v1"} {
+		out = append(out, Resource{Group: "autoscaling", Version: version, Resource: "horizontalpodautoscalers",
+			Kind: "HorizontalPodAutoscaler", SingularName: "horizontalpodautoscaler", Namespaced: true,
+			Verbs: crudVerbs, ShortNames: []string{"hpa"}, Categories: []string{"all"},
+			Subresources: []Subresource{{Name: "status", Kind: "HorizontalPodAutoscaler", Verbs: statusVerbs}}})
+	}
+	return out
 }
 
 // batchV1 is batch/v1 as kube-apiserver v1.37 advertises it.

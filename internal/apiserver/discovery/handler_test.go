@@ -278,7 +278,7 @@ func TestLegacyDocuments(t *testing.T) {
 	for _, g := range groups.Groups {
 		names = append(names, g.Name+"="+g.PreferredVersion.GroupVersion)
 	}
-	want := []string{"apps=apps/v1", "batch=batch/v1", "events.k8s.io=events.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1",
+	want := []string{"apps=apps/v1", "autoscaling=autoscaling/v2", "batch=batch/v1", "events.k8s.io=events.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1",
 		"discovery.k8s.io=discovery.k8s.io/v1", "certificates.k8s.io=certificates.k8s.io/v1", "networking.k8s.io=networking.k8s.io/v1",
 		"rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1", "authentication.k8s.io=authentication.k8s.io/v1", "authorization.k8s.io=authorization.k8s.io/v1",
 		"node.k8s.io=node.k8s.io/v1", "policy=policy/v1", "scheduling.k8s.io=scheduling.k8s.io/v1",

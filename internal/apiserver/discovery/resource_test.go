@@ -28,6 +28,7 @@ func TestDefaultServesTheIssueResources(t *testing.T) {
 		"authorization.k8s.io/localsubjectaccessreviews":                 true,
 		"node.k8s.io/runtimeclasses":                                     false,
 		"policy/poddisruptionbudgets":                                    true,
+		"autoscaling/horizontalpodautoscalers":                           true,
 		"scheduling.k8s.io/priorityclasses":                              false,
 		"storage.k8s.io/storageclasses":                                  false,
 		"networking.k8s.io/ingresses":                                    true,

@@ -24,7 +24,7 @@ func TestBuildDescribesEveryServedGroupVersion(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apps/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1", "apis/batch/v1", "apis/certificates.k8s.io/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/events.k8s.io/v1", "apis/flowcontrol.apiserver.k8s.io/v1", "apis/networking.k8s.io/v1", "apis/node.k8s.io/v1", "apis/policy/v1", "apis/rbac.authorization.k8s.io/v1", "apis/resource.k8s.io/v1", "apis/scheduling.k8s.io/v1", "apis/storage.k8s.io/v1", "apis/storagemigration.k8s.io/v1"}
+	want := []string{"api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apps/v1", "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1", "apis/autoscaling/v1", "apis/autoscaling/v2", "apis/batch/v1", "apis/certificates.k8s.io/v1", "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/events.k8s.io/v1", "apis/flowcontrol.apiserver.k8s.io/v1", "apis/networking.k8s.io/v1", "apis/node.k8s.io/v1", "apis/policy/v1", "apis/rbac.authorization.k8s.io/v1", "apis/resource.k8s.io/v1", "apis/scheduling.k8s.io/v1", "apis/storage.k8s.io/v1", "apis/storagemigration.k8s.io/v1"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("v3 documents %v, want %v", keys, want)
 	}

@@ -216,8 +216,8 @@ func TestClientGoReadsBothDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gvs) != 19 { // core, apps, batch, events, coordination, discovery, certificates, networking, rbac, authentication, authorization, node, policy, scheduling, storage, resource, admissionregistration, flowcontrol, storagemigration
-		t.Errorf("v3 group-versions %v, want 19", gvs)
+	if len(gvs) != 21 { // core, apps, autoscaling v2 and v1, batch, events, coordination, discovery, certificates, networking, rbac, authentication, authorization, node, policy, scheduling, storage, resource, admissionregistration, flowcontrol, storagemigration
+		t.Errorf("v3 group-versions %v, want 21", gvs)
 	}
 	s, err := root.GVSpec(schema.GroupVersion{Group: "certificates.k8s.io", Version: "v1"})
 	if err != nil {

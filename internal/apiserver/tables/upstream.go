@@ -26,6 +26,8 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
 	appsapi "k8s.io/kubernetes/pkg/apis/apps"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	autoscalingapi "k8s.io/kubernetes/pkg/apis/autoscaling"
+	_ "k8s.io/kubernetes/pkg/apis/autoscaling/install"
 	batchapi "k8s.io/kubernetes/pkg/apis/batch"
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
 	certificatesapi "k8s.io/kubernetes/pkg/apis/certificates"
@@ -64,17 +66,21 @@ func upstreamPrinters() map[schema.GroupKind]printer {
 		{Kind: "Service"}: upstreamPrinter[*corev1.Service](func() runtime.Object { return &api.Service{} }),
 		//lint:ignore SA1019 kube-apiserver v1.37 still serves core/v1 Endpoints
 		{Kind: "Endpoints"}: upstreamPrinter[*corev1.Endpoints](func() runtime.Object { return &api.Endpoints{} }),
-		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:  upstreamPrinter[*discoveryv1.EndpointSlice](func() runtime.Object { return &discoveryapi.EndpointSlice{} }),
-		{Kind: "PodTemplate"}:                               upstreamPrinter[*corev1.PodTemplate](func() runtime.Object { return &api.PodTemplate{} }),
-		{Kind: "ReplicationController"}:                     upstreamPrinter[*corev1.ReplicationController](func() runtime.Object { return &api.ReplicationController{} }),
-		{Kind: "ResourceQuota"}:                             upstreamPrinter[*corev1.ResourceQuota](func() runtime.Object { return &api.ResourceQuota{} }),
-		{Kind: "PersistentVolume"}:                          upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
-		{Kind: "PersistentVolumeClaim"}:                     upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
-		{Group: "apps", Kind: "Deployment"}:                 upstreamPrinter[*appsv1.Deployment](func() runtime.Object { return &appsapi.Deployment{} }),
-		{Group: "apps", Kind: "ReplicaSet"}:                 upstreamPrinter[*appsv1.ReplicaSet](func() runtime.Object { return &appsapi.ReplicaSet{} }),
-		{Group: "apps", Kind: "StatefulSet"}:                upstreamPrinter[*appsv1.StatefulSet](func() runtime.Object { return &appsapi.StatefulSet{} }),
-		{Group: "apps", Kind: "DaemonSet"}:                  upstreamPrinter[*appsv1.DaemonSet](func() runtime.Object { return &appsapi.DaemonSet{} }),
-		{Group: "apps", Kind: "ControllerRevision"}:         upstreamPrinter[*appsv1.ControllerRevision](func() runtime.Object { return &appsapi.ControllerRevision{} }),
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}: upstreamPrinter[*discoveryv1.EndpointSlice](func() runtime.Object { return &discoveryapi.EndpointSlice{} }),
+		{Kind: "PodTemplate"}:                              upstreamPrinter[*corev1.PodTemplate](func() runtime.Object { return &api.PodTemplate{} }),
+		{Kind: "ReplicationController"}:                    upstreamPrinter[*corev1.ReplicationController](func() runtime.Object { return &api.ReplicationController{} }),
+		{Kind: "ResourceQuota"}:                            upstreamPrinter[*corev1.ResourceQuota](func() runtime.Object { return &api.ResourceQuota{} }),
+		{Kind: "PersistentVolume"}:                         upstreamPrinter[*corev1.PersistentVolume](func() runtime.Object { return &api.PersistentVolume{} }),
+		{Kind: "PersistentVolumeClaim"}:                    upstreamPrinter[*corev1.PersistentVolumeClaim](func() runtime.Object { return &api.PersistentVolumeClaim{} }),
+		{Group: "apps", Kind: "Deployment"}:                upstreamPrinter[*appsv1.Deployment](func() runtime.Object { return &appsapi.Deployment{} }),
+		{Group: "apps", Kind: "ReplicaSet"}:                upstreamPrinter[*appsv1.ReplicaSet](func() runtime.Object { return &appsapi.ReplicaSet{} }),
+		{Group: "apps", Kind: "StatefulSet"}:               upstreamPrinter[*appsv1.StatefulSet](func() runtime.Object { return &appsapi.StatefulSet{} }),
+		{Group: "apps", Kind: "DaemonSet"}:                 upstreamPrinter[*appsv1.DaemonSet](func() runtime.Object { return &appsapi.DaemonSet{} }),
+		{Group: "apps", Kind: "ControllerRevision"}:        upstreamPrinter[*appsv1.ControllerRevision](func() runtime.Object { return &appsapi.ControllerRevision{} }),
+		// Either version: both convert to the one internal type.
+		{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: upstreamPrinter[runtime.Object](func() runtime.Object {
+			return &autoscalingapi.HorizontalPodAutoscaler{}
+		}),
 		{Group: "batch", Kind: "Job"}:                       upstreamPrinter[*batchv1.Job](func() runtime.Object { return &batchapi.Job{} }),
 		{Group: "batch", Kind: "CronJob"}:                   upstreamPrinter[*batchv1.CronJob](func() runtime.Object { return &batchapi.CronJob{} }),
 		{Group: "node.k8s.io", Kind: "RuntimeClass"}:        upstreamPrinter[*nodev1.RuntimeClass](func() runtime.Object { return &nodeapi.RuntimeClass{} }),
