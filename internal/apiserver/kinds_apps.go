@@ -3,9 +3,7 @@ package apiserver
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	appsapi "k8s.io/kubernetes/pkg/apis/apps"
-	appsv1defaults "k8s.io/kubernetes/pkg/apis/apps/v1"
 	// The apps group's internal types, defaults and conversions in the
 	// legacy scheme, which upstream's apps strategies use.
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
@@ -62,27 +60,4 @@ func appsResources() []*resource {
 			registry: &registryKind{strategy: controllerrevision.Strategy, newInternal: func() runtime.Object { return &appsapi.ControllerRevision{} }},
 		},
 	}
-}
-
-// addDaemonSetDecoding makes a decoded DaemonSet what kube-apiserver's
-// decoder makes of it. kube-apiserver decodes into the internal form, and
-// its field manager reads the object converted back to apps/v1, where
-// spec.templateGeneration is written as the
-// deprecated.daemonset.template.generation annotation: the writer is
-// recorded as managing it. berth decodes into apps/v1 directly, so it
-// takes the same round trip through upstream's conversions here, after
-// upstream's defaults (which this function replaces as the type's
-// defaulting function in s).
-func addDaemonSetDecoding(s *runtime.Scheme) {
-	s.AddTypeDefaultingFunc(&appsv1.DaemonSet{}, func(obj any) {
-		ds := obj.(*appsv1.DaemonSet)
-		appsv1defaults.SetObjectDefaults_DaemonSet(ds)
-		in := &appsapi.DaemonSet{}
-		if err := legacyscheme.Scheme.Convert(ds, in, nil); err != nil {
-			panic(err) // generated conversions of a registered pair do not fail
-		}
-		if err := legacyscheme.Scheme.Convert(in, ds, nil); err != nil {
-			panic(err)
-		}
-	})
 }

@@ -3,6 +3,9 @@ package apiserver
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -11,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	appsapi "k8s.io/kubernetes/pkg/apis/apps"
+	autoscalingapi "k8s.io/kubernetes/pkg/apis/autoscaling"
 )
 
 // newScheme builds the API server's own scheme: client-go's external types
@@ -30,7 +36,13 @@ func newScheme(resources []*resource) (*runtime.Scheme, error) {
 	if err := metav1beta1.AddMetaToScheme(s); err != nil {
 		return nil, fmt.Errorf("registering meta.k8s.io/v1beta1: %w", err)
 	}
-	addDaemonSetDecoding(s)
+	// DaemonSets: spec.templateGeneration is written as the
+	// deprecated.daemonset.template.generation annotation. HPAs: v1's CPU
+	// target is defaulted by the conversion.
+	decodeThroughInternal(s, &appsv1.DaemonSet{}, func() runtime.Object { return &appsapi.DaemonSet{} })
+	newHPA := func() runtime.Object { return &autoscalingapi.HorizontalPodAutoscaler{} }
+	decodeThroughInternal(s, &autoscalingv1.HorizontalPodAutoscaler{}, newHPA)
+	decodeThroughInternal(s, &autoscalingv2.HorizontalPodAutoscaler{}, newHPA)
 	if err := addAutoscalingConversion(s); err != nil {
 		return nil, err
 	}
@@ -44,6 +56,27 @@ func newScheme(resources []*resource) (*runtime.Scheme, error) {
 		}
 	}
 	return s, nil
+}
+
+// decodeThroughInternal makes a decoded obj what kube-apiserver's decoder
+// makes of one: it decodes into the internal form, after upstream's
+// defaults, and its field manager reads the object converted back, so
+// what the conversions write (a DaemonSet's template generation
+// annotation, a v1 HPA's CPU target) is recorded as the writer's. berth
+// decodes into the served version directly, so the defaulting function
+// it registers for obj's type in s takes the same round trip.
+func decodeThroughInternal(s *runtime.Scheme, obj runtime.Object, newInternal func() runtime.Object) {
+	s.AddTypeDefaultingFunc(obj, func(o any) {
+		served := o.(runtime.Object)
+		legacyscheme.Scheme.Default(served)
+		in := newInternal()
+		if err := legacyscheme.Scheme.Convert(served, in, nil); err != nil {
+			panic(err) // generated conversions of a registered pair do not fail
+		}
+		if err := legacyscheme.Scheme.Convert(in, served, nil); err != nil {
+			panic(err)
+		}
+	})
 }
 
 // allowFieldLabels accepts the field selectors a kind's fields function

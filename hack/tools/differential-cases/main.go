@@ -10,7 +10,8 @@
 // policy/v1 PodDisruptionBudgets, scheduling.k8s.io/v1 PriorityClasses,
 // storage.k8s.io/v1 StorageClasses, admissionregistration.k8s.io/v1 webhook
 // configurations and validating admission policies, networking.k8s.io/v1 and flowcontrol.apiserver.k8s.io/v1,
-// in the namespace the test uses.
+// autoscaling's HorizontalPodAutoscalers, CustomResourceDefinitions and
+// APIServices, in the namespace the test uses.
 //
 //	go run -tags upstream ./hack/tools/differential-cases > internal/e2e/differential/testdata/cases.json
 //
@@ -78,7 +79,11 @@ func kept(gvr schema.GroupVersionResource) bool {
 		schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
 		schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "clustertrustbundles"},
 		schema.GroupVersionResource{Group: "certificates.k8s.io", Version: "v1", Resource: "podcertificaterequests"},
-		schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"}:
+		schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"},
+		schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"},
+		schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+		schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+		schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}:
 		return true
 	}
 	switch gvr.GroupVersion() {

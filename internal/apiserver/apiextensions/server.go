@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"net/http"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions/apiextensions/v1"
 	generatedopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
@@ -51,8 +51,10 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("apiextensions: %w", err)
 	}
+	// CRDs are stored as apiextensions.k8s.io/v1beta1, as kube-apiserver
+	// v1.37 still stores them.
 	generic := cfg.GenericConfig(apiextensionsapiserver.Codecs, apiextensionsapiserver.Scheme, generatedopenapi.GetOpenAPIDefinitions,
-		apiextensionsapiserver.Codecs.LegacyCodec(apiextensionsv1.SchemeGroupVersion))
+		apiextensionsapiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion))
 	generic.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 	config := &apiextensionsapiserver.Config{
 		GenericConfig: generic,

@@ -8,8 +8,9 @@
 // (testdata/cases.json, written by hack/tools/differential-cases from
 // k8s.io/kubernetes/test/integration/etcd): per resource of the core group,
 // apps/v1, batch/v1, discovery.k8s.io EndpointSlices, node.k8s.io
-// RuntimeClasses, policy PodDisruptionBudgets and scheduling.k8s.io
-// PriorityClasses, its discovery entry, create, dry-run create, get, list,
+// RuntimeClasses, policy PodDisruptionBudgets, scheduling.k8s.io
+// PriorityClasses, autoscaling's HorizontalPodAutoscalers, CRDs and
+// APIServices (and the other kinds hack/tools/differential-cases keeps), its discovery entry, create, dry-run create, get, list,
 // update, the four patch types, a status update where upstream serves
 // status, a resize and a refused one where it serves resize, invalid
 // mutations, and delete. Every difference must be listed in

@@ -50,10 +50,11 @@ func loadKnown(t *testing.T) map[string]knownDifference {
 }
 
 // timingCategories are the categories whose difference depends on timing:
-// whether a controller berth server runs, or kube-apiserver's API priority
-// and fairness configuration consumer, has acted by the time the object is
-// read. A listed case of one may answer the same.
-var timingCategories = map[string]bool{"controllers-in-server": true, "flowcontrol-status": true}
+// whether a controller berth server runs, kube-apiserver's API priority
+// and fairness configuration consumer, or the CRD controllers both run,
+// has acted by the time the object is read. A listed case of one may
+// answer the same.
+var timingCategories = map[string]bool{"controllers-in-server": true, "flowcontrol-status": true, "crd-controllers": true}
 
 // report fails the test on every difference known-differences.txt does not
 // list and on every listed case that is the same or does not exist, and
