@@ -122,7 +122,12 @@ func run() error {
 		if a.Group != b.Group {
 			return a.Group < b.Group
 		}
-		return a.Resource < b.Resource
+		if a.Resource != b.Resource {
+			return a.Resource < b.Resource
+		}
+		// One resource served in two versions (HorizontalPodAutoscalers):
+		// the data comes from a map, so the version settles the order.
+		return a.Version < b.Version
 	})
 	out, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
