@@ -22,6 +22,9 @@ type Extensions struct {
 	groups     map[string]*extensionGroup
 	generation uint64 // bumped on every change, so the handler knows to rebuild
 	callbacks  []func()
+
+	ownOnce sync.Once
+	own     http.Handler // ServeHTTP's handler, built on first use
 }
 
 type extensionGroup struct {
@@ -123,7 +126,8 @@ func (e *Extensions) AddInvalidationCallback(callback func()) {
 // ServeHTTP answers as the aggregated /apis document would with no
 // built-in groups; berth mounts Handler instead, which merges both.
 func (e *Extensions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	Handler(nil, e).ServeHTTP(w, r)
+	e.ownOnce.Do(func() { e.own = Handler(nil, e) })
+	e.own.ServeHTTP(w, r)
 }
 
 func (e *Extensions) change(apply func()) {
