@@ -19,9 +19,16 @@ fi
 parallel=()
 if [[ -n "${FUZZ_PARALLEL:-}" ]]; then parallel=(-parallel "$FUZZ_PARALLEL"); fi
 
-# Only packages with a fuzz target are compiled to list them: listing
-# ./... would build every test binary in the repository.
+# The targets are read from the source, not listed by `go test -list`:
+# listing links each package's test binary once more than fuzzing does
+# (about 40 s for internal/apiserver's on 2 cores).
 mapfile -t packages < <(git grep --untracked -l -E '^func Fuzz[A-Za-z0-9_]*\(' -- '*_test.go' | xargs -r -n1 dirname | sort -u)
+
+# fuzz_targets DIR: the fuzz target names in DIR's own test files (the
+# glob pathspec keeps `*` from matching subdirectories).
+fuzz_targets() {
+  git grep --untracked -h -o -E '^func Fuzz[A-Za-z0-9_]*\(' -- ":(glob)$1/*_test.go" | sed -E 's/^func (Fuzz[A-Za-z0-9_]*)\(/\1/' | sort -u
+}
 
 # fuzz_target PKG NAME OUT fuzzes one target, its output in OUT.
 fuzz_target() {
@@ -33,12 +40,7 @@ passed=0
 failed=0
 for dir in "${packages[@]}"; do
   pkg="./$dir"
-  if ! listing=$(go test -list '^Fuzz' "$pkg" 2>&1); then
-    printf 'FAIL %s: cannot list its fuzz targets\n%s\n' "$pkg" "$listing"
-    failed=$((failed + 1))
-    continue
-  fi
-  for name in $(grep -E '^Fuzz' <<<"$listing"); do
+  for name in $(fuzz_targets "$dir"); do
     out=$(mktemp)
     # Minimizing each new interesting input may otherwise take up to a
     # minute of the run (the default -fuzzminimizetime): targets whose
