@@ -17,7 +17,9 @@ APT_PACKAGES=(
   runc:runc
   /usr/lib/cni/bridge:containernetworking-plugins
   /bin/busybox:busybox-static
-  /bin/bash-static:bash-static # the conformance busybox image's /bin/sh
+  bzip2:bzip2 # busybox's source tarball (hack/build-busybox-ash.sh)
+  make:make
+  curl:curl
   /usr/bin/nc.openbsd:netcat-openbsd # the conformance agnhost image's nc (UDP)
   /usr/bin/dig:bind9-dnsutils # dig in the conformance agnhost and glibc-dns-testing images
   iptables:iptables
@@ -81,6 +83,8 @@ install_tools() {
   go_tool staticcheck "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
   go_tool crictl "sigs.k8s.io/cri-tools/cmd/crictl@$CRI_TOOLS_VERSION"
   install_critest
+  log "busybox's ash for the conformance images"
+  install -m 0755 "$("$REPO_ROOT/hack/build-busybox-ash.sh")" "$TOOLS_DIR/busybox-ash"
 }
 
 build_berth() {
@@ -88,15 +92,16 @@ build_berth() {
   "$REPO_ROOT/hack/build.sh" "$OUT_DIR"
 }
 
-# start_test_registry MODE DIR runs hack/testregistry --MODE (critest,
-# conformance) on loopback in a process group of its own (so stopping
+# start_test_registry MODE DIR [LISTEN] runs hack/testregistry --MODE
+# (critest, conformance) on LISTEN (default 127.0.0.1:0; a host address
+# when nodes in network namespaces pull from it) in a process group of its own (so stopping
 # -$registry_pid also stops the registry `go run` execs), logging to
 # DIR/registry.log, and returns once it serves: registry_pid and REGISTRY
 # (HOST:PORT) are set.
 start_test_registry() {
-  local mode=$1 dir=$2
+  local mode=$1 dir=$2 listen=${3:-127.0.0.1:0}
   set -m
-  go run ./hack/testregistry --listen 127.0.0.1:0 "--$mode" --ready-file "$dir/registry.addr" >"$dir/registry.log" 2>&1 &
+  go run ./hack/testregistry --listen "$listen" "--$mode" --ready-file "$dir/registry.addr" >"$dir/registry.log" 2>&1 &
   registry_pid=$!
   set +m
   for _ in $(seq 600); do

@@ -11,7 +11,7 @@
 // --registry-mirror registry.k8s.io=http://127.0.0.1:5000 resolves it.
 // --conformance adds the images the Kubernetes conformance suite pulls
 // (agnhost from the static build hack/build-conformance.sh makes, busybox
-// with Debian's bash-static as /bin/sh).
+// and agnhost with upstream busybox's ash as /bin/sh, hack/build-busybox-ash.sh).
 // Once every image is pushed, the address is written to --ready-file. It
 // stops cleanly on SIGTERM or SIGINT.
 package main
@@ -68,7 +68,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("testregistry", flag.ContinueOnError)
 	fs.SetOutput(output)
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:5000", "loopback host:port to serve on (port 0 picks one; see --ready-file)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:5000", "host:port to serve on, a loopback address or one of a test network in 198.18.0.0/15 (port 0 picks one; see --ready-file)")
 	fs.BoolVar(&c.critest, "critest", false, "also serve the images critest v1.37.0 pulls, under their upstream repository paths")
 	fs.BoolVar(&c.conformance, "conformance", false, "also serve the images the Kubernetes v1.37.2 conformance tests pull, under their upstream names")
 	fs.StringVar(&c.agnhost, "agnhost", "", "static agnhost for --conformance (default: <tools dir>/../conformance/agnhost, from hack/build-conformance.sh)")
@@ -78,7 +78,7 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	})
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the serving address here once every image is pushed")
 	fs.StringVar(&c.busybox, "busybox", "/bin/busybox", "static busybox for berth's own test images")
-	fs.StringVar(&c.busyboxSh, "busybox-sh", "/bin/bash-static", "static bash for --conformance, the busybox image's /bin/sh (busybox 1.35's ash drops variables named data-1)")
+	fs.StringVar(&c.busyboxSh, "busybox-sh", "", "static ash for --conformance, the busybox and agnhost images' /bin/sh (default: <tools dir>/busybox-ash, from hack/build-busybox-ash.sh)")
 	fs.StringVar(&c.debianBusybox, "debian-busybox", "", "Debian's dynamic busybox for the critest images (default: fetched with apt-get into <tools dir>/debian-busybox)")
 	fs.BoolVar(&c.list, "list", false, "print each reference, its digest and what it is for, then exit without serving")
 	if err := fs.Parse(args); err != nil {
@@ -91,11 +91,16 @@ func parseFlags(args []string, output io.Writer) (config, error) {
 	if err != nil {
 		return c, fmt.Errorf("--listen %q: %w", c.listen, err)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return c, fmt.Errorf("--listen %q: only loopback addresses are served", c.listen)
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback() && !testNetwork.Contains(ip)) {
+		return c, fmt.Errorf("--listen %q: only loopback addresses and test networks (%s) are served", c.listen, testNetwork)
 	}
 	return c, nil
 }
+
+// testNetwork is the range reserved for benchmark networks (RFC 2544), never
+// routed anywhere: hack/conformance.sh's nodes share a bridge in it, and
+// the nodes in their network namespaces pull from the registry there.
+var testNetwork = &net.IPNet{IP: net.IPv4(198, 18, 0, 0), Mask: net.CIDRMask(15, 32)}
 
 // run builds the images, serves them until ctx ends and then shuts down.
 func run(ctx context.Context, logger *slog.Logger, args []string, stdout, stderr io.Writer) error {
@@ -213,6 +218,17 @@ func conformanceImages(ctx context.Context, c config) (images.Set, error) {
 	if _, err := os.Stat(agnhost); err != nil {
 		return nil, fmt.Errorf("--conformance: agnhost %s: %w (run hack/build-conformance.sh)", agnhost, err)
 	}
+	shell := c.busyboxSh
+	if shell == "" {
+		tools, err := hostcheck.ToolsDir()
+		if err != nil {
+			return nil, err
+		}
+		shell = filepath.Join(tools, "busybox-ash")
+	}
+	if _, err := os.Stat(shell); err != nil {
+		return nil, fmt.Errorf("--conformance: shell %s: %w (run hack/setup.sh, which builds it with hack/build-busybox-ash.sh)", shell, err)
+	}
 	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
 	if err != nil {
 		return nil, fmt.Errorf("--conformance: go list -m k8s.io/kubernetes: %w", err)
@@ -223,7 +239,7 @@ func conformanceImages(ctx context.Context, c config) (images.Set, error) {
 	}
 	return images.ConformanceCatalogue(ctx, images.ConformanceOptions{
 		Busybox:       c.busybox,
-		Shell:         c.busyboxSh,
+		Shell:         shell,
 		Agnhost:       agnhost,
 		KubernetesDir: strings.TrimSpace(string(out)),
 		HostTools:     tools,

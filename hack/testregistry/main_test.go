@@ -30,10 +30,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+func TestServesLoopbackAndTestNetworks(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0", "198.18.0.1:0", "198.19.255.254:0"} {
+		if _, err := parseFlags([]string{"--listen", listen}, io.Discard); err != nil {
+			t.Errorf("--listen %s: %v", listen, err)
+		}
+	}
+}
+
 func TestRejectsBadFlagsAndNonLoopback(t *testing.T) {
 	for _, args := range [][]string{
 		{"--listen", "0.0.0.0:5000"},
 		{"--listen", "10.0.0.1:5000"},
+		{"--listen", "198.20.0.1:5000"}, // just past the test networks' 198.18.0.0/15
 		{"--listen", "nonsense"},
 		{"--bogus"},
 		{"extra-arg"},

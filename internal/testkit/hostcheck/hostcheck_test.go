@@ -204,18 +204,19 @@ func TestBusyboxStaticRejectsDynamicAndNonELF(t *testing.T) {
 	}
 }
 
-func TestBashStaticRejectsDynamic(t *testing.T) {
+func TestBusyboxAshRejectsDynamic(t *testing.T) {
 	h := newFakeHost()
-	if err := BashStatic.check(h); err == nil {
-		t.Fatal("no bash-static: accepted")
+	h.env["BERTH_TOOLS_DIR"] = "/tools"
+	if err := BusyboxAsh.check(h); err == nil {
+		t.Fatal("no busybox-ash: accepted")
 	}
 	dash, err := os.ReadFile("/bin/dash")
 	if err != nil {
 		t.Fatalf("read a known dynamic executable: %v", err)
 	}
-	h.files[BashStaticPath] = fakeFile{mode: 0o755, data: dash}
-	if err := BashStatic.check(h); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
-		t.Fatalf("dynamic ELF as bash-static: got %v", err)
+	h.files["/tools/busybox-ash"] = fakeFile{mode: 0o755, data: dash}
+	if err := BusyboxAsh.check(h); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Fatalf("dynamic ELF as busybox-ash: got %v", err)
 	}
 }
 

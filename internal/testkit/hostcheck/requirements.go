@@ -12,8 +12,8 @@ import (
 // BusyboxPath is where Debian's busybox-static installs its binary.
 const BusyboxPath = "/bin/busybox"
 
-// BashStaticPath is where Debian's bash-static installs its binary.
-const BashStaticPath = "/bin/bash-static"
+// busyboxAshTool is the tools dir's static ash (hack/build-busybox-ash.sh).
+const busyboxAshTool = "busybox-ash"
 
 // CNIPluginNames are the plugins berth's default network configuration uses.
 var cniPluginNames = []string{"bridge", "host-local", "loopback", "portmap"}
@@ -27,8 +27,8 @@ var (
 	CNIPlugins = Requirement{Name: "cni-plugins", Install: "apt-get install containernetworking-plugins", check: checkCNIPlugins}
 	// BusyboxStatic: a statically linked /bin/busybox, the base of the test images.
 	BusyboxStatic = Requirement{Name: "busybox-static", Install: "apt-get install busybox-static", check: checkBusyboxStatic}
-	// BashStatic: a statically linked /bin/bash-static, the conformance busybox image's /bin/sh.
-	BashStatic = Requirement{Name: "bash-static", Install: "apt-get install bash-static", check: checkBashStatic}
+	// BusyboxAsh: upstream busybox's ash, static, in the tools dir: the conformance images' /bin/sh.
+	BusyboxAsh = Requirement{Name: "busybox-ash", Install: "hack/setup.sh (hack/build-busybox-ash.sh)", check: checkBusyboxAsh}
 	// Containerd: the upstream CRI runtime berth is compared and tested against.
 	Containerd = Requirement{Name: "containerd", Install: "apt-get install containerd", check: lookPath("containerd")}
 	// Overlayfs: the kernel offers the overlay filesystem.
@@ -77,8 +77,23 @@ func checkBusyboxStatic(h Host) error {
 	return checkStatic(h, BusyboxPath, "the busybox package, not busybox-static")
 }
 
-func checkBashStatic(h Host) error {
-	return checkStatic(h, BashStaticPath, "want Debian's bash-static")
+func checkBusyboxAsh(h Host) error {
+	p, err := busyboxAshPath(h)
+	if err != nil {
+		return err
+	}
+	return checkStatic(h, p, "build it with hack/build-busybox-ash.sh")
+}
+
+// BusyboxAshPath is where BusyboxAsh is: <tools dir>/busybox-ash.
+func BusyboxAshPath() (string, error) { return busyboxAshPath(OS()) }
+
+func busyboxAshPath(h Host) (string, error) {
+	dir, err := toolsDir(h)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, busyboxAshTool), nil
 }
 
 // checkStatic requires p to be a statically linked ELF executable; hint

@@ -45,16 +45,17 @@ const (
 type ConformanceOptions struct {
 	// Busybox is a statically linked busybox (Debian's busybox-static).
 	Busybox string
-	// Shell is a statically linked bash (Debian's bash-static), the busybox
-	// and agnhost images' /bin/sh. Debian's busybox (1.35) ash drops
-	// environment variables whose names are not shell identifiers (data-1,
-	// p-data-1) before it runs a command; upstream's busybox image (1.37)
-	// and bash pass them on, and the envFrom tests read them with
-	// `sh -c env`. Debian's busybox-static ash also runs its own applet for
-	// a bare command name wherever /proc is mounted, ahead of PATH, so from
-	// it agnhost's `nc` would be busybox's, without the UDP mode the
-	// HostPort test uses; bash looks commands up on PATH, as alpine's ash
-	// in upstream's image does.
+	// Shell is upstream busybox's ash alone, static
+	// (hack/build-busybox-ash.sh), the busybox and agnhost images' /bin/sh.
+	// Debian's busybox ash drops environment variables whose names are not
+	// shell identifiers (data-1, p-data-1) before it runs a command (a
+	// Debian patch); upstream's ash passes them on, and the envFrom tests
+	// read them with `sh -c env`. Debian's busybox-static ash also runs its
+	// own applet for a bare command name ahead of PATH, so from it agnhost's
+	// `nc` would be busybox's, without the UDP mode the HostPort test uses;
+	// an ash with no other applet looks every command up on PATH, as
+	// alpine's ash in upstream's agnhost image does. And its messages are
+	// upstream's ash's, which the read-only root filesystem test compares.
 	Shell string
 	// Agnhost is a static build of k8s.io/kubernetes/test/images/agnhost
 	// (hack/build-conformance.sh writes _output/conformance/agnhost).
@@ -96,7 +97,7 @@ const (
 // ConformanceCatalogue builds the images the Kubernetes v1.37.2 conformance
 // tests pull, under their upstream names. All start from one busybox-static
 // layer; agnhost adds upstream's agnhost binary and the tools its tests exec,
-// busybox adds bash-static as /bin/sh, sample-apiserver and etcd add their
+// busybox adds upstream's ash as /bin/sh, sample-apiserver and etcd add their
 // static Go servers (built here unless opts names prebuilt ones).
 func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, error) {
 	if opts.Busybox == "" || opts.Shell == "" || opts.Agnhost == "" || opts.KubernetesDir == "" {
@@ -115,7 +116,7 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 		return nil, fmt.Errorf("conformance catalogue: read shell: %w", err)
 	}
 	if err := requireStatic(shell); err != nil {
-		return nil, fmt.Errorf("conformance catalogue: %s: %w (want Debian's bash-static)", opts.Shell, err)
+		return nil, fmt.Errorf("conformance catalogue: %s: %w (build it with hack/build-busybox-ash.sh)", opts.Shell, err)
 	}
 	agnhost, err := os.ReadFile(opts.Agnhost)
 	if err != nil {
@@ -185,7 +186,7 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 			"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {},
 		},
 	}
-	add("upstream agnhost (static, built from k8s.io/kubernetes) on busybox-static with bash-static as /bin/sh, with "+toolNames(opts.HostTools)+
+	add("upstream agnhost (static, built from k8s.io/kubernetes) on busybox-static with upstream busybox's ash as /bin/sh, with "+toolNames(opts.HostTools)+
 		"; ENTRYPOINT /agnhost, CMD pause; the one build stands for both tags",
 		spec{layers: []layerSpec{base, agnhostLayer}, config: agnhostConfig},
 		ConformanceAgnhost, ConformanceAgnhostPrev)
@@ -207,8 +208,8 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 	}
 	add("the agnhost image's files (Debian's dig and getent, glibc programs with their libraries) with CMD sh; no coredns binary",
 		spec{layers: []layerSpec{base, agnhostLayer}, config: v1.Config{Env: agnhostConfig.Env, Cmd: []string{"sh"}}}, ConformanceGlibcDNS)
-	add("busybox-static with bash-static as /bin/sh (keeps variables named data-1), CMD sh", spec{layers: []layerSpec{base, {
-		createdBy: "bash-static as /bin/sh",
+	add("busybox-static with upstream busybox's ash as /bin/sh (keeps variables named data-1), CMD sh", spec{layers: []layerSpec{base, {
+		createdBy: "upstream busybox's ash as /bin/sh",
 		entries:   []Entry{File("/bin/sh", 0o755, shell)},
 	}}, config: v1.Config{Cmd: []string{"sh"}}}, ConformanceBusybox)
 	add("static C pause, USER 65535:65535", pauseSpec(pause), ConformancePause)

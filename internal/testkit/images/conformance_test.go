@@ -32,7 +32,7 @@ func conformanceCatalogue(t *testing.T) Set {
 // adjust; left empty, SampleAPIServer and Etcd are built from berth's module.
 func conformanceCatalogueWith(t *testing.T, adjust func(*ConformanceOptions)) Set {
 	t.Helper()
-	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic, hostcheck.BashStatic)
+	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic, hostcheck.BusyboxAsh)
 	var progs programs
 	pause, err := progs.get(t.Context(), "pause")
 	if err != nil {
@@ -65,7 +65,7 @@ func conformanceCatalogueWith(t *testing.T, adjust func(*ConformanceOptions)) Se
 		}
 	}
 	opts := ConformanceOptions{
-		Busybox: hostcheck.BusyboxPath, Shell: hostcheck.BashStaticPath, Agnhost: agnhost, KubernetesDir: kube, HostTools: tools,
+		Busybox: hostcheck.BusyboxPath, Shell: busyboxAsh(t), Agnhost: agnhost, KubernetesDir: kube, HostTools: tools,
 	}
 	adjust(&opts)
 	set, err := ConformanceCatalogue(t.Context(), opts)
@@ -120,7 +120,7 @@ func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 	merged := flattenHeaders(t, agnhost)
 	for name, typ := range map[string]byte{
 		"agnhost": tar.TypeReg, "agnhost-2": tar.TypeSymlink, "uploads": tar.TypeDir,
-		"localhost.crt": tar.TypeReg, "localhost.key": tar.TypeReg, "bin/sh": tar.TypeReg, // bash-static
+		"localhost.crt": tar.TypeReg, "localhost.key": tar.TypeReg, "bin/sh": tar.TypeReg, // upstream's ash
 		"bin/nc": tar.TypeLink, "home/user-defined-in-image": tar.TypeDir,
 	} {
 		if h := merged[name]; h == nil || h.Typeflag != typ {
@@ -147,7 +147,7 @@ func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 	if h := flattenHeaders(t, set[ConformanceNonewprivs].Image)["usr/local/bin/nnp"]; h == nil || h.Mode&0o4000 == 0 {
 		t.Errorf("nonewprivs: /usr/local/bin/nnp %v, want setuid", h)
 	}
-	// bash-static replaces busybox's sh in the busybox image only.
+	// Upstream's ash replaces busybox's sh in the busybox image (and agnhost's) only.
 	for ref, typ := range map[string]byte{ConformanceBusybox: tar.TypeReg, ConformanceNonRoot: tar.TypeLink, ConformanceNginx: tar.TypeLink} {
 		if h := flattenHeaders(t, set[ref].Image)["bin/sh"]; h == nil || h.Typeflag != typ {
 			t.Errorf("%s: /bin/sh is %v, want type %c", ref, h, typ)
@@ -162,9 +162,9 @@ func TestConformanceCatalogueNamesAndLayout(t *testing.T) {
 }
 
 func TestConformanceCatalogueRefusesDynamicAgnhost(t *testing.T) {
-	hostcheck.Require(t, hostcheck.BusyboxStatic, hostcheck.BashStatic)
+	hostcheck.Require(t, hostcheck.BusyboxStatic, hostcheck.BusyboxAsh)
 	_, err := ConformanceCatalogue(t.Context(), ConformanceOptions{
-		Busybox: hostcheck.BusyboxPath, Shell: hostcheck.BashStaticPath, Agnhost: "/usr/bin/env", KubernetesDir: t.TempDir(),
+		Busybox: hostcheck.BusyboxPath, Shell: busyboxAsh(t), Agnhost: "/usr/bin/env", KubernetesDir: t.TempDir(),
 	})
 	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Errorf("a dynamically linked agnhost: got %v, want a refusal naming CGO_ENABLED=0", err)
@@ -174,7 +174,7 @@ func TestConformanceCatalogueRefusesDynamicAgnhost(t *testing.T) {
 // TestConformanceCatalogueRefusesDynamicAggregatorServers: a prebuilt
 // sample-apiserver or etcd must be static, as agnhost must.
 func TestConformanceCatalogueRefusesDynamicAggregatorServers(t *testing.T) {
-	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic, hostcheck.BashStatic)
+	hostcheck.Require(t, hostcheck.Gcc, hostcheck.BusyboxStatic, hostcheck.BusyboxAsh)
 	var progs programs
 	pause, err := progs.get(t.Context(), "pause")
 	if err != nil {
@@ -188,7 +188,7 @@ func TestConformanceCatalogueRefusesDynamicAggregatorServers(t *testing.T) {
 		"sample-apiserver": func(o *ConformanceOptions) { o.SampleAPIServer, o.Etcd = "/usr/bin/env", static },
 		"etcd":             func(o *ConformanceOptions) { o.SampleAPIServer, o.Etcd = static, "/usr/bin/env" },
 	} {
-		opts := ConformanceOptions{Busybox: hostcheck.BusyboxPath, Shell: hostcheck.BashStaticPath, Agnhost: static, KubernetesDir: t.TempDir()}
+		opts := ConformanceOptions{Busybox: hostcheck.BusyboxPath, Shell: busyboxAsh(t), Agnhost: static, KubernetesDir: t.TempDir()}
 		set(&opts)
 		if _, err := ConformanceCatalogue(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 			t.Errorf("a dynamically linked %s: got %v, want a refusal naming CGO_ENABLED=0", name, err)
@@ -203,8 +203,8 @@ func TestConformanceCatalogueRefusesMissingOrDynamicShell(t *testing.T) {
 		t.Errorf("no shell: got %v, want a refusal naming Shell", err)
 	}
 	opts.Shell = "/usr/bin/env"
-	if _, err := ConformanceCatalogue(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "bash-static") {
-		t.Errorf("a dynamically linked shell: got %v, want a refusal naming bash-static", err)
+	if _, err := ConformanceCatalogue(t.Context(), opts); err == nil || !strings.Contains(err.Error(), "build-busybox-ash.sh") {
+		t.Errorf("a dynamically linked shell: got %v, want a refusal naming build-busybox-ash.sh", err)
 	}
 }
 
@@ -226,6 +226,25 @@ func TestConformanceBusyboxShellKeepsAnyVariableName(t *testing.T) {
 		if !lines[want] {
 			t.Errorf("sh -c env in the busybox image: output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestConformanceBusyboxShellWordsErrorsAsUpstream runs the busybox image's
+// sh on a read-only root as the read-only root filesystem test does: its
+// message must be upstream ash's, word for word, which the test compares.
+func TestConformanceBusyboxShellWordsErrorsAsUpstream(t *testing.T) {
+	hostcheck.Require(t, hostcheck.Root)
+	set := conformanceCatalogue(t)
+	dir := extract(t, set[ConformanceBusybox].Image)
+	// A private mount namespace holds the read-only bind mount of the root.
+	script := `mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec chroot "$1" /bin/sh -c 'echo test > /file'`
+	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", dir).CombinedOutput()
+	if err == nil {
+		t.Fatalf("writing /file on a read-only root succeeded:\n%s", out)
+	}
+	const want = "/bin/sh: can't create /file: Read-only file system"
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("sh on a read-only root printed %q, want %q", got, want)
 	}
 }
 
@@ -378,6 +397,16 @@ func imagePath(t *testing.T, img v1.Image) string {
 // container would: in private PID and mount namespaces with /proc mounted
 // (busybox-static's ash picks its applets over PATH only then) and with the
 // image's PATH.
+// busyboxAsh is the tools dir's static ash (hostcheck.BusyboxAsh).
+func busyboxAsh(t *testing.T) string {
+	t.Helper()
+	p, err := hostcheck.BusyboxAshPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func containerLikeOutput(t *testing.T, dir, path, script string) string {
 	t.Helper()
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--mount-proc="+filepath.Join(dir, "proc"),
