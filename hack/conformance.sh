@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Kubernetes conformance: upstream's e2e.test (v1.37.2, hack/build-conformance.sh)
-# against a fresh single-node berth cluster, offline. Every image the tests
+# against a fresh berth cluster, offline: one berth server with its local
+# node, and with --nodes N, N-1 more nodes joined with the server's join
+# token, each a berth runtime and a berth agent in a network namespace of its
+# own on the same bridge as the server's address. Every image the tests
 # pull comes from hack/testregistry --conformance on loopback, through the
 # local runtime's --registry-mirror. Two passes, as upstream runs them: the
 # [Conformance] tests that are not [Serial] with `ginkgo --procs N`, then the
@@ -9,8 +12,8 @@
 # and fail now first, and writes the per-test table into docs/conformance.md.
 #
 #   hack/conformance.sh [--focus RE] [--skip RE] [--shard N/M] [--list FILE]
-#                       [--procs N] [--timeout DURATION] [--results FILE] [--no-doc] [--fresh]
-#                       [--no-preflight]
+#                       [--procs N] [--nodes N] [--timeout DURATION] [--results FILE] [--no-doc]
+#                       [--fresh] [--no-preflight]
 #
 #   --focus RE      only the [Conformance] tests whose text matches RE (Ginkgo regexp)
 #   --skip RE       leave out the tests whose text matches RE
@@ -20,6 +23,8 @@
 #                   or not-run one fails the run too), and the last lines say
 #                   `conformance: N passed, M failed` over them and the time
 #   --procs N       parallel Ginkgo processes of the first pass (default 2)
+#   --nodes N       schedulable nodes (default 1); the conformance suite's own
+#                   count of nodes, and the DaemonSet rollback test, need 2
 #   --timeout D     Ginkgo's deadline for each pass (default 3h)
 #   --results FILE  results file to compare with and update (default docs/conformance-results.tsv)
 #   --no-doc        leave docs/conformance.md alone
@@ -39,16 +44,24 @@ MIRRORED_HOSTS=(registry.k8s.io gcr.io docker.io)
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 NODE_NAME=berth-conformance
 # The node's InternalIP may not be 127.0.0.1: the HostPort tests bind one
-# pod's port on 127.0.0.1 and another's on the node's address. A veth pair
-# into a network namespace of this run's own gives the host an address of
-# its own (198.18.0.0/15 is reserved for benchmark networks, RFC 2544); all
-# traffic to it stays on this host.
+# pod's port on 127.0.0.1 and another's on the node's address. A bridge of
+# this run's own gives the host an address of its own (198.18.0.0/15 is
+# reserved for benchmark networks, RFC 2544), with a port into a network
+# namespace so that it has a carrier; the joined nodes' namespaces are
+# further ports, one L2 segment, so the agents' host-gw routes carry pod
+# traffic between nodes. All traffic stays on this host.
 NODE_IP=198.18.0.1
+NODE_PREFIX=24
 NODE_PEER_IP=198.18.0.2
 NODE_NETNS=berth-conformance-$$
-NODE_LINK=bconf$$
+NODE_BRIDGE=bconf$$
+NODE_LINK=bcp$$
+# What the joined nodes' agents need to match the server's local node.
+CLUSTER_CIDR=10.88.0.0/16
+SERVICE_CIDR=10.96.0.0/12
+RUNTIME_HANDLER=test-handler
 
-preflight_check=1 focus="" skip="" shard="" list="" procs=2 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
+preflight_check=1 focus="" skip="" shard="" list="" procs=2 nodes=1 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 while (($#)); do
   case $1 in
@@ -57,6 +70,7 @@ while (($#)); do
   --shard) shard=$2; shift 2 ;;
   --list) list=$2; shift 2 ;;
   --procs) procs=$2; shift 2 ;;
+  --nodes) nodes=$2; shift 2 ;;
   --timeout) timeout=$2; shift 2 ;;
   --results) results=$2; shift 2 ;;
   --no-doc) doc=0; shift ;;
@@ -71,6 +85,7 @@ if [[ -n "$focus" && ( -n "$list" || -n "$shard" ) ]]; then
   exit 2
 fi
 [[ -z "$list" || -f "$list" ]] || { echo "conformance.sh: no list file $list" >&2; exit 2; }
+[[ "$nodes" =~ ^[1-9]$ ]] || { echo "conformance.sh: --nodes takes 1 to 9, not $nodes" >&2; exit 2; }
 [[ -z "$list" ]] || list=$(cd "$(dirname "$list")" && pwd)/$(basename "$list")
 
 if ((EUID != 0)); then echo "conformance.sh: must run as root" >&2; exit 1; fi
@@ -92,23 +107,86 @@ WORK=$(mktemp -d /tmp/berth-conformance.XXXXXX)
 # Traversable, as /var/lib is: a user-namespaced pod's root reaches its files below.
 chmod 711 "$WORK"
 registry_pid="" server_pid=""
+joined_agents=() joined_runtimes=() # the joined nodes' processes
 
-# node_address_up: NODE_IP on a veth whose peer is in NODE_NETNS; an
-# earlier run's link holding the address (its cleanup killed) goes first.
+# bridge_port NETNS LINK ADDRESS: a veth from the bridge (host end LINK)
+# to eth0 in the new namespace NETNS, which holds ADDRESS.
+bridge_port() {
+  ip netns add "$1" && ip -n "$1" link set lo up &&
+    ip link add "$2" type veth peer name eth0 netns "$1" &&
+    ip link set "$2" master "$NODE_BRIDGE" up &&
+    ip -n "$1" addr add "$3/$NODE_PREFIX" dev eth0 && ip -n "$1" link set eth0 up
+}
+
+# node_address_up: NODE_IP on the bridge, with its first port; an earlier
+# run's link holding the address (its cleanup killed) goes first.
 node_address_up() {
   local stale
   for stale in $(ip -o addr show to "$NODE_IP" | awk '{print $2}' | cut -d@ -f1); do
     ip link del "$stale" 2>/dev/null || true
   done
-  ip netns add "$NODE_NETNS" &&
-    ip link add "$NODE_LINK" type veth peer name eth0 netns "$NODE_NETNS" &&
-    ip addr add "$NODE_IP/30" dev "$NODE_LINK" && ip link set "$NODE_LINK" up &&
-    ip -n "$NODE_NETNS" addr add "$NODE_PEER_IP/30" dev eth0 && ip -n "$NODE_NETNS" link set eth0 up
+  ip link add "$NODE_BRIDGE" type bridge && ip addr add "$NODE_IP/$NODE_PREFIX" dev "$NODE_BRIDGE" &&
+    ip link set "$NODE_BRIDGE" up && bridge_port "$NODE_NETNS" "$NODE_LINK" "$NODE_PEER_IP"
+}
+
+# joined_node K: the Kth node's name, namespace, host-side link and address.
+joined_node() {
+  JOINED_NAME=$NODE_NAME-$1 JOINED_NETNS=$NODE_NETNS-n$1 JOINED_LINK=bcn$1$$ JOINED_IP=198.18.0.$((10 + $1))
 }
 
 node_address_down() {
+  local k
+  for ((k = 2; k <= nodes; k++)); do
+    joined_node "$k"
+    ip link del "$JOINED_LINK" 2>/dev/null
+    ip netns del "$JOINED_NETNS" 2>/dev/null
+  done
   ip link del "$NODE_LINK" 2>/dev/null
+  ip link del "$NODE_BRIDGE" 2>/dev/null
   ip netns del "$NODE_NETNS" 2>/dev/null
+}
+
+# start_joined_node K: the Kth node, a berth runtime and a berth agent in
+# its own namespace, joined with the server's token. Hosts' processes are
+# entered with nsenter (network namespace only, so the runtime's mounts are
+# the host's, as the local node's are). Services reach the API server and
+# cluster DNS at NODE_IP: a route sends the service range there, as a
+# node's default route would, and nothing else leaves the namespace.
+start_joined_node() {
+  local dir token
+  joined_node "$1"
+  dir=$WORK/nodes/$JOINED_NAME
+  mkdir -p "$dir"
+  token=$(cat "$WORK/data/token")
+  bridge_port "$JOINED_NETNS" "$JOINED_LINK" "$JOINED_IP" &&
+    ip -n "$JOINED_NETNS" route add "$SERVICE_CIDR" via "$NODE_IP" || return
+  nsenter --net="/run/netns/$JOINED_NETNS" -- "$BERTH_BIN" runtime --root "$dir/runtime" --state-dir "$dir/runtime-state" \
+    --listen "unix://$dir/runtime.sock" --disable-nri --wait-for-pod-cidr --pause-image "$PAUSE_IMAGE" \
+    --runtime-handler "$RUNTIME_HANDLER" "${mirrors[@]}" >"$dir/runtime.log" 2>&1 &
+  joined_runtimes+=($!)
+  for _ in $(seq 60); do [[ -S "$dir/runtime.sock" ]] && break; sleep 1; done
+  [[ -S "$dir/runtime.sock" ]] || { tail -n 20 "$dir/runtime.log" >&2; return 1; }
+  nsenter --net="/run/netns/$JOINED_NETNS" -- "$BERTH_BIN" agent --server "https://$NODE_IP:$port" --token "$token" \
+    --node-name "$JOINED_NAME" --node-ip "$JOINED_IP" --data-dir "$dir/agent" --runtime-endpoint "unix://$dir/runtime.sock" \
+    --cluster-cidr "$CLUSTER_CIDR" --pod-infra-container-image "$PAUSE_IMAGE" >"$dir/agent.log" 2>&1 &
+  joined_agents+=($!)
+}
+
+# stop_joined_nodes: the agents first (alive, one would start its pods'
+# sandboxes again), then every pod through each runtime, then the runtimes.
+stop_joined_nodes() {
+  local pid dir
+  for pid in "${joined_agents[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${joined_agents[@]}"; do wait "$pid" 2>/dev/null; done
+  for dir in "$WORK"/nodes/*; do
+    [[ -S "$dir/runtime.sock" ]] && { crictl_rm "$dir/runtime.sock" || echo "conformance.sh: could not remove the pods left in $dir" >&2; }
+  done
+  for pid in "${joined_runtimes[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${joined_runtimes[@]}"; do wait "$pid" 2>/dev/null; done
+  for dir in "$WORK"/nodes/*; do
+    cp "$dir/agent.log" "$REPORT_DIR/$(basename "$dir")-agent.log" 2>/dev/null
+    cp "$dir/runtime.log" "$REPORT_DIR/$(basename "$dir")-runtime.log" 2>/dev/null
+  done
 }
 
 # crictl_rm SOCKET: stop and remove every pod the runtime on SOCKET holds.
@@ -117,6 +195,7 @@ crictl_rm() { "$TOOLS_DIR/crictl" --runtime-endpoint "unix://$1" --timeout 60s r
 cleanup() {
   local rc=$?
   set +e
+  stop_joined_nodes
   if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
     crictl_rm "$WORK/run/runtime.sock"
     kill -TERM "$server_pid"
@@ -149,11 +228,12 @@ total=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" | wc -l)
 serial=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" --serial=true | wc -l)
 log "conformance: e2e.test lists $total conformance tests, $serial of them [Serial]"
 
-log "conformance: starting the offline image registry"
-start_test_registry conformance "$WORK" || exit 1
-
-log "conformance: node address $NODE_IP (veth $NODE_LINK into netns $NODE_NETNS)"
+log "conformance: node address $NODE_IP (bridge $NODE_BRIDGE, its first port into netns $NODE_NETNS)"
 node_address_up || { echo "conformance.sh: could not set up the node address $NODE_IP" >&2; exit 1; }
+
+# On the node address, so that the joined nodes' runtimes pull from it too.
+log "conformance: starting the offline image registry"
+start_test_registry conformance "$WORK" "$NODE_IP:0" || exit 1
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("'"$NODE_IP"'",0)); print(s.getsockname()[1])')
 mirrors=(--insecure-registry "$REGISTRY")
@@ -163,7 +243,8 @@ for host in "${MIRRORED_HOSTS[@]}"; do mirrors+=(--registry-mirror "$host=http:/
 # through the kube-dns Service.
 log "conformance: starting berth server on $NODE_IP:$port with node $NODE_NAME (images from $REGISTRY)"
 "$BERTH_BIN" server --data-dir "$WORK/data" --socket-dir "$WORK/run" --bind-address "$NODE_IP" --port "$port" \
-  --node-name "$NODE_NAME" --node-ip "$NODE_IP" --agent-port 0 --pause-image "$PAUSE_IMAGE" --runtime-handler test-handler --allow-privileged "${mirrors[@]}" \
+  --node-name "$NODE_NAME" --node-ip "$NODE_IP" --agent-port 0 --pause-image "$PAUSE_IMAGE" --runtime-handler "$RUNTIME_HANDLER" --allow-privileged \
+  --cluster-cidr "$CLUSTER_CIDR" --service-cluster-ip-range "$SERVICE_CIDR" "${mirrors[@]}" \
   >"$WORK/server.log" 2>&1 &
 server_pid=$!
 KUBECONFIG_FILE="$WORK/data/admin.kubeconfig"
@@ -173,17 +254,32 @@ for _ in $(seq 180); do
   [[ -s "$KUBECONFIG_FILE" ]] && [[ -n "$(kubectl get node "$NODE_NAME" -o name 2>/dev/null)" ]] && break
   sleep 1
 done
-kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=180s >/dev/null ||
-  { tail -n 50 "$WORK/server.log" >&2; echo "conformance.sh: node $NODE_NAME not Ready after 180 s" >&2; exit 1; }
+node_names=("$NODE_NAME")
+for ((k = 2; k <= nodes; k++)); do
+  joined_node "$k"
+  log "conformance: joining node $JOINED_NAME at $JOINED_IP (netns $JOINED_NETNS)"
+  start_joined_node "$k" || { echo "conformance.sh: could not start node $JOINED_NAME" >&2; exit 1; }
+  node_names+=("$JOINED_NAME")
+done
+for node in "${node_names[@]}"; do
+  for _ in $(seq 120); do
+    [[ -n "$(kubectl get node "$node" -o name 2>/dev/null)" ]] && break
+    sleep 1
+  done
+  kubectl wait --for=condition=Ready "node/$node" --timeout=180s >/dev/null ||
+    { tail -n 50 "$WORK/server.log" >&2; echo "conformance.sh: node $node not Ready after 180 s (logs in $WORK)" >&2; exit 1; }
+done
 # e2e.test counts a node schedulable only without the node lifecycle
 # controller's not-ready taint, and otherwise re-checks it only every 30 s.
-for _ in $(seq 120); do
-  [[ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}' 2>/dev/null)" != *node.kubernetes.io/not-ready* ]] && break
-  sleep 1
+for node in "${node_names[@]}"; do
+  for _ in $(seq 120); do
+    [[ "$(kubectl get node "$node" -o jsonpath='{.spec.taints[*].key}' 2>/dev/null)" != *node.kubernetes.io/not-ready* ]] && break
+    sleep 1
+  done
+  taints=$(kubectl get node "$node" -o jsonpath='{.spec.taints[*].key}')
+  [[ "$taints" != *node.kubernetes.io/not-ready* ]] ||
+    log "conformance: node $node still has the not-ready taint after 120 s ($taints); e2e.test will wait for it"
 done
-taints=$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}')
-[[ "$taints" != *node.kubernetes.io/not-ready* ]] ||
-  log "conformance: node $NODE_NAME still has the not-ready taint after 120 s ($taints); e2e.test will wait for it"
 cp "$KUBECONFIG_FILE" "$REPORT_DIR/admin.kubeconfig"
 # What discovery serves: the report tool calls a 404 naming anything else "blocked".
 kubectl api-resources -o name >"$REPORT_DIR/api-resources.txt"
