@@ -29,6 +29,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/informers"
 	restclient "k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/kubernetes/pkg/serviceaccount"
@@ -123,6 +124,10 @@ type Config struct {
 	Loopback *restclient.Config
 	// WebhookServiceResolver reaches CRD conversion webhooks' Services.
 	WebhookServiceResolver webhook.ServiceResolver
+	// Informers are the server's shared informers, required with Loopback:
+	// the aggregator reads extension API servers' Services and
+	// EndpointSlices from them (aggregator.Config.Informers).
+	Informers informers.SharedInformerFactory
 	// ProxyClientCertFile and ProxyClientKeyFile are the client
 	// certificate the aggregator presents to extension API servers.
 	ProxyClientCertFile, ProxyClientKeyFile string
@@ -460,7 +465,7 @@ func newExtensions(cfg *Config, c codecs, groups *discovery.Extensions, builtIn 
 	}
 	local := discovery.GroupVersions(builtIn)
 	local = append(local, apiextensionsv1.SchemeGroupVersion, apiregistrationv1.SchemeGroupVersion)
-	agg, err := aggregator.New(aggregator.Config{Config: shared, CRDs: crds, Local: local,
+	agg, err := aggregator.New(aggregator.Config{Config: shared, CRDs: crds, Local: local, Informers: cfg.Informers,
 		ProxyClientCertFile: cfg.ProxyClientCertFile, ProxyClientKeyFile: cfg.ProxyClientKeyFile})
 	if err != nil {
 		return nil, nil, err

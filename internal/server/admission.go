@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -37,7 +38,9 @@ import (
 // PodSecurity. Their informers
 // come from one factory whose informers read through to the watch cache
 // (LocalReads) once the API server exists, and list only once started,
-// after it.
+// after it. It is the API server's shared factory too
+// (apiserver.Config.Informers): the aggregator finds extension API servers'
+// Services and EndpointSlices in it.
 type admissionPlugins struct {
 	factory        informers.SharedInformerFactory
 	limitRanger    admission.Interface
@@ -73,6 +76,11 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	informeropts.ReadThrough(factory, &nodev1.RuntimeClass{}, localOnceServedGVR(local, nodev1.SchemeGroupVersion.WithResource("runtimeclasses")))
 	informeropts.ReadThrough(factory, &schedulingv1.PriorityClass{}, localOnceServedGVR(local, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")))
 	informeropts.ReadThrough(factory, &corev1.Node{}, localOnceServed(local, "nodes"))
+	// Webhooks' Services (admission and CRD conversion webhooks, and
+	// APIServices'), and the EndpointSlices the aggregator's availability
+	// controller checks.
+	informeropts.ReadThrough(factory, &corev1.Service{}, localOnceServed(local, "services"))
+	informeropts.ReadThrough(factory, &discoveryv1.EndpointSlice{}, localOnceServedGVR(local, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")))
 	limits, err := newLimitRanger(client, factory)
 	if err != nil {
 		return nil, err

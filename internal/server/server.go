@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if apiCfg.Loopback, err = loopbackConfig(lb, pki.APIServerClientIdentity); err != nil {
 		return err
 	}
-	apiCfg.WebhookServiceResolver = plugins.serviceResolver()
+	apiCfg.WebhookServiceResolver, apiCfg.Informers = plugins.serviceResolver(), plugins.factory
 	apiCfg.ProxyClientCertFile, apiCfg.ProxyClientKeyFile = cluster.FrontProxyClientCertFile, cluster.FrontProxyClientKeyFile
 	apiCfg.EnableProfiling = cfg.Profiling
 	apiCfg.LocalReads = local

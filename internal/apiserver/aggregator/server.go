@@ -11,15 +11,14 @@ package aggregator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
 	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
@@ -43,6 +42,13 @@ type Config struct {
 	// Local are the built-in group-versions, most preferred first; each
 	// gets a local APIService.
 	Local []schema.GroupVersion
+	// Informers are the API server's shared informers, in which the proxy
+	// and the availability controller find where extension API servers run
+	// (Services, EndpointSlices). They read through to the server's watch
+	// cache, so the aggregator adds no copy and no watch of its own. Its
+	// post-start hooks start them (a no-op for those already started);
+	// their owner shuts them down.
+	Informers informers.SharedInformerFactory
 }
 
 // Server is the aggregator in front of the CRD server.
@@ -56,9 +62,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("aggregator: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(cfg.Loopback)
-	if err != nil {
-		return nil, fmt.Errorf("aggregator: %w", err)
+	if cfg.Informers == nil {
+		return nil, errors.New("aggregator: the shared informers are required")
 	}
 	registrations, err := apiregistrationclient.NewForConfig(cfg.Loopback)
 	if err != nil {
@@ -67,9 +72,7 @@ func New(cfg Config) (*Server, error) {
 	generic := cfg.GenericConfig(aggregatorscheme.Codecs, aggregatorscheme.Scheme, generatedopenapi.GetOpenAPIDefinitions,
 		aggregatorscheme.Codecs.LegacyCodec(apiregistrationv1.SchemeGroupVersion))
 	generic.MergedResourceConfig = aggregatorapiserver.DefaultAPIResourceConfigSource()
-	// Services and EndpointSlices, for the proxy's and the availability
-	// controller's view of where extension API servers run.
-	generic.SharedInformerFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	generic.SharedInformerFactory = cfg.Informers
 	config := &aggregatorapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: aggregatorapiserver.ExtraConfig{

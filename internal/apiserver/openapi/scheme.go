@@ -1,28 +1,14 @@
 package openapi
 
 import (
-	"fmt"
 	"reflect"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
-
-// newScheme knows the Go type of every k8s.io/api kind (client-go's
-// scheme), so it covers whatever the generated definitions describe. It is
-// built per Handler rather than shared, so no package holds mutable global
-// state.
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the OpenAPI scheme: %w", err)
-	}
-	return scheme, nil
-}
 
 // gvkExtension is the vendor extension through which kubectl (explain,
 // validation, the field-validation probe) finds the schema of a kind.

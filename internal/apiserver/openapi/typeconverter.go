@@ -6,6 +6,7 @@ import (
 
 	"github.com/berth/berth/internal/apiserver/openapi/generated"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -17,11 +18,7 @@ import (
 // list-map keys (containers by name, ports by port and protocol) instead
 // of treating every list as one atomic value as a deduced converter does.
 func TypeConverter() (managedfields.TypeConverter, error) {
-	scheme, err := newScheme()
-	if err != nil {
-		return nil, err
-	}
-	namer := newDefinitionNamer(scheme)
+	namer := newDefinitionNamer(clientgoscheme.Scheme)
 	definitions := generated.GetOpenAPIDefinitions(func(path string) spec.Ref { return spec.MustCreateRef(path) })
 	names := make([]string, 0, len(definitions))
 	for name := range definitions {
