@@ -58,8 +58,16 @@ set -m
 side_lane_run >"$SIDE_LOG" 2>&1 &
 side_pid=$!
 set +m
+# stop_side_lane stops the side lane if it still runs (the main lane ended
+# first). Nothing in it may fail: under errexit a failing command in the
+# EXIT trap would become the suite's exit status.
+stop_side_lane() {
+  [[ -n "$side_pid" ]] || return 0
+  kill -TERM -- "-$side_pid" 2>/dev/null || true
+  wait "$side_pid" 2>/dev/null || true
+}
 # The side lane is stopped, and its log removed, however the main lane ends.
-trap 'kill -TERM -- "-$side_pid" 2>/dev/null; wait "$side_pid" 2>/dev/null; rm -rf "$SKIPPED" "$CONFORMANCE_RESULTS" "$UNIT_BIN_DIR" "$SIDE_LOG"' EXIT
+trap 'stop_side_lane; rm -rf "$SKIPPED" "$CONFORMANCE_RESULTS" "$UNIT_BIN_DIR" "$SIDE_LOG"' EXIT
 
 log "go test (root): the packages hack/unit-exclude.txt lists, but the side lane's"
 go test -p 1 -count=1 -timeout 25m "${main_lane[@]}"
@@ -82,6 +90,7 @@ if [[ -s "$SKIPPED" ]]; then
 fi
 side_rc=0
 wait "$side_pid" || side_rc=$?
+side_pid=""
 log "side lane: exited $side_rc"
 cat "$SIDE_LOG"
 ((side_rc == 0)) || { echo "test.sh: the side lane failed (its log above)" >&2; exit "$side_rc"; }
