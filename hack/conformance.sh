@@ -147,9 +147,9 @@ node_address_down() {
 }
 
 # start_joined_node K: the Kth node, a berth runtime and a berth agent in
-# its own namespace, joined with the server's token. Hosts' processes are
-# entered with nsenter (network namespace only, so the runtime's mounts are
-# the host's, as the local node's are). Services reach the API server and
+# its own namespace, joined with the server's token. Both start through
+# nsenter (network namespace only, so the runtime's mounts are the host's,
+# as the local node's are). Services reach the API server and
 # cluster DNS at NODE_IP: a route sends the service range there, as a
 # node's default route would, and nothing else leaves the namespace.
 start_joined_node() {

@@ -220,11 +220,10 @@ func conformanceImages(ctx context.Context, c config) (images.Set, error) {
 	}
 	shell := c.busyboxSh
 	if shell == "" {
-		tools, err := hostcheck.ToolsDir()
-		if err != nil {
+		var err error
+		if shell, err = hostcheck.BusyboxAshPath(); err != nil {
 			return nil, err
 		}
-		shell = filepath.Join(tools, "busybox-ash")
 	}
 	if _, err := os.Stat(shell); err != nil {
 		return nil, fmt.Errorf("--conformance: shell %s: %w (run hack/setup.sh, which builds it with hack/build-busybox-ash.sh)", shell, err)
