@@ -1,6 +1,12 @@
 package differential
 
-import "regexp"
+import (
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"testing"
+)
 
 // The normalisations, applied alike to both servers' objects, drop or mask
 // what differs between any two runs of the same server:
@@ -9,12 +15,18 @@ import "regexp"
 //     and a Status's details.uid: assigned per object and write;
 //   - metadata.deletionTimestamp: the time of the delete, kept as "<time>"
 //     so its presence still counts;
-//   - metadata.managedFields[].time: the time of each manager's write;
+//   - metadata.managedFields[].time: the time of each manager's write; and
+//     with it the entries' order, which upstream's field manager sorts by
+//     operation, then the second of the write, then manager, API version
+//     and subresource. Two writes that straddle a second boundary on one
+//     server and not on the other swap places, so the entries are put in
+//     that order without the time;
 //   - a list's metadata.resourceVersion and continue token, and every item
 //     but the case's object (the servers hold different other objects);
 //   - timestamps the servers set in status (lastTransitionTime,
 //     lastHeartbeatTime, lastProbeTime, lastUpdateTime, startTime,
-//     firstTimestamp, lastTimestamp, eventTime), kept as "<time>";
+//     firstTimestamp, lastTimestamp, eventTime, a PersistentVolume's
+//     lastPhaseTransitionTime), kept as "<time>";
 //   - names generated with a random suffix (kube-api-access-XXXXX, the
 //     ServiceAccount admission plugin's token volume), kept as the prefix
 //     and "<random>";
@@ -26,6 +38,7 @@ var generatedName = regexp.MustCompile(`^(kube-api-access-)[a-z0-9]{5}$`)
 var serverTimes = map[string]bool{
 	"lastTransitionTime": true, "lastHeartbeatTime": true, "lastProbeTime": true, "lastUpdateTime": true,
 	"startTime": true, "firstTimestamp": true, "lastTimestamp": true, "eventTime": true,
+	"lastPhaseTransitionTime": true,
 }
 
 var allocated = map[string]bool{"clusterIP": true, "clusterIPs": true, "nodePort": true, "healthCheckNodePort": true}
@@ -43,14 +56,32 @@ func normaliseObject(obj map[string]any) any {
 			md["deletionTimestamp"] = "<time>"
 		}
 		if mf, ok := md["managedFields"].([]any); ok {
-			for _, e := range mf {
-				if m, ok := e.(map[string]any); ok {
-					delete(m, "time")
-				}
-			}
+			normaliseManagedFields(mf)
 		}
 	}
 	return maskValues(obj, "")
+}
+
+// normaliseManagedFields drops each entry's time and sorts the entries as
+// upstream's field manager does, less the time.
+func normaliseManagedFields(mf []any) {
+	for _, e := range mf {
+		if m, ok := e.(map[string]any); ok {
+			delete(m, "time")
+		}
+	}
+	key := func(e any) [4]string {
+		m, _ := e.(map[string]any)
+		var k [4]string
+		for i, f := range []string{"operation", "manager", "apiVersion", "subresource"} {
+			k[i], _ = m[f].(string)
+		}
+		return k
+	}
+	sort.SliceStable(mf, func(i, j int) bool {
+		a, b := key(mf[i]), key(mf[j])
+		return slices.Compare(a[:], b[:]) < 0
+	})
 }
 
 // normaliseList keeps a list's type and the items named name.
@@ -102,4 +133,28 @@ func maskValues(v any, key string) any {
 		return x
 	}
 	return v
+}
+
+// Two servers that wrote the same entries, one across a second boundary,
+// normalise to the same list; entries that differ in more than time do not.
+func TestNormaliseManagedFieldsIgnoresWriteSecond(t *testing.T) {
+	entry := func(manager, subresource, time string) any {
+		m := map[string]any{"manager": manager, "operation": "Update", "apiVersion": "v1", "time": time}
+		if subresource != "" {
+			m["subresource"] = subresource
+		}
+		return m
+	}
+	sameSecond := []any{entry("kubectl", "", "2026-12-05T22:05:31Z"), entry("kubectl", "status", "2026-12-05T22:05:31Z")}
+	nextSecond := []any{entry("kubectl", "status", "2026-12-05T22:05:31Z"), entry("kubectl", "", "2026-12-05T22:05:32Z")}
+	normaliseManagedFields(sameSecond)
+	normaliseManagedFields(nextSecond)
+	if !reflect.DeepEqual(sameSecond, nextSecond) {
+		t.Fatalf("entries written in one second and across two normalise differently:\n%v\n%v", sameSecond, nextSecond)
+	}
+	other := []any{entry("kubectl", "", ""), entry("kube-controller-manager", "status", "")}
+	normaliseManagedFields(other)
+	if reflect.DeepEqual(sameSecond, other) {
+		t.Fatalf("entries of different managers normalise alike: %v", other)
+	}
 }
