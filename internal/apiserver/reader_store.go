@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/berth/berth/internal/store"
@@ -20,14 +22,23 @@ import (
 
 // storeReader reads collections straight from the store: consistent, but
 // every LIST and WATCH costs the store a range read or a watch. It serves
-// until the watch cache is wired in, and stays the reference the cache is
-// tested against.
+// the resources kept out of the watch cache (events), the consistent LISTs
+// a cache cannot serve in time, and is the reference the cache is tested
+// against.
 type storeReader struct {
 	spec readerSpec
+	// count is the resource's object count, -1 until first counted; only
+	// readers made by newStoreReader keep it.
+	count atomic.Int64
 }
 
-func newStoreReader(_ context.Context, spec readerSpec) (collectionReader, error) {
-	return &storeReader{spec: spec}, nil
+// newStoreReader makes a reader that also counts the resource's objects
+// until ctx ends.
+func newStoreReader(ctx context.Context, spec readerSpec) (collectionReader, error) {
+	r := &storeReader{spec: spec}
+	r.count.Store(-1)
+	go utilwait.UntilWithContext(ctx, r.recount, objectCountPeriod)
+	return r, nil
 }
 
 func (r *storeReader) Get(ctx context.Context, key string, _ int64) (runtime.Object, int64, error) {

@@ -98,6 +98,9 @@ func (w *storeWatcher) run(ctx context.Context, events <-chan store.WatchResult,
 	if bookmark != nil && !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: bookmark}) {
 		return
 	}
+	if w.q.Initialized != nil {
+		w.q.Initialized()
+	}
 	for batch := range events {
 		if batch.Err != nil {
 			w.send(ctx, errorEvent(batch.Err))

@@ -124,3 +124,6 @@ func legacyInitialEvents(opts watchcache.WatchOptions) bool {
 	return opts.SendInitialEvents != nil && *opts.SendInitialEvents && !opts.AllowBookmarks &&
 		(opts.ResourceVersion == "" || opts.ResourceVersion == "0")
 }
+
+// ObjectStats implements objectCounter.
+func (r watchCacheReader) ObjectStats() (apistorage.Stats, error) { return r.cache.Stats(), nil }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 
 	"github.com/berth/berth/internal/watchcache"
 )
@@ -75,6 +76,8 @@ func (r *resourceREST) Watch(ctx context.Context, options *metainternalversion.L
 		ResourceVersion:   options.ResourceVersion,
 		SendInitialEvents: options.SendInitialEvents,
 		AllowBookmarks:    options.AllowWatchBookmarks,
+		// API priority and fairness holds the watch's seat until then.
+		Initialized: func() { utilflowcontrol.WatchInitialized(ctx) },
 	}, r.viewFor(ctx)))
 	if err != nil {
 		return nil, err

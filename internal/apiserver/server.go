@@ -28,6 +28,9 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	apistorage "k8s.io/apiserver/pkg/storage"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	restclient "k8s.io/client-go/rest"
@@ -131,6 +134,16 @@ type Config struct {
 	// ProxyClientCertFile and ProxyClientKeyFile are the client
 	// certificate the aggregator presents to extension API servers.
 	ProxyClientCertFile, ProxyClientKeyFile string
+
+	// FlowControl, when set, is API priority and fairness: every request is
+	// classified by the FlowSchemas and queued, dispatched or refused (429)
+	// by its priority level, as kube-apiserver's filter does
+	// (internal/server runs its configuration controller). Without it,
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight (0: no limit)
+	// bound the requests served at once, as kube-apiserver's
+	// --enable-priority-and-fairness=false.
+	FlowControl                                      utilflowcontrol.Interface
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 
 	// newReader overrides how collections are read (tests); the watch
 	// cache by default.
@@ -255,6 +268,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if cfg.EnableProfiling {
 		addProfiling(mux)
 	}
+	if cfg.FlowControl != nil {
+		addFlowControlDebug(mux, cfg.FlowControl)
+	}
 	mux.Handle("/", notFoundHandler(c))
 
 	var handler http.Handler = mux
@@ -267,6 +283,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 		handler = requests.instrument(handler)
 	}
 	handler = filters.WithAuthorization(handler, cfg.Authorizer, c.negotiated)
+	handler = withRequestLimits(handler, &cfg, api.objectStats)
 	handler = withImpersonation(handler, cfg.Authorizer, c.negotiated)
 	handler = filters.WithAudit(handler, cfg.AuditSink, cfg.AuditPolicy, longRunning)
 	unauthorized := filters.WithFailedAuthenticationAudit(filters.Unauthorized(c.negotiated), cfg.AuditSink, cfg.AuditPolicy)
@@ -306,6 +323,9 @@ type apiSet struct {
 	// extensions serves APIServices and what they proxy, CRDs and custom
 	// resources; nil without them.
 	extensions *aggregator.Server
+	// objectCounts are the cached resources' statistics by group-resource
+	// ("pods", "deployments.apps"), for request limits' work estimates.
+	objectCounts map[string]func() (apistorage.Stats, error)
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
@@ -323,7 +343,8 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 	}
 	api := &apiSet{codecs: c, endpoints: map[endpointKey]*endpoint{}, nodeTransport: cfg.NodeTransport,
-		serviceAccountTokens: cfg.ServiceAccountTokens, proxyTransport: newProxyTransport(), authorizer: cfg.Authorizer}
+		serviceAccountTokens: cfg.ServiceAccountTokens, proxyTransport: newProxyTransport(), authorizer: cfg.Authorizer,
+		objectCounts: map[string]func() (apistorage.Stats, error){}}
 	stores := map[string]*resourceREST{}
 	if cfg.LocalReads != nil {
 		cfg.LocalReads.authorizer = cfg.Authorizer
@@ -335,6 +356,9 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 			return nil, err
 		}
 		stores[res.gvr.String()] = r
+		if counted, ok := r.reader.(objectCounter); ok {
+			api.objectCounts[res.gvr.GroupResource().String()] = counted.ObjectStats
+		}
 		if cfg.LocalReads != nil {
 			cfg.LocalReads.add(res, r.reader)
 		}
@@ -434,18 +458,14 @@ func (r *resourceREST) forStatus(subresource string) *resourceREST {
 	return &status
 }
 
-// longRunning tells the audit filter which requests stream (watches and the
-// connect subresources), so their event is completed when they end.
-func longRunning(_ *http.Request, info *request.RequestInfo) bool {
-	if info == nil {
-		return false
-	}
-	switch info.Subresource {
-	case "log", "exec", "attach", "portforward":
-		return true
-	}
-	return info.Verb == "watch"
-}
+// longRunning is kube-apiserver's long-running request check (watches,
+// proxies and the connect subresources): the audit filter completes their
+// events when they end, and request limits do not hold seats for them
+// (watches hold one until their initial events are sent).
+var longRunning = genericfilters.BasicLongRunningRequestCheck(
+	sets.NewString("watch", "proxy"),
+	sets.NewString("attach", "exec", "proxy", "log", "portforward"),
+)
 
 // newExtensions builds the API aggregator with the CRD server behind it
 // when the configuration allows it: a loopback client and a store that

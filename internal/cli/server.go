@@ -13,12 +13,14 @@ import (
 
 func newServerCommand() *cobra.Command {
 	cfg := server.Config{ClusterCIDR: nodeipam.DefaultClusterCIDR, NodeCIDRMaskSize: nodeipam.DefaultNodeMaskSize}
+	var priorityAndFairness bool
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the API server over etcd (embedded by default), with the scheduler and controllers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Logger = slog.Default().With("process", "server")
+			cfg.DisablePriorityAndFairness = !priorityAndFairness
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
@@ -61,6 +63,9 @@ func newServerCommand() *cobra.Command {
 	f.DurationVar(&cfg.NodeLifecyclePeriods.Monitor, "node-monitor-period", nodelifecycle.DefaultPeriods.Monitor, "how often the node lifecycle controller checks nodes' health, as kube-controller-manager's")
 	f.DurationVar(&cfg.NodeLifecyclePeriods.StartupGrace, "node-startup-grace-period", nodelifecycle.DefaultPeriods.StartupGrace, "how long a starting node may be silent before it is marked unhealthy, as kube-controller-manager's")
 	f.DurationVar(&cfg.NodeLifecyclePeriods.MonitorGrace, "node-monitor-grace-period", nodelifecycle.DefaultPeriods.MonitorGrace, "how long a node may be silent before it is marked unhealthy (its Ready condition Unknown, tainted unreachable), as kube-controller-manager's")
+	f.BoolVar(&priorityAndFairness, "enable-priority-and-fairness", true, "classify, queue and limit requests by FlowSchemas and PriorityLevelConfigurations, as kube-apiserver; false: the in-flight limits apply instead")
+	f.IntVar(&cfg.MaxRequestsInFlight, "max-requests-inflight", 400, "with priority and fairness, added to --max-mutating-requests-inflight for the seats its priority levels share (both 0: the defaults); without, the read-only requests served at once (0: no limit)")
+	f.IntVar(&cfg.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", 200, "with priority and fairness, added to --max-requests-inflight; without, the mutating requests served at once (0: no limit)")
 	f.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles at /debug/pprof/ to admins (system:masters)")
 	f.IntVar(&cfg.AgentPort, "agent-port", 10250, "the local agent's node server port (logs, exec); 0 picks a free one")
 	return cmd

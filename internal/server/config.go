@@ -133,6 +133,17 @@ type Config struct {
 	// (system:masters, or whoever RBAC grants the path); off by default.
 	Profiling bool
 
+	// DisablePriorityAndFairness turns API priority and fairness off
+	// (kube-apiserver's --enable-priority-and-fairness=false): the
+	// in-flight limits then bound read-only and mutating requests apart.
+	DisablePriorityAndFairness bool
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are
+	// kube-apiserver's limits of the same names: with API priority and
+	// fairness their sum is the seats its priority levels share (both
+	// zero: kube-apiserver's defaults, 400 and 200); without, each bounds
+	// its kind of request (0: no limit).
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+
 	Logger *slog.Logger
 }
 
@@ -172,6 +183,10 @@ func (c *Config) Validate() error {
 	}
 	if err := c.AuditLogRotation.Validate(); err != nil {
 		return fmt.Errorf("--audit-log-maxsize/--audit-log-maxbackup/--audit-log-maxage: %w", err)
+	}
+	if c.MaxRequestsInFlight < 0 || c.MaxMutatingRequestsInFlight < 0 {
+		return fmt.Errorf("--max-requests-inflight %d and --max-mutating-requests-inflight %d must not be negative",
+			c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight)
 	}
 	if c.EventTTL < 0 {
 		return fmt.Errorf("--event-ttl %s must not be negative", c.EventTTL)
@@ -249,4 +264,20 @@ func (c Config) proxyFlags() []string {
 		flags = append(flags, "--cluster-cidr", c.ClusterCIDR)
 	}
 	return flags
+}
+
+// kube-apiserver's --max-requests-inflight and
+// --max-mutating-requests-inflight defaults.
+const (
+	defaultMaxRequestsInFlight         = 400
+	defaultMaxMutatingRequestsInFlight = 200
+)
+
+// maxInFlight is the in-flight limits; under API priority and fairness,
+// which needs some, kube-apiserver's defaults when neither is set.
+func (c *Config) maxInFlight() (reads, writes int) {
+	if !c.DisablePriorityAndFairness && c.MaxRequestsInFlight == 0 && c.MaxMutatingRequestsInFlight == 0 {
+		return defaultMaxRequestsInFlight, defaultMaxMutatingRequestsInFlight
+	}
+	return c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight
 }

@@ -126,6 +126,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	flow, err := newFlowControl(cfg, lb, plugins.factory, log.With("component", "flowcontrol"))
+	if err != nil {
+		return err
+	}
 	apiCfg := apiserver.Config{
 		NodeTransport: toNodes,
 		Store:         st,
@@ -146,6 +150,8 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCfg.EnableProfiling = cfg.Profiling
 	apiCfg.LocalReads = local
 	apiCfg.EventTTL = cfg.EventTTL
+	apiCfg.FlowControl = flow.filter
+	apiCfg.MaxRequestsInFlight, apiCfg.MaxMutatingRequestsInFlight = cfg.maxInFlight()
 	if apiCfg.ServiceClusterIPRange, apiCfg.ServiceNodePortRange, err = cfg.serviceRanges(); err != nil {
 		return err
 	}
@@ -166,7 +172,8 @@ func Run(ctx context.Context, cfg Config) error {
 	go st.RunCompactor(apiCtx, compaction)
 	waitRBAC := access.start(apiCtx)
 	waitAdmission := plugins.start(apiCtx)
-	defer func() { stopAPI(); waitRBAC(); waitAdmission() }()
+	waitFlowControl := flow.start(apiCtx)
+	defer func() { stopAPI(); waitRBAC(); waitAdmission(); waitFlowControl() }()
 	dns, err := newClusterDNS(cfg, kubeService)
 	if err != nil {
 		return err
@@ -234,10 +241,6 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	if err != nil {
 		return err
 	}
-	waitFlowControl, err := startFlowControlConfiguration(compCtx, lb, log.With("component", "flowcontrol-configuration"))
-	if err != nil {
-		return err
-	}
 	if err := ensureDefaultToken(compCtx, cfg, lb, cluster); err != nil {
 		return err
 	}
@@ -271,7 +274,6 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 	waitGraph()
 	waitTokens()
 	waitServices()
-	waitFlowControl()
 	log.Info("shutdown: control loops stopped")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()

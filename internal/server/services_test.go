@@ -37,10 +37,19 @@ const advertised = "198.51.100.7"
 // written as an agent would.
 func startServiceServer(t *testing.T) *cluster.Server {
 	t.Helper()
+	return startServiceServerWith(t, func(*server.Config) {})
+}
+
+// startServiceServerWith is startServiceServer with configure's changes to
+// its configuration.
+func startServiceServerWith(t *testing.T, configure func(*server.Config)) *cluster.Server {
+	t.Helper()
 	return cluster.InProcess(t, "", func(ctx context.Context, dir string, port int) error {
-		return server.Run(ctx, server.Config{DataDir: dir, SocketDir: filepath.Join(dir, "run"), BindAddress: "127.0.0.1", Port: port,
+		cfg := server.Config{DataDir: dir, SocketDir: filepath.Join(dir, "run"), BindAddress: "127.0.0.1", Port: port,
 			DisableAgent: true, DisableScheduler: true, AdvertiseAddress: advertised,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		configure(&cfg)
+		return server.Run(ctx, cfg)
 	})
 }
 

@@ -99,6 +99,11 @@ type WatchOptions struct {
 	// (which still maps the initial events and objects leaving the
 	// selection). Ignored without Config.Share.
 	Shared bool
+	// Initialized, if set, is called once from the watcher's goroutine when
+	// its initial events are handed on (at once when there are none), as
+	// kube-apiserver's cache watchers signal API priority and fairness,
+	// which holds the watch's seat until then.
+	Initialized func()
 }
 
 // InitialEventsAnnotation marks the bookmark that ends a watch-list's initial events.

@@ -39,6 +39,7 @@ type Cache struct {
 
 	mu       sync.RWMutex
 	live     *tree         // the current state; written only by Run
+	bytes    int64         // the stored values' bytes of live's entries
 	snap     *tree         // read-only clone of live at rv
 	rv       int64         // the revision the cache is current to
 	rvMoved  chan struct{} // closed and replaced whenever rv advances
@@ -131,6 +132,7 @@ func (c *Cache) WaitReady(ctx context.Context) error {
 // state, cutting off watchers (their clients re-list, as after a 410).
 func (c *Cache) relist(ctx context.Context) (int64, error) {
 	fresh := newTree()
+	var bytes int64
 	opts := store.ListOptions{Limit: listPageSize}
 	for {
 		page, err := c.cfg.Store.List(ctx, c.cfg.Prefix, opts)
@@ -143,6 +145,7 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 				c.log.Error("skipping undecodable object", "key", kv.Key, "err", err)
 			} else {
 				fresh.ReplaceOrInsert(e)
+				bytes += int64(e.size)
 			}
 		}
 		if !page.More || len(page.KVs) == 0 {
@@ -151,7 +154,7 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 		opts.StartKey = page.KVs[len(page.KVs)-1].Key + "\x00"
 	}
 	c.mu.Lock()
-	c.live = fresh
+	c.live, c.bytes = fresh, bytes
 	c.snap = fresh.Clone()
 	c.history = newHistory(c.cfg.HistorySize, opts.Revision, c.snap)
 	c.watchers.cutOffAll()
@@ -243,8 +246,12 @@ func (c *Cache) decodeBatch(events []store.Event) []decodedEvent {
 func (c *Cache) applyEventLocked(d decodedEvent) *event {
 	e := &event{kind: d.kind, rv: d.rv, cur: d.cur}
 	e.prev, _ = c.live.Get(d.cur)
+	if e.prev != nil {
+		c.bytes -= int64(e.prev.size)
+	}
 	if d.kind == kindPut {
 		c.live.ReplaceOrInsert(d.cur)
+		c.bytes += int64(d.cur.size)
 		return e
 	}
 	if e.prev == nil {
@@ -304,7 +311,7 @@ func (c *Cache) newEntry(kv store.KV) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("object at %s has no metadata: %w", kv.Key, err)
 	}
-	e := &entry{key: kv.Key, ns: acc.GetNamespace(), obj: obj}
+	e := &entry{key: kv.Key, ns: acc.GetNamespace(), obj: obj, size: len(kv.Value)}
 	var set fields.Set
 	if c.cfg.Attrs != nil {
 		if e.labels, set, err = c.cfg.Attrs(obj); err != nil {

@@ -20,6 +20,7 @@ type entry struct {
 	obj    runtime.Object
 	labels labels.Set
 	fields *fieldSet
+	size   int // the stored value's bytes, for Stats
 }
 
 type tree = btree.BTreeG[*entry]

@@ -21,10 +21,12 @@ type watcher struct {
 	bookmarks bool
 	view      func(runtime.Object) runtime.Object // WatchOptions.View; nil: none
 	shared    bool                                // live events' objects through Config.Share
-	input     chan *event                         // filled by dispatch under Cache.mu, never blocking
-	result    chan watch.Event                    // what the client reads; closed when the goroutine ends
-	done      chan struct{}                       // closed to stop the goroutine
-	doneOnce  sync.Once
+	// initialized is WatchOptions.Initialized.
+	initialized func()
+	input       chan *event      // filled by dispatch under Cache.mu, never blocking
+	result      chan watch.Event // what the client reads; closed when the goroutine ends
+	done        chan struct{}    // closed to stop the goroutine
+	doneOnce    sync.Once
 }
 
 var _ watch.Interface = (*watcher)(nil)
@@ -70,15 +72,16 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, 
 	}
 	f := newFilter(opts.Namespace, opts.Label, opts.Field)
 	w := &watcher{
-		c:         c,
-		filter:    f,
-		key:       c.watchers.keyFor(f),
-		bookmarks: opts.AllowBookmarks && c.cfg.NewObject != nil,
-		view:      opts.View,
-		shared:    opts.Shared && c.cfg.Share != nil,
-		input:     make(chan *event, c.cfg.WatcherBuffer),
-		result:    make(chan watch.Event, min(c.cfg.WatcherBuffer, maxResultBuffer)),
-		done:      make(chan struct{}),
+		c:           c,
+		filter:      f,
+		key:         c.watchers.keyFor(f),
+		bookmarks:   opts.AllowBookmarks && c.cfg.NewObject != nil,
+		view:        opts.View,
+		shared:      opts.Shared && c.cfg.Share != nil,
+		initialized: opts.Initialized,
+		input:       make(chan *event, c.cfg.WatcherBuffer),
+		result:      make(chan watch.Event, min(c.cfg.WatcherBuffer, maxResultBuffer)),
+		done:        make(chan struct{}),
 	}
 	init, err := c.register(w, opts, sendInitial, fromRV)
 	if err != nil {
@@ -154,6 +157,9 @@ func (w *watcher) run(ctx context.Context, init initialEvents) {
 	defer w.Stop()
 	if !w.replay(ctx, init) {
 		return
+	}
+	if w.initialized != nil {
+		w.initialized()
 	}
 	for {
 		select {

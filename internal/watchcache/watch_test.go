@@ -342,3 +342,34 @@ func TestSharedWatchersGetOneWrapperPerEvent(t *testing.T) {
 		t.Fatalf("Share called %d times for one event, want 1", n)
 	}
 }
+
+// A watcher reports itself initialized only once its initial events are
+// handed on: with more of them than its result buffer holds, not before the
+// client has read them.
+func TestWatchInitializedAfterItsInitialEvents(t *testing.T) {
+	t.Parallel()
+	c, s := newPodCache(t, nil)
+	const n = 40 // more than a watcher's result buffer
+	for i := range n {
+		createPod(t, s, pod("ns", "p"+strconv.Itoa(i), "node-a", nil))
+	}
+	initialized := make(chan struct{})
+	w, err := c.Watch(context.Background(), watchcache.WatchOptions{Initialized: func() { close(initialized) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// The watcher's goroutine is blocked handing on initial events nobody
+	// has read, so it cannot have called Initialized.
+	select {
+	case <-initialized:
+		t.Fatal("initialized before the client read the initial events")
+	default:
+	}
+	nextEvents(t, w, n)
+	select {
+	case <-initialized:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Initialized not called within 30s of the client reading every initial event")
+	}
+}

@@ -50,9 +50,9 @@ func loadKnown(t *testing.T) map[string]knownDifference {
 }
 
 // timingCategories are the categories whose difference depends on timing:
-// whether a controller berth server runs, kube-apiserver's API priority
-// and fairness configuration consumer, or the CRD controllers both run,
-// has acted by the time the object is read. A listed case of one may
+// whether a controller berth server runs, or the API priority and fairness
+// configuration controller or CRD controllers both run, has acted by the
+// time the object is read. A listed case of one may
 // answer the same.
 var timingCategories = map[string]bool{"controllers-in-server": true, "flowcontrol-status": true, "crd-controllers": true}
 
