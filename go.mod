@@ -230,7 +230,7 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/component-base v0.37.2
 	k8s.io/kubernetes v1.37.2
-	k8s.io/metrics v0.37.2 // indirect
+	k8s.io/metrics v0.37.2
 	k8s.io/streaming v0.37.2
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregistrationclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
@@ -23,12 +24,11 @@ import (
 	"github.com/berth/berth/internal/testkit/wait"
 )
 
-// extensionServer is a minimal extension API server for
-// wardle.example.com/v1alpha1 flunders: it trusts only the front proxy's
-// client certificate from extension-apiserver-authentication, as an
-// extension API server's request-header authenticator does, and answers
-// with the user the aggregator names in X-Remote-User.
-func extensionServer(t *testing.T, auth *corev1.ConfigMap) (port int, caPEM []byte) {
+// extensionServer is a minimal extension API server serving api: it
+// trusts only the front proxy's client certificate from
+// extension-apiserver-authentication, as an extension API server's
+// request-header authenticator does.
+func extensionServer(t *testing.T, auth *corev1.ConfigMap, api http.Handler) (port int, caPEM []byte) {
 	t.Helper()
 	ca, err := pki.LoadOrCreateCA(t.TempDir(), "extension-ca")
 	if err != nil {
@@ -55,7 +55,13 @@ func extensionServer(t *testing.T, auth *corev1.ConfigMap) (port int, caPEM []by
 		t.Fatal(err)
 	}
 	srv := &http.Server{
-		Handler:   flunders(allowed),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if len(r.TLS.PeerCertificates) == 0 || !slices.Contains(allowed, r.TLS.PeerCertificates[0].Subject.CommonName) {
+				http.Error(w, "not the front proxy", http.StatusUnauthorized)
+				return
+			}
+			api.ServeHTTP(w, r)
+		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: proxyCAs, ClientAuth: tls.RequireAndVerifyClientCert},
 	}
 	go srv.ServeTLS(ln, "", "")
@@ -63,11 +69,9 @@ func extensionServer(t *testing.T, auth *corev1.ConfigMap) (port int, caPEM []by
 	return ln.Addr().(*net.TCPAddr).Port, ca.CertPEM
 }
 
-func flunders(allowed []string) http.Handler {
-	writeJSON := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v)
-	}
+// flunders serves wardle.example.com/v1alpha1 flunders, answering with the
+// user the aggregator names in X-Remote-User.
+func flunders() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/apis", func(w http.ResponseWriter, _ *http.Request) {
 		gv := metav1.GroupVersionForDiscovery{GroupVersion: "wardle.example.com/v1alpha1", Version: "v1alpha1"}
@@ -84,13 +88,12 @@ func flunders(allowed []string) http.Handler {
 			"metadata": map[string]any{"resourceVersion": "1"},
 			"items":    []any{map[string]any{"metadata": map[string]any{"name": "seen-by-" + r.Header.Get("X-Remote-User")}}}})
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.TLS.PeerCertificates) == 0 || !slices.Contains(allowed, r.TLS.PeerCertificates[0].Subject.CommonName) {
-			http.Error(w, "not the front proxy", http.StatusUnauthorized)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // TestAPIAggregationProxiesToAnExtensionServer registers an APIService for
@@ -107,15 +110,6 @@ func TestAPIAggregationProxiesToAnExtensionServer(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	apiServices := apiregistrationclient.NewForConfigOrDie(cfg).ApiregistrationV1().APIServices()
 
-	var auth *corev1.ConfigMap
-	wait.UntilTrue(t, time.Minute, "extension-apiserver-authentication with the front proxy's CA", func(ctx context.Context) (bool, error) {
-		cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		auth = cm
-		return cm.Data["requestheader-client-ca-file"] != "", nil
-	})
 	wait.UntilTrue(t, time.Minute, "the local APIServices v1. and v1.apps to be Available", func(ctx context.Context) (bool, error) {
 		for _, name := range []string{"v1.", "v1.apps"} {
 			svc, err := apiServices.Get(ctx, name, metav1.GetOptions{})
@@ -126,31 +120,8 @@ func TestAPIAggregationProxiesToAnExtensionServer(t *testing.T) {
 		return true, nil
 	})
 
-	port, caPEM := extensionServer(t, auth)
-	_, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "api"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost",
-			Ports: []corev1.ServicePort{{Name: "https", Port: int32(port)}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create the extension server's Service: %v", err)
-	}
-	_, err = apiServices.Create(ctx, &apiregistrationv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: "v1alpha1.wardle.example.com"},
-		Spec: apiregistrationv1.APIServiceSpec{
-			Group: "wardle.example.com", Version: "v1alpha1", CABundle: caPEM,
-			Service:              &apiregistrationv1.ServiceReference{Namespace: "default", Name: "api", Port: ptr.To(int32(port))},
-			GroupPriorityMinimum: 2000, VersionPriority: 200,
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create APIService: %v", err)
-	}
-	wait.UntilTrue(t, 2*time.Minute, "the APIService to be Available and its group discovered", func(ctx context.Context) (bool, error) {
-		svc, err := apiServices.Get(ctx, "v1alpha1.wardle.example.com", metav1.GetOptions{})
-		if err != nil || !available(svc) {
-			return false, nil
-		}
+	aggregate(t, cfg, "wardle.example.com", "v1alpha1", flunders())
+	wait.UntilTrue(t, 2*time.Minute, "the aggregated group discovered", func(ctx context.Context) (bool, error) {
 		list, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerResourcesForGroupVersion("wardle.example.com/v1alpha1")
 		return err == nil && len(list.APIResources) == 1 && list.APIResources[0].Name == "flunders", nil
 	})
@@ -168,6 +139,49 @@ func TestAPIAggregationProxiesToAnExtensionServer(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Name != "seen-by-"+adminUser(t, cs) {
 		t.Errorf("flunders = %s, want one named after the requesting user", raw)
 	}
+}
+
+// aggregate serves api as group/version behind the server's aggregator, as
+// an extension API server is installed: its Service default/api (an
+// ExternalName for localhost, the name its certificate is for) and an
+// APIService, waited for until Available.
+func aggregate(t *testing.T, cfg *rest.Config, group, version string, api http.Handler) {
+	t.Helper()
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	var auth *corev1.ConfigMap
+	wait.UntilTrue(t, time.Minute, "extension-apiserver-authentication with the front proxy's CA", func(ctx context.Context) (bool, error) {
+		cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		auth = cm
+		return cm.Data["requestheader-client-ca-file"] != "", nil
+	})
+	port, caPEM := extensionServer(t, auth, api)
+	const name = "api"
+	if _, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost",
+			Ports: []corev1.ServicePort{{Name: "https", Port: int32(port)}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the extension server's Service: %v", err)
+	}
+	apiServices := apiregistrationclient.NewForConfigOrDie(cfg).ApiregistrationV1().APIServices()
+	if _, err := apiServices.Create(ctx, &apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: version + "." + group},
+		Spec: apiregistrationv1.APIServiceSpec{
+			Group: group, Version: version, CABundle: caPEM,
+			Service:              &apiregistrationv1.ServiceReference{Namespace: "default", Name: name, Port: ptr.To(int32(port))},
+			GroupPriorityMinimum: 2000, VersionPriority: 200,
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create APIService: %v", err)
+	}
+	wait.UntilTrue(t, 2*time.Minute, "the APIService "+version+"."+group+" to be Available", func(ctx context.Context) (bool, error) {
+		svc, err := apiServices.Get(ctx, version+"."+group, metav1.GetOptions{})
+		return err == nil && available(svc), nil
+	})
 }
 
 func available(svc *apiregistrationv1.APIService) bool {

@@ -30,6 +30,7 @@ import (
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
 	"github.com/berth/berth/internal/controller/pcrcleaner"
+	"github.com/berth/berth/internal/controller/podautoscaler"
 	"github.com/berth/berth/internal/controller/replication"
 	"github.com/berth/berth/internal/controller/resourcequota"
 	"github.com/berth/berth/internal/controller/tokencleaner"
@@ -122,6 +123,18 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "disruption")}})
 	}})
 	out = append(out, c.podController(local, "apps", apps.Run))
+	out = append(out, component{name: "horizontal-pod-autoscaler", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return podautoscaler.Run(ctx, podautoscaler.Config{REST: restCfg,
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "horizontal-pod-autoscaler")}})
+	}})
 	out = append(out, c.podController(local, "batch", batch.Run))
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
