@@ -110,31 +110,13 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Logger: c.Logger.With("component", "namespace")}})
 	}})
 	out = append(out, c.podController(local, "replication", replication.Run))
-	out = append(out, component{name: "disruption", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		return disruption.Run(ctx, disruption.Config{REST: restCfg,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "disruption")}})
-	}})
+	out = append(out, c.scalingController(lb, local, "disruption", func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
+		return disruption.Run(ctx, disruption.Config{ControllerConfig: cc, REST: restCfg})
+	}))
 	out = append(out, c.podController(local, "apps", apps.Run))
-	out = append(out, component{name: "horizontal-pod-autoscaler", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
-		if err != nil {
-			return err
-		}
-		return podautoscaler.Run(ctx, podautoscaler.Config{REST: restCfg,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "horizontal-pod-autoscaler")}})
-	}})
+	out = append(out, c.scalingController(lb, local, "horizontal-pod-autoscaler", func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
+		return podautoscaler.Run(ctx, podautoscaler.Config{ControllerConfig: cc, REST: restCfg})
+	}))
 	out = append(out, c.podController(local, "batch", batch.Run))
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
@@ -179,6 +161,20 @@ func (c *Config) podController(local *apiserver.LocalReads, name string, run fun
 		}
 		return run(ctx, informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", name)})
 	}}
+}
+
+// scalingController is a pod controller that also builds clients of its
+// own from the controller identity's configuration (scale and metrics
+// clients, as kube-controller-manager builds them).
+func (c *Config) scalingController(lb *inprocess.Loopback, local *apiserver.LocalReads, name string,
+	run func(context.Context, informeropts.ControllerConfig, *rest.Config) error) component {
+	return c.podController(local, name, func(ctx context.Context, cc informeropts.ControllerConfig) error {
+		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
+		return run(ctx, cc, restCfg)
+	})
 }
 
 // startComponents runs each component against the server's own API, each

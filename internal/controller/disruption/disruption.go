@@ -9,14 +9,8 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/scale"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/disruption"
 
@@ -26,9 +20,6 @@ import (
 const (
 	// workers is kube-controller-manager's --concurrent-disruption-syncs default.
 	workers = 1
-	// mapperReset is how often kube-controller-manager forgets the
-	// discovery its REST mapper caches, so kinds served later are found.
-	mapperReset = 30 * time.Second
 )
 
 // Config is what the controller needs: besides the common part, the
@@ -49,10 +40,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// The controllers of pods (RCs, apps kinds, and any kind with a scale
 	// subresource) are found through discovery, as kube-controller-manager's
 	// controller context finds them.
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cfg.Client.Discovery()))
-	scales, err := scale.NewForConfig(cfg.REST, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(cfg.Client.Discovery()))
+	mapper, scales, err := informeropts.ScaleClient(cfg.REST, cfg.Client.Discovery())
 	if err != nil {
-		return fmt.Errorf("disruption controller's scale client: %w", err)
+		return fmt.Errorf("disruption controller: %w", err)
 	}
 	ctrl := upstream.NewDisruptionController(ctx,
 		factory.Core().V1().Pods(), factory.Policy().V1().PodDisruptionBudgets(), factory.Core().V1().ReplicationControllers(),
@@ -60,5 +50,5 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Client, mapper, scales, cfg.Client.Discovery())
 	return informeropts.RunControllers(ctx, factory, cfg.Logger,
 		informeropts.Workers(ctrl.Run, workers),
-		func(ctx context.Context) { wait.Until(mapper.Reset, mapperReset, ctx.Done()) })
+		informeropts.ResetMapper(mapper))
 }

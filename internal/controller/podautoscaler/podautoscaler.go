@@ -13,12 +13,7 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/scale"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/podautoscaler"
 	"k8s.io/kubernetes/pkg/controller/podautoscaler/metrics"
@@ -38,9 +33,6 @@ const (
 	tolerance                     = 0.1
 	cpuInitializationPeriod       = 5 * time.Minute
 	delayOfInitialReadinessStatus = 30 * time.Second
-	// mapperReset is how often kube-controller-manager forgets the
-	// discovery its REST mapper caches, so kinds served later are found.
-	mapperReset = 30 * time.Second
 )
 
 // Config is what the controller needs: besides the common part, the client
@@ -56,12 +48,9 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("horizontal-pod-autoscaler"))
 	factory := cfg.NewFactory()
 	discovery := cfg.Client.Discovery()
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery))
-	// The scale kind resolver caches discovery itself, so it asks the
-	// server, as kube-controller-manager's does.
-	scales, err := scale.NewForConfig(cfg.REST, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(discovery))
+	mapper, scales, err := informeropts.ScaleClient(cfg.REST, discovery)
 	if err != nil {
-		return fmt.Errorf("autoscaler's scale client: %w", err)
+		return fmt.Errorf("autoscaler: %w", err)
 	}
 	resourceMetrics, err := resourceclient.NewForConfig(cfg.REST)
 	if err != nil {
@@ -82,5 +71,5 @@ func Run(ctx context.Context, cfg Config) error {
 		func(ctx context.Context) {
 			custom_metrics.PeriodicallyInvalidate(customVersions, syncPeriod, ctx.Done())
 		},
-		func(ctx context.Context) { wait.Until(mapper.Reset, mapperReset, ctx.Done()) })
+		informeropts.ResetMapper(mapper))
 }
