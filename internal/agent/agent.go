@@ -223,7 +223,7 @@ func (a *Agent) observe(ctx context.Context) (node.Observation, error) {
 	return node.Observation{
 		Facts:          facts,
 		Reserved:       node.Reserved{CPU: a.cfg.ReservedCPU, Memory: a.cfg.ReservedMemory, Storage: a.cfg.ReservedStorage},
-		Thresholds:     node.DefaultThresholds,
+		Thresholds:     a.cfg.evictionHard(),
 		RuntimeName:    a.version.RuntimeName,
 		RuntimeVersion: a.version.RuntimeVersion,
 		RuntimeErr:     runtimeReady(ctx, a.rt.Runtime),

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/agent/pods"
 	"github.com/berth/berth/internal/agent/proxy"
 	"github.com/berth/berth/internal/auth/bootstraptoken"
@@ -68,6 +69,11 @@ type Config struct {
 	ReservedCPU     resource.Quantity
 	ReservedMemory  resource.Quantity
 	ReservedStorage resource.Quantity
+
+	// EvictionHard are the thresholds the node's memory, disk and PID
+	// pressure conditions report against (the kubelet's --eviction-hard);
+	// nil means node.DefaultThresholds, an empty map reports no pressure.
+	EvictionHard node.Thresholds
 
 	// SeccompDefault runs containers without a seccompProfile under the
 	// runtime's default profile (the kubelet's --seccomp-default; off by
@@ -190,4 +196,12 @@ func (c Config) proxyConfig(nodeIP string) (proxy.Config, error) {
 	}
 	cfg := proxy.Config{NodeName: c.NodeName, NodeIPs: []net.IP{ip}, ClusterCIDRs: c.clusterCIDRs()}
 	return cfg, cfg.Validate()
+}
+
+// evictionHard is the configured thresholds, or the defaults.
+func (c Config) evictionHard() node.Thresholds {
+	if c.EvictionHard == nil {
+		return node.DefaultThresholds
+	}
+	return c.EvictionHard
 }

@@ -39,6 +39,7 @@ func newServerCommand() *cobra.Command {
 	f.StringArrayVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host the local runtime reaches over plain HTTP (repeatable)")
 	f.StringArrayVar(&cfg.RegistryMirrors, "registry-mirror", nil, "HOST=URL: the local runtime pulls HOST's images from URL (repeatable)")
 	f.StringArrayVar(&cfg.RuntimeHandlers, "runtime-handler", nil, "extra CRI runtime handler of the local runtime, run with runc as the default one (repeatable)")
+	f.StringArrayVar(&cfg.AgentArgs, "agent-arg", nil, "a flag for the local node agent, e.g. --agent-arg=--eviction-hard=nodefs.available<5% (repeatable; see berth agent --help)")
 	f.StringVar(&cfg.PauseImage, "pause-image", "", "the local runtime's pod sandbox image (default registry.k8s.io/pause:3.9)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this machine's node (default: the host name)")
 	f.StringVar(&cfg.ProxyMode, "proxy-mode", "nftables", "the local node's Service data path (berth agent --proxy-mode): nftables runs kube-proxy's nftables proxier in its agent; none leaves Services to another proxy")

@@ -46,6 +46,9 @@ type Config struct {
 	PauseImage string
 	// RuntimeHandlers are the local runtime's extra CRI runtime handlers.
 	RuntimeHandlers []string
+	// AgentArgs are more flags for the local node agent, after the ones
+	// the server gives it (as k3s's --kubelet-arg).
+	AgentArgs []string
 
 	// ClusterCIDR is the pod network range the node IPAM controller splits
 	// into one NodeCIDRMaskSize-bit podCIDR per Node; empty turns it off.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -98,7 +99,7 @@ func startLocalNode(ctx context.Context, cfg Config, cluster *pki.Cluster) (wait
 	agent := supervisor.Child{
 		Name: "agent", Path: self, Output: os.Stderr,
 		Args: append([]string{"agent", "--kubeconfig", kubeconfigPath, "--node-name", node.name,
-			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint}, append(append(serverFlags, dnsFlags...), cfg.proxyFlags()...)...),
+			"--data-dir", cfg.path("agent"), "--runtime-endpoint", endpoint}, slices.Concat(serverFlags, dnsFlags, cfg.proxyFlags(), cfg.AgentArgs)...),
 	}
 	log := cfg.Logger.With("component", "supervisor")
 	var wg sync.WaitGroup

@@ -50,6 +50,12 @@ func TestNodeLifecycleIsUpstreams(t *testing.T) {
 		t.Fatalf("a new node's taints are %v, want node.kubernetes.io/not-ready:NoSchedule", created.Spec.Taints)
 	}
 	heartbeat(t, s.Admin, "n1")
+	// n1 stays live until its pods are Ready: the controller marks pods not
+	// ready once, as the node's Ready condition leaves True, so a set-up
+	// slower than the grace period would leave nothing to mark.
+	n1Live, silenceN1 := context.WithCancel(ctx)
+	defer silenceN1()
+	go keepRenewing(n1Live, s.Admin, "n1", 500*time.Millisecond)
 	if err := nodewait.Untainted(t.Context(), s.Admin, time.Minute, "n1"); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +92,7 @@ func TestNodeLifecycleIsUpstreams(t *testing.T) {
 	}
 
 	// No heartbeat from here on.
+	silenceN1()
 	wait.UntilNil(t, time.Minute, "the silent node Unknown and tainted unreachable:NoExecute", func() error {
 		n, err := nodes.Get(ctx, "n1", metav1.GetOptions{})
 		if err != nil {

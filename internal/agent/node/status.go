@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
+	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
 )
 
 // Reserved is what the node keeps back from pods (the kubelet's
@@ -14,18 +15,6 @@ import (
 type Reserved struct {
 	CPU, Memory, Storage resource.Quantity
 }
-
-// Thresholds are the pressure limits; the defaults are the kubelet's hard
-// eviction thresholds (memory.available<100Mi, nodefs.available<10%) plus
-// a PID limit of 90% of pid_max.
-type Thresholds struct {
-	MinMemoryAvailable int64
-	MinDiskPercent     int64
-	MaxPIDPercent      int64
-}
-
-// DefaultThresholds are the kubelet's defaults.
-var DefaultThresholds = Thresholds{MinMemoryAvailable: 100 << 20, MinDiskPercent: 10, MaxPIDPercent: 90}
 
 // Observation is one look at the node: the machine, the runtime and the
 // reserved amounts. Status turns it into a NodeStatus.
@@ -90,9 +79,9 @@ func subtract(list corev1.ResourceList, name corev1.ResourceName, q resource.Qua
 
 func (o Observation) conditions() []corev1.NodeCondition {
 	f, th := o.Facts, o.Thresholds
-	memLow := f.MemoryAvailable < th.MinMemoryAvailable
-	diskLow := f.DiskBytes > 0 && f.DiskAvailable*100 < f.DiskBytes*th.MinDiskPercent
-	pidsHigh := f.PIDMax > 0 && f.PIDsInUse*100 > f.PIDMax*th.MaxPIDPercent
+	memLow := th.under(evictionapi.SignalMemoryAvailable, f.MemoryAvailable, f.MemoryBytes)
+	diskLow := th.under(evictionapi.SignalNodeFsAvailable, f.DiskAvailable, f.DiskBytes)
+	pidsHigh := th.under(evictionapi.SignalPIDAvailable, f.PIDMax-f.PIDsInUse, f.PIDMax)
 	ready := condition(corev1.NodeReady, true, "KubeletReady", "berth agent is posting ready status")
 	if o.RuntimeErr != nil {
 		ready = condition(corev1.NodeReady, false, "KubeletNotReady", fmt.Sprintf("container runtime not ready: %v", o.RuntimeErr))

@@ -11,9 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/berth/berth/internal/agent"
 	"github.com/berth/berth/internal/agent/gc"
+	"github.com/berth/berth/internal/agent/node"
 	"github.com/berth/berth/internal/agent/proxy"
 	"github.com/berth/berth/internal/cli/clibase"
 )
@@ -27,6 +29,7 @@ func NewCommand() *cobra.Command {
 	cfg := agent.Config{DataDir: filepath.Join(clibase.DefaultDataDir, "agent"), Port: 10250, GC: gc.DefaultPolicy}
 	var pauseImage string
 	var reservedCPU, reservedMemory, reservedStorage string
+	evictionHard := map[string]string{}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: register this node, run the pods bound to it through a CRI runtime, report their status",
@@ -61,6 +64,13 @@ unix:///run/containerd/containerd.sock).`,
 				}
 				*r.out = q
 			}
+			if cmd.Flags().Changed("eviction-hard") {
+				th, err := node.ParseThresholds(evictionHard)
+				if err != nil {
+					return fmt.Errorf("--eviction-hard: %w", err)
+				}
+				cfg.EvictionHard = th
+			}
 			cfg.GC.PinnedImages = []string{pauseImage}
 			return agent.Run(cmd.Context(), cfg, slog.Default())
 		},
@@ -86,6 +96,8 @@ unix:///run/containerd/containerd.sock).`,
 	f.StringVar(&reservedCPU, "reserved-cpu", "0", "CPU kept back from pods (allocatable = capacity - reserved)")
 	f.StringVar(&reservedMemory, "reserved-memory", "0", "memory kept back from pods")
 	f.StringVar(&reservedStorage, "reserved-ephemeral-storage", "0", "ephemeral storage kept back from pods")
+	f.Var(cliflag.NewLangleSeparatedMapStringString(&evictionHard), "eviction-hard",
+		"thresholds below which the node reports memory, disk or PID pressure, as the kubelet's (e.g. memory.available<100Mi,nodefs.available<10%,pid.available<10%, the default); the signals given replace the defaults, and 0% turns one off")
 	f.IntVar(&cfg.GC.MaxDeadPerContainer, "maximum-dead-containers-per-container", cfg.GC.MaxDeadPerContainer, "dead instances of each container of a pod kept, newest first (at least 1; -1 keeps all)")
 	f.IntVar(&cfg.GC.HighPercent, "image-gc-high-threshold", cfg.GC.HighPercent, "image filesystem usage (percent) at which unused images are removed, least recently used first")
 	f.IntVar(&cfg.GC.LowPercent, "image-gc-low-threshold", cfg.GC.LowPercent, "image filesystem usage (percent) image garbage collection frees down to")

@@ -148,7 +148,7 @@ func (s *Server) args() []string {
 			// Tests share the host's kube-proxy nftables tables: a test that
 			// runs the proxier asks for it in Args (which win) and owns the
 			// tables (testkit/kubeproxytable).
-			"--proxy-mode", "none")
+			"--proxy-mode", "none", "--agent-arg=--eviction-hard="+EvictionHard)
 		args = append(args, MirrorFlags(s.registry)...)
 	}
 	if e := s.opts.Etcd; e != nil {
@@ -157,6 +157,12 @@ func (s *Server) args() []string {
 	}
 	return append(args, s.opts.Args...)
 }
+
+// EvictionHard is the test nodes' --eviction-hard: the defaults without
+// nodefs.available, as kind configures its nodes, since test clusters
+// share the disk of the machine running them and how full it is is not
+// what they test.
+const EvictionHard = "memory.available<100Mi,pid.available<10%"
 
 // socketDir holds the local node's runtime socket, beside the data directory.
 func (s *Server) socketDir() string { return filepath.Join(filepath.Dir(s.DataDir), "run") }

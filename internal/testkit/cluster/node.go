@@ -174,7 +174,7 @@ func (n *Node) StartAgent(t testing.TB) {
 	n.starts++
 	args := append([]string{"agent", "--server", n.opts.Servers, "--token", n.opts.Token,
 		"--node-name", n.opts.Name, "--node-ip", n.opts.NodeIP, "--data-dir", n.AgentDir,
-		"--runtime-endpoint", n.Endpoint, "--proxy-mode", "none"}, n.opts.AgentArgs...)
+		"--runtime-endpoint", n.Endpoint, "--proxy-mode", "none", "--eviction-hard=" + EvictionHard}, n.opts.AgentArgs...)
 	n.Agent = startProcess(t, n.opts.Name+"-agent", n.logPath("agent"), n.opts.NetNS, n.bin, args...)
 }
 
