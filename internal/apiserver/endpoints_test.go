@@ -9,6 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/berth/berth/internal/testkit/promscrape"
 )
 
 func getWithAccept(t *testing.T, s *testServer, path, accept string) (int, string, []byte) {
@@ -96,20 +99,53 @@ func TestStrictFieldValidation(t *testing.T) {
 	assertStoreUnchanged(t, s, before)
 }
 
+// TestMetrics reads kube-apiserver's request metrics and berth's own at
+// /metrics: a LIST is counted under upstream's labels, with its response
+// size, and a server-side apply as APPLY; the process's Go runtime series
+// and the watch cache's are served beside them.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	ctx := testContext(t)
+	list := map[string]string{"verb": "LIST", "group": "", "version": "v1", "resource": "pods", "scope": "namespace",
+		"component": "apiserver", "dry_run": "", "code": "200"}
+	apply := map[string]string{"verb": "APPLY", "resource": "configmaps", "scope": "resource", "dry_run": "All", "code": "201"}
+	before := scrapeMetrics(t, s)
+	listsBefore, _ := before.Value("apiserver_request_total", list)
+	appliesBefore, _ := before.Value("apiserver_request_total", apply)
+
 	if _, err := s.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, _, body := getWithAccept(t, s, "/metrics", "")
-	for _, want := range []string{
-		`berth_apiserver_requests_total{code="200",group="",resource="pods",subresource="",verb="list"} 1`,
-		`berth_watchcache_revision{prefix="/registry/pods/"}`,
+	cm := corev1ac.ConfigMap("metrics-apply", "default").WithData(map[string]string{"a": "b"})
+	if _, err := s.client.CoreV1().ConfigMaps("default").Apply(ctx, cm, metav1.ApplyOptions{FieldManager: "test", DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	after := scrapeMetrics(t, s)
+	// Other tests in this process count too: at least one more each.
+	if got, _ := after.Value("apiserver_request_total", list); got < listsBefore+1 {
+		t.Errorf("apiserver_request_total %v after a LIST of pods: %v, want at least %v", list, got, listsBefore+1)
+	}
+	if got, _ := after.Value("apiserver_request_total", apply); got < appliesBefore+1 {
+		t.Errorf("apiserver_request_total %v after a dry-run apply: %v, want at least %v", apply, got, appliesBefore+1)
+	}
+	for name, labels := range map[string]map[string]string{
+		"apiserver_response_sizes":           {"verb": "LIST", "resource": "pods"},
+		"apiserver_request_duration_seconds": {"verb": "LIST", "resource": "pods"},
+		"go_goroutines":                      nil,
+		"berth_watchcache_revision":          {"prefix": "/registry/pods/"},
 	} {
-		if code != 200 || !strings.Contains(string(body), want) {
-			t.Fatalf("/metrics: %d, lacks %s:\n%s", code, want, body)
+		if _, ok := after.Value(name, labels); !ok {
+			t.Errorf("/metrics has no %s series with %v", name, labels)
 		}
 	}
+}
+
+func scrapeMetrics(t *testing.T, s *testServer) promscrape.Families {
+	t.Helper()
+	families, err := promscrape.Get(http.DefaultClient, s.url+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return families
 }

@@ -1,89 +1,57 @@
 package apiserver
 
 import (
-	"bufio"
-	"fmt"
-	"net"
 	"net/http"
-	"strconv"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/endpoints/responsewriter"
+	flowcontrolmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// requestMetrics counts API requests by verb, resource and response code.
-type requestMetrics struct {
-	requests *prometheus.CounterVec
-}
-
-func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
-	m := &requestMetrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "berth_apiserver_requests_total",
-		Help: "API requests by verb, group, resource, subresource and HTTP code (watches count when they end).",
-	}, []string{"verb", "group", "resource", "subresource", "code"})}
-	if err := reg.Register(m.requests); err != nil {
-		return nil, fmt.Errorf("registering request metrics: %w", err)
-	}
-	return m, nil
-}
-
-// instrument counts every request that reaches next.
-func (m *requestMetrics) instrument(next http.Handler) http.Handler {
+// instrument records every request that reaches next in kube-apiserver's
+// request metrics (apiserver_request_total, apiserver_request_duration_seconds,
+// apiserver_response_sizes, ...), as upstream's route instrumentation does,
+// so dashboards and alerts written for kube-apiserver read berth's.
+func instrument(next http.Handler) http.Handler {
+	apimetrics.Register()
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-		next.ServeHTTP(rec, req)
-		verb, group, resource, subresource := req.Method, "", "", ""
-		if info, ok := request.RequestInfoFrom(req.Context()); ok && info.IsResourceRequest {
-			verb, group, resource, subresource = info.Verb, info.APIGroup, info.Resource, info.Subresource
+		delegate := &apimetrics.ResponseWriterDelegator{ResponseWriter: w}
+		next.ServeHTTP(responsewriter.WrapForHTTP1Or2(delegate), req)
+		info, ok := request.RequestInfoFrom(req.Context())
+		if !ok || !info.IsResourceRequest {
+			return
 		}
-		m.requests.WithLabelValues(verb, group, resource, subresource, strconv.Itoa(rec.code)).Inc()
+		received, ok := request.ReceivedTimestampFrom(req.Context())
+		if !ok {
+			return
+		}
+		// A hijacked (upgraded) request has no status, code "0", as upstream's.
+		apimetrics.MonitorRequest(req, metricsVerb(req, info), info.APIGroup, info.APIVersion, info.Resource, info.Subresource,
+			apimetrics.CleanScope(info), "apiserver", false, "", delegate.Status(), delegate.ContentLength(), time.Since(received))
 	})
 }
 
-// statusRecorder remembers the response code; it passes Flush through so
-// that watch streams keep flushing.
-type statusRecorder struct {
-	http.ResponseWriter
-	code int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	r.code = code
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+// metricsVerb is the verb upstream's API installer names a route by for its
+// metrics; MonitorRequest refines it (WATCH, APPLY, CONNECT).
+func metricsVerb(req *http.Request, info *request.RequestInfo) string {
+	switch info.Verb {
+	case "get", "list", "watch", "deletecollection":
+		return strings.ToUpper(info.Verb)
 	}
+	return strings.ToUpper(req.Method)
 }
 
-// CloseNotify passes the connection's close notice through: upstream's
-// go-restful handlers (CRDs) keep a writer's Flush only when it also has
-// CloseNotify (responsewriter.WrapForHTTP1Or2).
-func (r *statusRecorder) CloseNotify() <-chan bool {
-	//lint:ignore SA1019 upstream's writer wrappers still require it
-	if n, ok := r.ResponseWriter.(http.CloseNotifier); ok {
-		return n.CloseNotify()
-	}
-	return make(chan bool)
-}
-
-// Hijack passes the connection on for upgraded requests (pods/exec,
-// attach, portforward); they count as 101.
-func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	h, ok := r.ResponseWriter.(http.Hijacker)
-	if !ok {
-		return nil, nil, fmt.Errorf("response writer %T cannot be hijacked", r.ResponseWriter)
-	}
-	r.code = http.StatusSwitchingProtocols
-	return h.Hijack()
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
+// metricsHandler serves berth's own series (reg) with those upstream's
+// packages register in k8s.io/component-base's registry: the request,
+// priority-and-fairness and admission webhook metrics kube-apiserver serves, and
+// the process and Go runtime collectors.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	flowcontrolmetrics.Register()
+	return promhttp.HandlerFor(prometheus.Gatherers{reg, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{})
 }

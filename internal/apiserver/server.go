@@ -276,11 +276,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	var handler http.Handler = mux
 	if cfg.Metrics != nil {
 		mux.Handle("/metrics", metricsHandler(cfg.Metrics))
-		requests, err := newRequestMetrics(cfg.Metrics)
-		if err != nil {
-			return nil, err
-		}
-		handler = requests.instrument(handler)
+		handler = instrument(handler)
 	}
 	handler = filters.WithAuthorization(handler, cfg.Authorizer, c.negotiated)
 	handler = withRequestLimits(handler, &cfg, api.objectStats)

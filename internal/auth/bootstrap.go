@@ -110,18 +110,22 @@ func BootstrapPolicy() []Binding {
 			// and the namespace-controller's, which empties namespaces of them.
 			rule([]string{"get", "list", "watch", "patch", "update", "delete", "deletecollection"}, "*", "*"),
 		), Users: []string{ControllerUser}},
-		// kubeadm's system:coredns role: what CoreDNS's kubernetes plugin
-		// lists and watches to answer for the cluster domain.
-		{Role: clusterRole(CoreDNSUser,
-			rule([]string{"list", "watch"}, "", "endpoints", "services", "pods", "namespaces"),
-			rule([]string{"list", "watch"}, "discovery.k8s.io", "endpointslices"),
-		), Users: []string{CoreDNSUser}},
+		{Role: CoreDNSRole(), Users: []string{CoreDNSUser}},
 		// No system:node role: nodes get what the Node authorizer
 		// (internal/auth/node) grants each of them, and by group only
 		// upstream's system:node-proxier, because every agent runs
 		// kube-proxy's proxier as itself (internal/agent/proxy).
 		NodeProxierBinding(),
 	}
+}
+
+// CoreDNSRole is kubeadm's system:coredns role: what CoreDNS's kubernetes
+// plugin lists and watches to answer for the cluster domain.
+func CoreDNSRole() rbacv1.ClusterRole {
+	return clusterRole(CoreDNSUser,
+		rule([]string{"list", "watch"}, "", "endpoints", "services", "pods", "namespaces"),
+		rule([]string{"list", "watch"}, "discovery.k8s.io", "endpointslices"),
+	)
 }
 
 // NodeProxierBinding is upstream's system:node-proxier ClusterRole (the

@@ -80,7 +80,7 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}})
 	}})
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return clusterroleaggregation.New(clusterroleaggregation.Config{Client: client, Logger: c.Logger.With("component", "clusterrole-aggregation")}).Run(ctx)
+		return clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Logger: c.Logger.With("component", "clusterrole-aggregation")})
 	}})
 	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)

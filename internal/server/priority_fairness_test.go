@@ -24,6 +24,7 @@ import (
 
 	"github.com/berth/berth/internal/server"
 	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/promscrape"
 	"github.com/berth/berth/internal/testkit/wait"
 )
 
@@ -123,6 +124,20 @@ func TestPriorityAndFairnessClassifiesAndLimits(t *testing.T) {
 	dump := admin.do(t, http.MethodGet, "/debug/api_priority_and_fairness/dump_priority_levels", "")
 	if dump.StatusCode != http.StatusOK || !strings.Contains(dump.body, "\napf-test,") {
 		t.Fatalf("priority level dump: %d %q, want a row for apf-test", dump.StatusCode, dump.body)
+	}
+	// kube-apiserver's priority-and-fairness metrics show it too.
+	metrics, err := promscrape.Get(admin.client, admin.url+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, atLeast := range map[string]float64{
+		"apiserver_flowcontrol_rejected_requests_total":   1,
+		"apiserver_flowcontrol_dispatched_requests_total": float64(held),
+		"apiserver_flowcontrol_current_executing_seats":   float64(held),
+	} {
+		if got, _ := metrics.Value(name, map[string]string{"priority_level": "apf-test"}); got < atLeast {
+			t.Errorf("%s{priority_level=apf-test} = %v with %d creates held and one refused, want at least %v", name, got, held, atLeast)
+		}
 	}
 	hook.release()
 	releaseDeadline := time.After(30 * time.Second)

@@ -6,12 +6,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/berth/berth/internal/agent/cri"
 	testcri "github.com/berth/berth/internal/testkit/cri"
+	"github.com/berth/berth/internal/testkit/promscrape"
 )
 
 // TestMetricsEndpoint serves a registry holding the Go collector and the
@@ -38,7 +36,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if _, ok := before["go_goroutines"]; !ok {
 		t.Error("no go_goroutines: the registry passed in is not the one served")
 	}
-	listsBefore := counter(before, "berth_agent_cri_operations_total", "operation", "ListContainers")
+	listsBefore, _ := before.Value("berth_agent_cri_operations_total", map[string]string{"operation": "ListContainers"})
 
 	resp, err := s.admin().Get(s.base + "/containerLogs/default/no-such-pod/c")
 	if err != nil {
@@ -49,7 +47,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatalf("logs of a missing container: %d, want 404", resp.StatusCode)
 	}
 	after := scrape(t, s.admin(), s.base)
-	if got := counter(after, "berth_agent_cri_operations_total", "operation", "ListContainers"); got != listsBefore+1 {
+	if got, _ := after.Value("berth_agent_cri_operations_total", map[string]string{"operation": "ListContainers"}); got != listsBefore+1 {
 		t.Errorf("ListContainers calls %v after one log lookup, want %v", got, listsBefore+1)
 	}
 
@@ -68,34 +66,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 }
 
-// scrape reads /metrics in the Prometheus text format.
-func scrape(t *testing.T, c *http.Client, base string) map[string]*dto.MetricFamily {
+// scrape reads /metrics.
+func scrape(t *testing.T, c *http.Client, base string) promscrape.Families {
 	t.Helper()
-	resp, err := c.Get(base + "/metrics")
+	families, err := promscrape.Get(c, base+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %d", resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("/metrics is not Prometheus text: %v", err)
-	}
 	return families
-}
-
-// counter is the value of the series of family name whose label has value
-// (0 when there is none yet).
-func counter(families map[string]*dto.MetricFamily, name, label, value string) float64 {
-	for _, m := range families[name].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label && l.GetValue() == value {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -13,15 +12,7 @@ import (
 // client CA, and nothing else through the default Roles.
 func TestNodesReadOnlyTheClientCAConfigMap(t *testing.T) {
 	t.Parallel()
-	roles, bindings := DefaultNamespacedPolicy()
-	var objs []runtime.Object
-	for _, r := range roles {
-		objs = append(objs, r)
-	}
-	for _, b := range bindings {
-		objs = append(objs, b)
-	}
-	authz := NewAuthorizer(listersOf(t, objs...), func() bool { return true })
+	authz := NewAuthorizer(listersOf(t, defaultPolicyObjects()...), func() bool { return true })
 	node := &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes", user.AllAuthenticated}}
 	named := func(u user.Info, verb, namespace, name string) authorizer.AttributesRecord {
 		a := request(u, verb, "configmaps", namespace)

@@ -2,12 +2,13 @@ package rbac
 
 import (
 	"slices"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 
 	"github.com/berth/berth/internal/auth"
 )
@@ -20,162 +21,123 @@ const (
 	BootstrappersGroup = "system:bootstrappers"
 )
 
-// DefaultPolicy is the default ClusterRoles and ClusterRoleBindings the
-// server creates as objects: the in-code bootstrap policy (auth.BootstrapPolicy,
-// which also authorizes berth's components before any object exists) and
-// the roles users expect of a Kubernetes cluster. Nodes get one binding,
-// system:node-proxier to system:nodes (auth.NodeProxierBinding); for the
-// rest the Node authorizer decides.
-func DefaultPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
-	var roles []*rbacv1.ClusterRole
-	var bindings []*rbacv1.ClusterRoleBinding
-	for _, b := range append(auth.BootstrapPolicy(), userFacingPolicy()...) {
-		role := b.Role.DeepCopy()
-		role.Labels = labels.Merge(role.Labels, defaultsLabels())
-		roles = append(roles, role)
-		if len(b.Users)+len(b.Groups) == 0 {
-			continue
-		}
-		bindings = append(bindings, defaultBinding(role.Name, b.Users, b.Groups))
-	}
-	return roles, bindings
+// Policy is a default RBAC policy: cluster-wide roles and bindings, and
+// namespaced ones by namespace.
+type Policy struct {
+	ClusterRoles        []rbacv1.ClusterRole
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
+	Roles               map[string][]rbacv1.Role
+	RoleBindings        map[string][]rbacv1.RoleBinding
 }
 
-// DefaultNamespacedPolicy is the default Roles and RoleBindings: upstream's
-// extension-apiserver-authentication-reader in kube-system (read of exactly
-// the ConfigMap where the API server publishes its client CA), bound to
-// nodes, whose agents verify with that CA who calls their node server.
-func DefaultNamespacedPolicy() ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
-	const name = "extension-apiserver-authentication-reader"
-	meta := metav1.ObjectMeta{Name: name, Namespace: auth.ClientCAConfigMapNamespace, Labels: defaultsLabels()}
-	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{
-		Verbs: readVerbs, APIGroups: core, Resources: []string{"configmaps"}, ResourceNames: []string{auth.ClientCAConfigMapName},
-	}}}
-	meta.Name = "berth:nodes:" + name
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: meta,
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: auth.NodesGroup}},
+// DefaultPolicy is kube-apiserver's default RBAC policy (upstream's
+// bootstrappolicy: its ClusterRoles, the controllers' roles, their
+// bindings and the kube-system and kube-public Roles) plus what berth's
+// own parts need as objects: CoreDNS's role (kubeadm's system:coredns,
+// bound to the server's in-process CoreDNS), and for nodes, whose agents
+// run kube-proxy's proxier and join with bootstrap tokens, the node-proxier,
+// node-bootstrapper and client-CA reader bindings kubeadm makes.
+// auth.BootstrapPolicy, which authorizes berth's components before any
+// object exists, is not among them: it is in code only.
+func DefaultPolicy() *Policy {
+	p := &Policy{
+		ClusterRoles:        append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...),
+		ClusterRoleBindings: append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...),
+		Roles:               bootstrappolicy.NamespaceRoles(),
+		RoleBindings:        bootstrappolicy.NamespaceRoleBindings(),
 	}
-	return []*rbacv1.Role{role}, []*rbacv1.RoleBinding{binding}
+	p.ClusterRoles = append(p.ClusterRoles, labelled(auth.CoreDNSRole()))
+	p.ClusterRoleBindings = append(p.ClusterRoleBindings,
+		clusterBinding(auth.CoreDNSUser, auth.CoreDNSUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: auth.CoreDNSUser}),
+		clusterBinding("berth:nodes:node-proxier", "system:node-proxier", nodes),
+		clusterBinding("berth:node-bootstrapper", "system:node-bootstrapper",
+			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: BootstrappersGroup}))
+	const reader = "extension-apiserver-authentication-reader"
+	p.RoleBindings = cloneRoleBindings(p.RoleBindings)
+	p.RoleBindings[auth.ClientCAConfigMapNamespace] = append(p.RoleBindings[auth.ClientCAConfigMapNamespace], rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "berth:nodes:" + reader, Namespace: auth.ClientCAConfigMapNamespace, Labels: defaultsLabels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: reader},
+		Subjects:   []rbacv1.Subject{nodes},
+	})
+	return p
+}
+
+// nodes is every node's group: what the Node authorizer does not grant
+// them, these bindings do.
+var nodes = rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: auth.NodesGroup}
+
+func labelled(r rbacv1.ClusterRole) rbacv1.ClusterRole {
+	r.Labels = defaultsLabels()
+	return r
 }
 
 func defaultsLabels() map[string]string {
 	return map[string]string{BootstrappingLabel: BootstrappingValue}
 }
 
-func defaultBinding(role string, users, groups []string) *rbacv1.ClusterRoleBinding {
-	b := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role, Labels: defaultsLabels()},
+func clusterBinding(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
+	return rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: defaultsLabels()},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   subjects,
 	}
-	for _, u := range users {
-		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
-	}
-	for _, g := range groups {
-		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
-	}
-	return b
 }
 
-func rule(verbs []string, groups []string, resources ...string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+// cloneRoleBindings copies the map so that appending to one namespace's
+// list leaves upstream's untouched.
+func cloneRoleBindings(in map[string][]rbacv1.RoleBinding) map[string][]rbacv1.RoleBinding {
+	out := make(map[string][]rbacv1.RoleBinding, len(in))
+	for ns, bindings := range in {
+		out[ns] = append([]rbacv1.RoleBinding(nil), bindings...)
+	}
+	return out
 }
 
-func role(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
-	return rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+// aggregatedDefaults are the default roles with an aggregationRule (admin,
+// edit, view), their rules already filled from the default roles their
+// selectors match, in the order upstream's clusterrole-aggregation
+// controller writes them (matched roles by name, each rule once); chained
+// aggregation (view into edit into admin) settles in as many passes as the
+// chain is long. The controller's own code is unexported, hence this copy.
+func aggregatedDefaults(roles []rbacv1.ClusterRole) []rbacv1.ClusterRole {
+	roles = slices.Clone(roles)
+	slices.SortFunc(roles, func(a, b rbacv1.ClusterRole) int { return strings.Compare(a.Name, b.Name) })
+	for range roles {
+		changed := false
+		for i := range roles {
+			if roles[i].AggregationRule == nil {
+				continue
+			}
+			if rules := aggregate(roles, roles[i]); !equality.Semantic.DeepEqual(rules, roles[i].Rules) {
+				roles[i].Rules, changed = rules, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	return slices.DeleteFunc(roles, func(r rbacv1.ClusterRole) bool { return r.AggregationRule == nil })
 }
 
-// aggregatedRole gathers the rules of the roles labelled selectLabel.
-func aggregatedRole(name, selectLabel string, labels map[string]string, rules []rbacv1.PolicyRule) rbacv1.ClusterRole {
-	r := role(name, rules...)
-	r.Labels = labels
-	r.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{selectLabel: "true"}}}}
-	return r
-}
-
-// labelledRole adds its rules to the aggregated role selecting label.
-func labelledRole(name, label string, rules []rbacv1.PolicyRule) rbacv1.ClusterRole {
-	r := role(name, rules...)
-	r.Labels = map[string]string{label: "true"}
-	return r
-}
-
-var (
-	readVerbs  = []string{"get", "list", "watch"}
-	writeVerbs = []string{"create", "delete", "deletecollection", "patch", "update"}
-	core       = []string{""}
-	// workloadGroups are the groups of upstream's aggregated user roles
-	// beyond core: listed so the roles keep their meaning as berth serves
-	// more of the API.
-	workloadGroups = []string{"apps", "batch", "autoscaling", "policy", "networking.k8s.io", "discovery.k8s.io"}
-)
-
-// Labels of upstream's aggregated user roles: a ClusterRole carrying one
-// adds its rules to admin, edit or view (internal/controller/clusterroleaggregation).
-const (
-	AggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
-	AggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
-	AggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
-)
-
-// userFacingPolicy is upstream's cluster-admin, admin, edit and view,
-// system:public-info-viewer, system:service-account-issuer-discovery and
-// system:node-bootstrapper. As upstream,
-// view reads no Secrets, edit adds writes and Secrets, admin adds namespace
-// RBAC; and as upstream, admin, edit and view are aggregated: their rules
-// come from the system:aggregate-to-* roles (view is itself aggregated into
-// edit, edit into admin), so a role labelled aggregate-to-view extends all
-// three. Their rules are written already aggregated, in the controller's
-// order, so they grant from the first moment, before the controller runs.
-func userFacingPolicy() []auth.Binding {
-	view := []rbacv1.PolicyRule{
-		rule(readVerbs, core, "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "pods",
-			"replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status",
-			"bindings", "events", "limitranges", "namespaces/status", "pods/log", "pods/status",
-			"replicationcontrollers/status", "resourcequotas", "resourcequotas/status", "namespaces"),
-		rule(readVerbs, workloadGroups, "*"),
+// aggregate is the rules of the roles (sorted by name) that role's
+// selectors match.
+func aggregate(roles []rbacv1.ClusterRole, role rbacv1.ClusterRole) []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{}
+	for i := range role.AggregationRule.ClusterRoleSelectors {
+		selector, err := metav1.LabelSelectorAsSelector(&role.AggregationRule.ClusterRoleSelectors[i])
+		if err != nil {
+			continue // upstream's selectors are valid
+		}
+		for _, r := range roles {
+			if r.Name == role.Name || !selector.Matches(labels.Set(r.Labels)) {
+				continue
+			}
+			for _, rule := range r.Rules {
+				if !slices.ContainsFunc(rules, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
+					rules = append(rules, rule)
+				}
+			}
+		}
 	}
-	toEdit := []rbacv1.PolicyRule{
-		rule(append(slices.Clone(readVerbs), writeVerbs...), core, "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy",
-			"configmaps", "endpoints", "persistentvolumeclaims", "replicationcontrollers", "replicationcontrollers/scale",
-			"secrets", "serviceaccounts", "services", "services/proxy"),
-		rule([]string{"create"}, core, "pods/eviction", "serviceaccounts/token"),
-		rule([]string{"impersonate"}, core, "serviceaccounts"),
-		rule(writeVerbs, workloadGroups, "*"),
-	}
-	toAdmin := []rbacv1.PolicyRule{
-		rule(append(slices.Clone(readVerbs), writeVerbs...), []string{rbacv1.GroupName}, "roles", "rolebindings"),
-		rule([]string{"create"}, []string{"authorization.k8s.io"}, "localsubjectaccessreviews"),
-	}
-	// The aggregated roles' rules in the controller's order: the selected
-	// roles' rules by role name ("edit" < "system:aggregate-to-admin";
-	// "system:aggregate-to-edit" < "view").
-	edit := append(slices.Clone(toEdit), view...)
-	admin := append(slices.Clone(edit), toAdmin...)
-	return []auth.Binding{
-		{Role: role("cluster-admin",
-			rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
-			rbacv1.PolicyRule{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
-		), Groups: []string{auth.MastersGroup}},
-		// Sources before the roles that aggregate them, so that each is
-		// created already equal to what the controller computes.
-		{Role: labelledRole("system:aggregate-to-admin", AggregateToAdmin, toAdmin)},
-		{Role: labelledRole("system:aggregate-to-edit", AggregateToEdit, toEdit)},
-		{Role: labelledRole("system:aggregate-to-view", AggregateToView, view)},
-		{Role: aggregatedRole("view", AggregateToView, map[string]string{AggregateToEdit: "true"}, view)},
-		{Role: aggregatedRole("edit", AggregateToEdit, map[string]string{AggregateToAdmin: "true"}, edit)},
-		{Role: aggregatedRole("admin", AggregateToAdmin, nil, admin)},
-		{Role: role("system:public-info-viewer", rbacv1.PolicyRule{Verbs: []string{"get"},
-			NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}}),
-			Groups: []string{user.AllAuthenticated, user.AllUnauthenticated}},
-		// Service-account tokens' relying parties read the issuer's OIDC
-		// discovery (internal/auth/serviceaccount.NewOpenIDMetadata).
-		{Role: role("system:service-account-issuer-discovery", rbacv1.PolicyRule{Verbs: []string{"get"},
-			NonResourceURLs: []string{"/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"}}),
-			Groups: []string{serviceaccount.AllServiceAccountsGroup}},
-		{Role: role("system:node-bootstrapper",
-			rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests"),
-		), Groups: []string{BootstrappersGroup}},
-	}
+	return rules
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,14 +93,14 @@ func startBerthIn(t *testing.T, dataDir string) *berth {
 // (labelled as the server's), so tests start from the whole policy.
 func defaultsInPlace(c kubernetes.Interface) bool {
 	ctx := context.Background()
-	roles, bindings := rbac.DefaultPolicy()
-	for _, r := range roles {
+	p := rbac.DefaultPolicy()
+	for _, r := range p.ClusterRoles {
 		got, err := c.RbacV1().ClusterRoles().Get(ctx, r.Name, metav1.GetOptions{})
 		if err != nil || got.Labels[rbac.BootstrappingLabel] != rbac.BootstrappingValue {
 			return false
 		}
 	}
-	for _, b := range bindings {
+	for _, b := range p.ClusterRoleBindings {
 		if _, err := c.RbacV1().ClusterRoleBindings().Get(ctx, b.Name, metav1.GetOptions{}); err != nil {
 			return false
 		}
@@ -325,31 +326,47 @@ func TestServiceAccountTokenBoundToPod(t *testing.T) {
 	})
 }
 
-// The default roles are created when missing and otherwise left as the
-// operator made them, across restarts.
-func TestDefaultRolesKeepOperatorChanges(t *testing.T) {
+// TestDefaultRolesAreReconciledAsUpstream restarts the server on an
+// operator's changes to the default policy: as kube-apiserver's
+// rbac/bootstrap-roles hook, it gives a default role back the rules it
+// lost but keeps the ones the operator added, leaves a role annotated
+// autoupdate=false exactly as it is, and creates a deleted default binding
+// again.
+func TestDefaultRolesAreReconciledAsUpstream(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
 	b := startBerthIn(t, dataDir)
 	ctx := context.Background()
-	// view is aggregated, as upstream's: the operator changes its source,
-	// system:aggregate-to-view, and view follows.
-	source, err := b.admin.RbacV1().ClusterRoles().Get(ctx, "system:aggregate-to-view", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	getPods := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}
+	getWidgets := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}
+	listConfigMaps := rbacv1.PolicyRule{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}
+	change := func(name string, rules []rbacv1.PolicyRule, annotations map[string]string) {
+		role, err := b.admin.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		role.Rules, role.Annotations = rules, annotations
+		if _, err := b.admin.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	source.Rules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
-	if _, err := b.admin.RbacV1().ClusterRoles().Update(ctx, source, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// view and edit are aggregated, as upstream's: the operator changes
+	// their sources.
+	change("system:aggregate-to-view", []rbacv1.PolicyRule{getPods, getWidgets}, nil)
+	change("system:aggregate-to-edit", []rbacv1.PolicyRule{getPods}, map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "false"})
 	if err := b.admin.RbacV1().ClusterRoleBindings().Delete(ctx, "system:public-info-viewer", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	onlyGetPods := func(role string) bool {
+	rulesOf := func(role string) []rbacv1.PolicyRule {
 		r, err := b.admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
-		return err == nil && len(r.Rules) == 1 && r.Rules[0].Resources[0] == "pods" && r.Rules[0].Verbs[0] == "get" && len(r.Rules[0].Verbs) == 1
+		if err != nil {
+			return nil
+		}
+		return r.Rules
 	}
-	wait.Until(t, 2*time.Minute, "view to follow its changed source", func() bool { return onlyGetPods("view") })
+	wait.Until(t, 2*time.Minute, "view to follow its changed source", func() bool {
+		return len(rulesOf("view")) == 2 && !covers(rulesOf("view"), listConfigMaps)
+	})
 	b.stop()
 
 	b = startBerthIn(t, dataDir)
@@ -357,12 +374,21 @@ func TestDefaultRolesKeepOperatorChanges(t *testing.T) {
 		_, err := b.admin.RbacV1().ClusterRoleBindings().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
 		return err == nil
 	})
-	for _, role := range []string{"system:aggregate-to-view", "view"} {
-		if !onlyGetPods(role) {
-			r, _ := b.admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
-			t.Errorf("the operator's change to %s was overwritten: %+v", role, r.Rules)
-		}
+	wait.Until(t, 2*time.Minute, "view to have its default rules back and the operator's added rule", func() bool {
+		view := rulesOf("view")
+		return covers(view, listConfigMaps) && covers(view, getWidgets)
+	})
+	if edit := rulesOf("system:aggregate-to-edit"); len(edit) != 1 || !covers(edit, getPods) {
+		t.Errorf("system:aggregate-to-edit, annotated autoupdate=false, was changed at the restart: %+v", edit)
 	}
+}
+
+// covers reports whether one of rules grants every verb of want on all of
+// its resources in its group.
+func covers(rules []rbacv1.PolicyRule, want rbacv1.PolicyRule) bool {
+	return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, want.APIGroups[0]) && slices.Contains(r.Resources, want.Resources[0]) && slices.Contains(r.Verbs, want.Verbs[0])
+	})
 }
 
 // watchPodsAcrossNamespaces watches pods in all namespaces as the client

@@ -52,6 +52,38 @@ func clusterRole(name string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
 func podReader() rbacv1.PolicyRule { return rule(readVerbs, core, "pods") }
 
 var (
+	readVerbs = []string{"get", "list", "watch"}
+	core      = []string{""}
+)
+
+func rule(verbs []string, groups []string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+}
+
+// defaultPolicyObjects is every object of DefaultPolicy.
+func defaultPolicyObjects() []runtime.Object {
+	p := DefaultPolicy()
+	var objs []runtime.Object
+	for i := range p.ClusterRoles {
+		objs = append(objs, &p.ClusterRoles[i])
+	}
+	for i := range p.ClusterRoleBindings {
+		objs = append(objs, &p.ClusterRoleBindings[i])
+	}
+	for _, roles := range p.Roles {
+		for i := range roles {
+			objs = append(objs, &roles[i])
+		}
+	}
+	for _, bindings := range p.RoleBindings {
+		for i := range bindings {
+			objs = append(objs, &bindings[i])
+		}
+	}
+	return objs
+}
+
+var (
 	monitor = &user.DefaultInfo{Name: "monitor", Groups: []string{user.AllAuthenticated}}
 	alice   = &user.DefaultInfo{Name: "alice", Groups: []string{"devs", user.AllAuthenticated}}
 	robot   = &user.DefaultInfo{Name: "system:serviceaccount:team:robot", Groups: []string{"system:serviceaccounts"}}
@@ -128,12 +160,18 @@ func TestAuthorizerHasNoOpinionUntilSynced(t *testing.T) {
 	}
 }
 
+// TestDefaultPolicyBindsAsUpstream checks the default policy as objects:
+// upstream's roles and bindings, each labelled as the server's, with
+// berth's additions for nodes and bootstrap tokens.
 func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
 	t.Parallel()
-	roles, bindings := DefaultPolicy()
-	objs := []runtime.Object{}
+	objs := defaultPolicyObjects()
 	names := map[string]bool{}
-	for _, r := range roles {
+	for _, o := range objs {
+		r, ok := o.(*rbacv1.ClusterRole)
+		if !ok {
+			continue
+		}
 		if r.Labels[BootstrappingLabel] != BootstrappingValue {
 			t.Errorf("role %s lacks the bootstrapping label", r.Name)
 		}
@@ -141,22 +179,21 @@ func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
 			t.Errorf("role %s defined twice", r.Name)
 		}
 		names[r.Name] = true
-		objs = append(objs, r)
 	}
-	for _, want := range []string{"cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery",
-		"system:public-info-viewer", "system:kube-scheduler", "system:node-bootstrapper", "system:node-proxier"} {
+	for _, want := range []string{"cluster-admin", "admin", "edit", "view", "system:aggregate-to-edit", "system:basic-user", "system:discovery",
+		"system:public-info-viewer", "system:kube-scheduler", "system:node-bootstrapper", "system:node-proxier",
+		"system:controller:deployment-controller", "system:coredns"} {
 		if !names[want] {
 			t.Errorf("default role %s missing", want)
 		}
-	}
-	for _, b := range bindings {
-		objs = append(objs, b)
 	}
 	authz := NewAuthorizer(listersOf(t, objs...), func() bool { return true })
 	anonymous := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
 	bootstrapper := &user.DefaultInfo{Name: "system:bootstrap:abcdef", Groups: []string{BootstrappersGroup, user.AllAuthenticated}}
 	admin := &user.DefaultInfo{Name: "root", Groups: []string{"system:masters"}}
 	node := &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes", user.AllAuthenticated}}
+	deploymentController := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:deployment-controller",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", user.AllAuthenticated}}
 	cases := []struct {
 		name  string
 		attrs authorizer.AttributesRecord
@@ -172,6 +209,8 @@ func TestDefaultPolicyBindsAsUpstream(t *testing.T) {
 		{"nodes get no RBAC role (the Node authorizer decides)", request(node, "get", "secrets", "default"), false},
 		{"nodes are bound to system:node-proxier", authorizer.AttributesRecord{User: node, Verb: "watch", APIGroup: "discovery.k8s.io", Resource: "endpointslices", ResourceRequest: true}, true},
 		{"authenticated users read no pods", request(monitor, "list", "pods", ""), false},
+		{"the deployment controller's account scales replica sets", authorizer.AttributesRecord{User: deploymentController, Verb: "update", APIGroup: "apps", Resource: "replicasets", Namespace: "default", ResourceRequest: true}, true},
+		{"the deployment controller's account reads no secrets", request(deploymentController, "get", "secrets", "default"), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,4 +369,52 @@ func bindUsers(name, role string, users ...string) *rbacv1.ClusterRoleBinding {
 		b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u})
 	}
 	return b
+}
+
+// TestAggregatedDefaultsGrantFromCreation binds the admin, edit and view
+// roles as EnsureDefaults first creates them, before any aggregation
+// controller runs: each grants what upstream's aggregated role grants.
+func TestAggregatedDefaultsGrantFromCreation(t *testing.T) {
+	t.Parallel()
+	var objs []runtime.Object
+	aggregated := aggregatedDefaults(DefaultPolicy().ClusterRoles)
+	for i := range aggregated {
+		objs = append(objs, &aggregated[i])
+	}
+	if len(aggregated) != 3 {
+		t.Errorf("aggregated default roles: %d, want admin, edit and view", len(aggregated))
+	}
+	for _, name := range []string{"admin", "edit", "view"} {
+		objs = append(objs, bindUsers(name, name, name+"-user"))
+	}
+	authz := NewAuthorizer(listersOf(t, objs...), func() bool { return true })
+	as := func(name string) user.Info {
+		return &user.DefaultInfo{Name: name + "-user", Groups: []string{user.AllAuthenticated}}
+	}
+	apps := func(u user.Info, verb, resource string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: "apps", Resource: resource, Namespace: "default", ResourceRequest: true}
+	}
+	cases := []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		allow bool
+	}{
+		{"view lists configmaps", request(as("view"), "list", "configmaps", "default"), true},
+		{"view reads no secrets", request(as("view"), "get", "secrets", "default"), false},
+		{"view creates no deployments", apps(as("view"), "create", "deployments"), false},
+		{"edit creates deployments", apps(as("edit"), "create", "deployments"), true},
+		{"edit lists configmaps (view's rules)", request(as("edit"), "list", "configmaps", "default"), true},
+		{"edit binds no roles", authorizer.AttributesRecord{User: as("edit"), Verb: "create", APIGroup: rbacv1.GroupName, Resource: "rolebindings", Namespace: "default", ResourceRequest: true}, false},
+		{"admin binds roles", authorizer.AttributesRecord{User: as("admin"), Verb: "create", APIGroup: rbacv1.GroupName, Resource: "rolebindings", Namespace: "default", ResourceRequest: true}, true},
+		{"admin scales statefulsets (edit's rules)", authorizer.AttributesRecord{User: as("admin"), Verb: "update", APIGroup: "apps", Resource: "statefulsets", Subresource: "scale", Namespace: "default", ResourceRequest: true}, true},
+	}
+	for _, tc := range cases {
+		d, _, err := authz.Authorize(context.Background(), tc.attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d == authorizer.DecisionAllow; got != tc.allow {
+			t.Errorf("%s: allowed = %v, want %v", tc.name, got, tc.allow)
+		}
+	}
 }

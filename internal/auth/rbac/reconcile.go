@@ -2,59 +2,110 @@ package rbac
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-helpers/auth/rbac/reconciliation"
 )
 
-// EnsureDefaults creates each default ClusterRole and ClusterRoleBinding,
-// and each default Role and RoleBinding, that does not exist. Existing ones
-// are left exactly as they are: an operator's change to a default role (or
-// its deletion and re-creation with other rules) is theirs to keep.
+// EnsureDefaults puts the default policy in place as kube-apiserver's
+// rbac/bootstrap-roles hook does, with upstream's reconciliation: missing
+// roles and bindings are created, default ones lacking a rule or subject
+// get it back unless annotated rbac.authorization.kubernetes.io/autoupdate
+// =false, and nothing an operator added is removed. It is not the hook
+// itself because the hook polls for 30 seconds whatever its context, and
+// berth stops its loops with the server; the hook's migrations of clusters
+// older than upstream's aggregated and split roles have nothing to migrate
+// on berth, whose data never had that form.
+//
+// One step is berth's: admin, edit and view, when they do not exist yet,
+// are created with their aggregated rules once the roles they aggregate
+// exist, so they grant from the start instead of a moment later, once the
+// aggregation controller has run. Existing ones are left to the controller.
+// client must be privileged (system:masters).
 func EnsureDefaults(ctx context.Context, client kubernetes.Interface, log *slog.Logger) error {
-	roles, bindings := DefaultPolicy()
-	created := 0
-	for _, r := range roles {
-		_, err := client.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
-		if err := tally(err, &created); err != nil {
-			return fmt.Errorf("default clusterrole %s: %w", r.Name, err)
+	p := DefaultPolicy()
+	var errs []error
+	run := func(kind, name string, reconcile func() error) {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := retry.OnError(retry.DefaultBackoff, conflictOrUnavailable, reconcile); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", kind, name, err))
 		}
 	}
-	for _, b := range bindings {
-		_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
-		if err := tally(err, &created); err != nil {
-			return fmt.Errorf("default clusterrolebinding %s: %w", b.Name, err)
+	clusterRoles := client.RbacV1().ClusterRoles()
+	for _, aggregating := range []bool{false, true} {
+		for i := range p.ClusterRoles {
+			role := &p.ClusterRoles[i]
+			if (role.AggregationRule != nil) != aggregating {
+				continue
+			}
+			run("clusterrole", role.Name, func() error {
+				return reconcileRole(reconciliation.ClusterRoleRuleOwner{ClusterRole: role}, reconciliation.ClusterRoleModifier{Client: clusterRoles})
+			})
+		}
+		if !aggregating {
+			for _, role := range aggregatedDefaults(p.ClusterRoles) {
+				run("clusterrole", role.Name, func() error {
+					_, err := clusterRoles.Create(ctx, &role, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
+					if apierrors.IsAlreadyExists(err) {
+						return nil
+					}
+					return err
+				})
+			}
 		}
 	}
-	nsRoles, nsBindings := DefaultNamespacedPolicy()
-	for _, r := range nsRoles {
-		_, err := client.RbacV1().Roles(r.Namespace).Create(ctx, r, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
-		if err := tally(err, &created); err != nil {
-			return fmt.Errorf("default role %s/%s: %w", r.Namespace, r.Name, err)
+	for i := range p.ClusterRoleBindings {
+		b := &p.ClusterRoleBindings[i]
+		run("clusterrolebinding", b.Name, func() error {
+			return reconcileBinding(reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b},
+				reconciliation.ClusterRoleBindingClientAdapter{Client: client.RbacV1().ClusterRoleBindings()})
+		})
+	}
+	for _, roles := range p.Roles {
+		for i := range roles {
+			r := &roles[i]
+			run("role", r.Namespace+"/"+r.Name, func() error {
+				return reconcileRole(reconciliation.RoleRuleOwner{Role: r}, reconciliation.RoleModifier{Client: client.RbacV1(), NamespaceClient: client.CoreV1().Namespaces()})
+			})
 		}
 	}
-	for _, b := range nsBindings {
-		_, err := client.RbacV1().RoleBindings(b.Namespace).Create(ctx, b, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
-		if err := tally(err, &created); err != nil {
-			return fmt.Errorf("default rolebinding %s/%s: %w", b.Namespace, b.Name, err)
+	for _, bindings := range p.RoleBindings {
+		for i := range bindings {
+			b := &bindings[i]
+			run("rolebinding", b.Namespace+"/"+b.Name, func() error {
+				return reconcileBinding(reconciliation.RoleBindingAdapter{RoleBinding: b},
+					reconciliation.RoleBindingClientAdapter{Client: client.RbacV1(), NamespaceClient: client.CoreV1().Namespaces()})
+			})
 		}
 	}
-	log.Info("default RBAC policy in place", "created", created, "roles", len(roles)+len(nsRoles), "bindings", len(bindings)+len(nsBindings))
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return fmt.Errorf("default RBAC policy: %w", err)
+	}
+	log.Info("default RBAC policy in place", "clusterroles", len(p.ClusterRoles), "clusterrolebindings", len(p.ClusterRoleBindings))
 	return nil
 }
 
-// tally counts a successful create; an existing object is no error.
-func tally(err error, created *int) error {
-	switch {
-	case err == nil:
-		*created++
-		return nil
-	case apierrors.IsAlreadyExists(err):
-		return nil
-	default:
-		return err
-	}
+func reconcileRole(role reconciliation.RuleOwner, client reconciliation.RuleOwnerModifier) error {
+	opts := reconciliation.ReconcileRoleOptions{Role: role, Client: client, Confirm: true}
+	_, err := opts.Run()
+	return err
+}
+
+func reconcileBinding(binding reconciliation.RoleBinding, client reconciliation.RoleBindingModifier) error {
+	opts := reconciliation.ReconcileRoleBindingOptions{RoleBinding: binding, Client: client, Confirm: true}
+	_, err := opts.Run()
+	return err
+}
+
+// conflictOrUnavailable is what upstream's hook retries a reconcile on.
+func conflictOrUnavailable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsServiceUnavailable(err)
 }

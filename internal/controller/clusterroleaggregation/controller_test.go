@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
+	"github.com/berth/berth/internal/informeropts"
 	"github.com/berth/berth/internal/testkit/apitest"
 	"github.com/berth/berth/internal/testkit/wait"
 )
@@ -27,7 +28,7 @@ func start(t *testing.T) kubernetes.Interface {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- clusterroleaggregation.New(clusterroleaggregation.Config{Client: client, Logger: apitest.Logger(t)}).Run(ctx)
+		done <- clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Logger: apitest.Logger(t)})
 	}()
 	t.Cleanup(func() {
 		cancel()
