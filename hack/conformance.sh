@@ -59,9 +59,6 @@ NODE_LINK=bcp$$
 # What the joined nodes' agents need to match the server's local node.
 CLUSTER_CIDR=10.88.0.0/16
 SERVICE_CIDR=10.96.0.0/12
-# The nodes report no disk pressure (the defaults without nodefs.available, as
-# kind configures its nodes): the run shares the disk of the machine running it.
-EVICTION_HARD="memory.available<100Mi,pid.available<10%"
 RUNTIME_HANDLER=test-handler
 
 preflight_check=1 focus="" skip="" shard="" list="" procs=2 nodes=1 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
@@ -171,7 +168,7 @@ start_joined_node() {
   [[ -S "$dir/runtime.sock" ]] || { tail -n 20 "$dir/runtime.log" >&2; return 1; }
   nsenter --net="/run/netns/$JOINED_NETNS" -- "$BERTH_BIN" agent --server "https://$NODE_IP:$port" --token "$token" \
     --node-name "$JOINED_NAME" --node-ip "$JOINED_IP" --data-dir "$dir/agent" --runtime-endpoint "unix://$dir/runtime.sock" \
-    --cluster-cidr "$CLUSTER_CIDR" --pod-infra-container-image "$PAUSE_IMAGE" --eviction-hard "$EVICTION_HARD" >"$dir/agent.log" 2>&1 &
+    --cluster-cidr "$CLUSTER_CIDR" --pod-infra-container-image "$PAUSE_IMAGE" --eviction-hard "$TEST_EVICTION_HARD" >"$dir/agent.log" 2>&1 &
   joined_agents+=($!)
 }
 
@@ -248,7 +245,7 @@ log "conformance: starting berth server on $NODE_IP:$port with node $NODE_NAME (
 "$BERTH_BIN" server --data-dir "$WORK/data" --socket-dir "$WORK/run" --bind-address "$NODE_IP" --port "$port" \
   --node-name "$NODE_NAME" --node-ip "$NODE_IP" --agent-port 0 --pause-image "$PAUSE_IMAGE" --runtime-handler "$RUNTIME_HANDLER" --allow-privileged \
   --cluster-cidr "$CLUSTER_CIDR" --service-cluster-ip-range "$SERVICE_CIDR" "${mirrors[@]}" \
-  --agent-arg="--eviction-hard=$EVICTION_HARD" >"$WORK/server.log" 2>&1 &
+  --agent-arg="--eviction-hard=$TEST_EVICTION_HARD" >"$WORK/server.log" 2>&1 &
 server_pid=$!
 KUBECONFIG_FILE="$WORK/data/admin.kubeconfig"
 kubectl() { "$BERTH_BIN" kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }

@@ -6,6 +6,10 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT_DIR="$REPO_ROOT/_output"
 TOOLS_DIR="$OUT_DIR/tools"
 BERTH_BIN="$OUT_DIR/berth"
+# The --eviction-hard of the nodes berth's test runs start (testkit/cluster.EvictionHard
+# for Go tests): the defaults without nodefs.available, as kind configures its nodes,
+# since they share the disk of the machine running them.
+TEST_EVICTION_HARD="memory.available<100Mi,pid.available<10%"
 export BERTH_TOOLS_DIR="$TOOLS_DIR"
 
 # Pinned tool versions; bump deliberately.

@@ -98,12 +98,12 @@ cat "$SIDE_LOG"
 
 # The README's run command, end to end, as a smoke test: a Ready node and the
 # example pod Running from locally built images, in a scratch data directory.
-# Its node reports no disk pressure, as the test clusters' nodes
-# (testkit/cluster.EvictionHard): CI's disk may be nearly full.
+# Its node reports no disk pressure, as the test clusters' nodes: CI's disk may
+# be nearly full.
 log "smoke: hack/run.sh"
 SMOKE_DIR=$(mktemp -d /tmp/berth-smoke.XXXXXX)
 BERTH_SMOKE=1 BERTH_DATA_DIR="$SMOKE_DIR/data" BERTH_SOCKET_DIR="$SMOKE_DIR/run" BERTH_PORT=16443 \
-  "$REPO_ROOT/hack/run.sh" --agent-port 0 --agent-arg="--eviction-hard=memory.available<100Mi,pid.available<10%"
+  "$REPO_ROOT/hack/run.sh" --agent-port 0 --agent-arg="--eviction-hard=$TEST_EVICTION_HARD"
 rm -rf "$SMOKE_DIR"
 
 # The conformance CI list (hack/conformance-ci.txt): upstream's e2e.test

@@ -2,8 +2,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -36,7 +36,7 @@ var DefaultThresholds = Thresholds{
 // inodes) are refused rather than silently ignored.
 func ParseThresholds(statements map[string]string) (Thresholds, error) {
 	out := Thresholds{}
-	for _, name := range sortedKeys(statements) {
+	for _, name := range slices.Sorted(maps.Keys(statements)) {
 		signal, val := evictionapi.Signal(name), strings.TrimSpace(statements[name])
 		if !slices.Contains(measuredSignals, signal) {
 			return nil, fmt.Errorf("eviction signal %q is not one the agent measures (%s)", name, joinSignals(measuredSignals))
@@ -81,15 +81,6 @@ func (t Thresholds) under(signal evictionapi.Signal, available, capacity int64) 
 		return false
 	}
 	return available < evictionapi.GetThresholdQuantity(v, resource.NewQuantity(capacity, resource.BinarySI)).Value()
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func joinSignals(signals []evictionapi.Signal) string {

@@ -40,28 +40,26 @@ func EnsureDefaults(ctx context.Context, client kubernetes.Interface, log *slog.
 		}
 	}
 	clusterRoles := client.RbacV1().ClusterRoles()
-	for _, aggregating := range []bool{false, true} {
+	reconcileClusterRoles := func(aggregated bool) {
 		for i := range p.ClusterRoles {
-			role := &p.ClusterRoles[i]
-			if (role.AggregationRule != nil) != aggregating {
-				continue
-			}
-			run("clusterrole", role.Name, func() error {
-				return reconcileRole(reconciliation.ClusterRoleRuleOwner{ClusterRole: role}, reconciliation.ClusterRoleModifier{Client: clusterRoles})
-			})
-		}
-		if !aggregating {
-			for _, role := range aggregatedDefaults(p.ClusterRoles) {
+			if role := &p.ClusterRoles[i]; (role.AggregationRule != nil) == aggregated {
 				run("clusterrole", role.Name, func() error {
-					_, err := clusterRoles.Create(ctx, &role, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
-					if apierrors.IsAlreadyExists(err) {
-						return nil
-					}
-					return err
+					return reconcileRole(reconciliation.ClusterRoleRuleOwner{ClusterRole: role}, reconciliation.ClusterRoleModifier{Client: clusterRoles})
 				})
 			}
 		}
 	}
+	reconcileClusterRoles(false) // the roles admin, edit and view aggregate first
+	for _, role := range aggregatedDefaults(p.ClusterRoles) {
+		run("clusterrole", role.Name, func() error {
+			_, err := clusterRoles.Create(ctx, &role, metav1.CreateOptions{FieldManager: "berth-rbac-defaults"})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+	}
+	reconcileClusterRoles(true)
 	for i := range p.ClusterRoleBindings {
 		b := &p.ClusterRoleBindings[i]
 		run("clusterrolebinding", b.Name, func() error {
