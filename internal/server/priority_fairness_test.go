@@ -190,8 +190,8 @@ func TestMaxInFlightLimitsWithoutPriorityAndFairness(t *testing.T) {
 	}
 	read := user.do(t, http.MethodGet, "/api/v1/namespaces/apf/configmaps", "")
 	if read.StatusCode != http.StatusOK || read.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) != "" {
-		t.Fatalf("a read while the mutating slot is taken: %d, FlowSchema header %q; want 200 and none",
-			read.StatusCode, read.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID))
+		t.Fatalf("a read while the mutating slot is taken: %d %s, FlowSchema header %q; want 200 and none", read.StatusCode, read.body,
+			read.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID))
 	}
 	hook.release()
 	select {

@@ -99,6 +99,9 @@ func cloneRoleBindings(in map[string][]rbacv1.RoleBinding) map[string][]rbacv1.R
 // controller writes them (matched roles by name, each rule once); chained
 // aggregation (view into edit into admin) settles in as many passes as the
 // chain is long. The controller's own code is unexported, hence this copy.
+// They come in creation order, each after the aggregated roles it selects:
+// the controller recomputes a role as soon as it appears, and one created
+// before its sources would lose their rules until they appear too.
 func aggregatedDefaults(roles []rbacv1.ClusterRole) []rbacv1.ClusterRole {
 	roles = slices.Clone(roles)
 	slices.SortFunc(roles, func(a, b rbacv1.ClusterRole) int { return strings.Compare(a.Name, b.Name) })
@@ -116,7 +119,39 @@ func aggregatedDefaults(roles []rbacv1.ClusterRole) []rbacv1.ClusterRole {
 			break
 		}
 	}
-	return slices.DeleteFunc(roles, func(r rbacv1.ClusterRole) bool { return r.AggregationRule == nil })
+	return inAggregationOrder(roles)
+}
+
+// inAggregationOrder is the aggregated roles among roles, each after the
+// aggregated roles its selectors match. A cycle, which upstream's policy
+// does not have, keeps the rest in name order.
+func inAggregationOrder(roles []rbacv1.ClusterRole) []rbacv1.ClusterRole {
+	pending := slices.DeleteFunc(slices.Clone(roles), func(r rbacv1.ClusterRole) bool { return r.AggregationRule == nil })
+	ordered := make([]rbacv1.ClusterRole, 0, len(pending))
+	for len(pending) > 0 {
+		ready := slices.IndexFunc(pending, func(r rbacv1.ClusterRole) bool {
+			return !slices.ContainsFunc(pending, func(source rbacv1.ClusterRole) bool {
+				return source.Name != r.Name && selects(r, source)
+			})
+		})
+		if ready < 0 {
+			return append(ordered, pending...)
+		}
+		ordered = append(ordered, pending[ready])
+		pending = slices.Delete(pending, ready, ready+1)
+	}
+	return ordered
+}
+
+// selects reports whether one of role's aggregation selectors matches source.
+func selects(role, source rbacv1.ClusterRole) bool {
+	for i := range role.AggregationRule.ClusterRoleSelectors {
+		selector, err := metav1.LabelSelectorAsSelector(&role.AggregationRule.ClusterRoleSelectors[i])
+		if err == nil && selector.Matches(labels.Set(source.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // aggregate is the rules of the roles (sorted by name) that role's
