@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/berth/berth/internal/store"
 )
@@ -120,18 +124,38 @@ func checkBindable(pod *corev1.Pod, binding *corev1.Binding) error {
 	return nil
 }
 
+// podAsBound is pod as BindingREST binds it: on the binding's node, with the
+// binding's annotations (scrubbed as the pod strategy would) and, as
+// PodTopologyLabels admission put them there, its labels; the scheduler's
+// nomination cleared.
+func podAsBound(pod *corev1.Pod, binding *corev1.Binding) *corev1.Pod {
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = binding.Target.Name
+	if utilfeature.DefaultFeatureGate.Enabled(features.ClearingNominatedNodeNameAfterBinding) {
+		bound.Status.NominatedNodeName = ""
+	}
+	bound.Annotations = mergedInto(bound.Annotations, binding.Annotations)
+	podutil.DropInitContainerAnnotations(bound.Annotations)
+	if utilfeature.DefaultFeatureGate.Enabled(features.PodTopologyLabelsAdmission) {
+		bound.Labels = mergedInto(bound.Labels, binding.Labels)
+	}
+	return bound
+}
+
+// mergedInto is dst with src's entries set in it, overwriting.
+func mergedInto(dst, src map[string]string) map[string]string {
+	if len(src) > 0 && dst == nil {
+		dst = make(map[string]string, len(src))
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
 // bindOps returns the guarded writes that bind pod (read at podRev) to the
 // binding's node: the pod itself, plus the node's constraint check and usage
 // update (podAccounting.bindOps), all in one transaction.
 func (b *bindingREST) bindOps(ctx context.Context, pod *corev1.Pod, podRev int64, binding *corev1.Binding, nodeFromStore bool) ([]store.Op, error) {
-	bound := pod.DeepCopy()
-	bound.Spec.NodeName = binding.Target.Name
-	for k, v := range binding.Annotations {
-		if bound.Annotations == nil {
-			bound.Annotations = map[string]string{}
-		}
-		bound.Annotations[k] = v
-	}
+	bound := podAsBound(pod, binding)
 	setPodCondition(&bound.Status, corev1.PodCondition{
 		Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(),
 	})

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -99,6 +100,11 @@ func BootstrapPolicy() []Binding {
 			rule([]string{"update"}, "batch", "jobs/status", "cronjobs/status", "jobs/finalizers", "cronjobs/finalizers"),
 			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
 			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
+			// The certificates controller decides and issues nodes' client
+			// and serving CSRs (CertificateApproval and CertificateSigning
+			// admission ask for these on the signer).
+			rbacv1.PolicyRule{Verbs: []string{"approve", "sign"}, APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},
+				ResourceNames: []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName}},
 			// The ClusterRole aggregation controller writes rules it does not
 			// hold itself, as upstream's clusterrole-aggregation-controller.
 			rule([]string{"escalate"}, "rbac.authorization.k8s.io", "clusterroles"),

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -33,9 +34,9 @@ import (
 )
 
 // admissionPlugins are the admission plugins that read the cluster:
-// kube-apiserver's LimitRanger, ServiceAccount, Priority, RuntimeClass and
-// ResourceQuota plugins (upstream's own, on the internal form) and
-// PodSecurity. Their informers
+// kube-apiserver's LimitRanger, ServiceAccount, Priority, RuntimeClass,
+// ResourceQuota and classAndCertificatePlugins (upstream's own, on the
+// internal form) and PodSecurity. Their informers
 // come from one factory whose informers read through to the watch cache
 // (LocalReads) once the API server exists, and list only once started,
 // after it. It is the API server's shared factory too
@@ -50,9 +51,11 @@ type admissionPlugins struct {
 	podSecurity    *podsecurity.Plugin
 	priority       admission.Interface
 	runtimeClass   admission.Interface
-	webhooks       *admissionWebhooks
-	policies       *admissionPolicies
-	resourceQuota  admission.Interface
+	// classesAndCertificates are classAndCertificatePlugins.
+	classesAndCertificates []admission.Interface
+	webhooks               *admissionWebhooks
+	policies               *admissionPolicies
+	resourceQuota          admission.Interface
 	// nodes are the registered nodes, for NodeRestriction.
 	nodes corelisters.NodeLister
 }
@@ -76,6 +79,8 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	informeropts.ReadThrough(factory, &nodev1.RuntimeClass{}, localOnceServedGVR(local, nodev1.SchemeGroupVersion.WithResource("runtimeclasses")))
 	informeropts.ReadThrough(factory, &schedulingv1.PriorityClass{}, localOnceServedGVR(local, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")))
 	informeropts.ReadThrough(factory, &corev1.Node{}, localOnceServed(local, "nodes"))
+	informeropts.ReadThrough(factory, &storagev1.StorageClass{}, localOnceServedGVR(local, storagev1.SchemeGroupVersion.WithResource("storageclasses")))
+	informeropts.ReadThrough(factory, &networkingv1.IngressClass{}, localOnceServedGVR(local, networkingv1.SchemeGroupVersion.WithResource("ingressclasses")))
 	// Webhooks' Services (admission and CRD conversion webhooks, and
 	// APIServices'), and the EndpointSlices the aggregator's availability
 	// controller checks.
@@ -101,6 +106,10 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
+	classesAndCertificates, err := newUpstreamPlugins(client, factory, authz, stop, classAndCertificatePlugins)
+	if err != nil {
+		return nil, err
+	}
 	sa := serviceaccount.NewServiceAccount()
 	sa.SetExternalKubeClientSet(client)
 	sa.SetExternalKubeInformerFactory(factory)
@@ -120,7 +129,8 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, err
 	}
 	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
-		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses, webhooks: webhooks, policies: policies, resourceQuota: quota,
+		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses,
+		classesAndCertificates: classesAndCertificates, webhooks: webhooks, policies: policies, resourceQuota: quota,
 		nodes: factory.Core().V1().Nodes().Lister()}, nil
 }
 
@@ -224,17 +234,18 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
 // (so it judges the pod as it will run), TaintNodesByCondition, Priority,
 // StorageObjectInUseProtection, RuntimeClass (the class's overhead, so that
-// quota charges it), RBAC's escalation check, MutatingAdmissionPolicy, the
-// mutating admission webhooks, ValidatingAdmissionPolicy, the validating
-// admission webhooks,
-// and ResourceQuota last, so that it charges what the
+// quota charges it), classAndCertificatePlugins (DefaultStorageClass to
+// PodResizeValidator), RBAC's escalation check, MutatingAdmissionPolicy,
+// the mutating admission webhooks, ValidatingAdmissionPolicy, the
+// validating admission webhooks, and ResourceQuota last, so that it charges what the
 // others let through (a quota scoped to priority classes sees the pod's
 // resolved class). The chain runs every plugin's mutation before any
 // validation, so validating webhooks see the object as mutating ones left
 // it.
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
-	return admission.NewChainHandler(p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse,
-		p.runtimeClass, escalation, p.policies.mutating, p.webhooks.mutating, p.policies.validating, p.webhooks.validating, p.resourceQuota)
+	chain := []admission.Interface{p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse, p.runtimeClass}
+	chain = append(chain, p.classesAndCertificates...)
+	return admission.NewChainHandler(append(chain, escalation, p.policies.mutating, p.webhooks.mutating, p.policies.validating, p.webhooks.validating, p.resourceQuota)...)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.
