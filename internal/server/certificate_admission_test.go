@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/wait"
 )
 
 // widgetSigner is a signer no part of berth acts for.
@@ -147,19 +148,13 @@ func grant(t *testing.T, cs kubernetes.Interface, user string, rules ...rbacv1.P
 // RBAC cache has yet to see a new grant) and fails on any other error.
 func retryForbidden(t *testing.T, what string, write func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.UntilCtx(t, 30*time.Second, what, func(context.Context) error {
 		err := write()
-		switch {
-		case err == nil:
-			return
-		case !apierrors.IsForbidden(err):
+		if err != nil && !apierrors.IsForbidden(err) {
 			t.Fatalf("%s: %v", what, err)
-		case time.Now().After(deadline):
-			t.Fatalf("%s: still %v after 30s", what, err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // selfSignedPEM is a certificate for key, a CA when ca.
