@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -92,13 +93,52 @@ func RunControllers(ctx context.Context, factory informers.SharedInformerFactory
 }
 
 // ControllerConfig is what each of upstream's controllers the server runs
-// is given: its client, its logger, and where its pod informer lists and
-// watches (the API server's watch cache, whose objects it then shares;
+// is given: the client its informers list and watch with (the controller
+// manager's own identity, as kube-controller-manager's shared informers),
+// the clients it acts with, its logger, and where its pod informer lists
+// and watches (the API server's watch cache, whose objects it then shares;
 // nil: through Client).
 type ControllerConfig struct {
 	Client kubernetes.Interface
-	Logger *slog.Logger
-	Pods   cache.ListerWatcher
+	// Clients gives each controller its own identity; nil: every
+	// controller acts with Client.
+	Clients Clients
+	Logger  *slog.Logger
+	Pods    cache.ListerWatcher
+}
+
+// Clients builds the client each of upstream's controllers acts with,
+// named as kube-controller-manager names the controller's service account
+// under --use-service-account-credentials ("deployment-controller"), so
+// that the controller holds what its system:controller: role grants and
+// no more. Upstream's clientbuilder.ControllerClientBuilder satisfies it.
+type Clients interface {
+	Config(name string) (*rest.Config, error)
+	Client(name string) (kubernetes.Interface, error)
+}
+
+// ClientFor is the client the controller called name acts with.
+func (c ControllerConfig) ClientFor(name string) (kubernetes.Interface, error) {
+	if c.Clients == nil {
+		return c.Client, nil
+	}
+	client, err := c.Clients.Client(name)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", name, err)
+	}
+	return client, nil
+}
+
+// ClientsFor is ClientFor of each name, in order.
+func (c ControllerConfig) ClientsFor(names ...string) ([]kubernetes.Interface, error) {
+	clients := make([]kubernetes.Interface, len(names))
+	for i, name := range names {
+		var err error
+		if clients[i], err = c.ClientFor(name); err != nil {
+			return nil, err
+		}
+	}
+	return clients, nil
 }
 
 // NewFactory is one controller's informer factory, its pods read through

@@ -69,7 +69,11 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "root-ca-publisher", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return publishRootCA(ctx, client, cluster.ServerCA.CertPEM)
+		publisher, err := controllerClients{lb}.Client("root-ca-cert-publisher")
+		if err != nil {
+			return err
+		}
+		return publishRootCA(ctx, client, publisher, cluster.ServerCA.CertPEM)
 	}})
 	out = append(out, component{name: "node-lifecycle", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		pods, nodes, err := localPodsAndNodes(ctx, local, pki.ControllerIdentity)
@@ -77,10 +81,10 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			return err
 		}
 		return nodelifecycle.Run(ctx, nodelifecycle.Config{Nodes: nodes, Periods: c.NodeLifecyclePeriods,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}})
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}})
 	}})
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Logger: c.Logger.With("component", "clusterrole-aggregation")})
+		return clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Logger: c.Logger.With("component", "clusterrole-aggregation")})
 	}})
 	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
@@ -88,8 +92,14 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	out = append(out, component{name: "podcertificaterequest-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
 	}})
-	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		meta, err := metadataClient(lb, pki.ControllerIdentity)
+	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
+		// It lists, watches and deletes as itself, as upstream's does.
+		const name = "generic-garbage-collector"
+		client, err := controllerClients{lb}.Client(name)
+		if err != nil {
+			return err
+		}
+		meta, err := controllerClients{lb}.metadata(name)
 		if err != nil {
 			return err
 		}
@@ -102,22 +112,22 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "namespace", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		meta, err := metadataClient(lb, pki.ControllerIdentity)
+		meta, err := controllerClients{lb}.metadata("namespace-controller")
 		if err != nil {
 			return err
 		}
 		return namespace.Run(ctx, namespace.Config{Metadata: meta,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Logger: c.Logger.With("component", "namespace")}})
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Logger: c.Logger.With("component", "namespace")}})
 	}})
-	out = append(out, c.podController(local, "replication", replication.Run))
-	out = append(out, c.scalingController(lb, local, "disruption", func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
+	out = append(out, c.podController(lb, local, "replication", replication.Run))
+	out = append(out, c.scalingController(lb, local, "disruption", disruption.Name, func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
 		return disruption.Run(ctx, disruption.Config{ControllerConfig: cc, REST: restCfg})
 	}))
-	out = append(out, c.podController(local, "apps", apps.Run))
-	out = append(out, c.scalingController(lb, local, "horizontal-pod-autoscaler", func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
+	out = append(out, c.podController(lb, local, "apps", apps.Run))
+	out = append(out, c.scalingController(lb, local, "horizontal-pod-autoscaler", podautoscaler.Name, func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
 		return podautoscaler.Run(ctx, podautoscaler.Config{ControllerConfig: cc, REST: restCfg})
 	}))
-	out = append(out, c.podController(local, "batch", batch.Run))
+	out = append(out, c.podController(lb, local, "batch", batch.Run))
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
 		if err != nil {
@@ -128,17 +138,17 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			return err
 		}
 		return resourcequota.Run(ctx, resourcequota.Config{Metadata: meta,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", "resourcequota")}})
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Pods: pods, Logger: c.Logger.With("component", "resourcequota")}})
 	}})
-	out = append(out, c.podController(local, "volume-protection", volumeprotection.Run))
+	out = append(out, c.podController(lb, local, "volume-protection", volumeprotection.Run))
 	out = append(out, component{name: "admission-policy-status", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
-		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
+		restCfg, err := controllerClients{lb}.Config("validatingadmissionpolicy-status-controller")
 		if err != nil {
 			return err
 		}
 		return admissionpolicystatus.Run(ctx, restCfg)
 	}})
-	out = append(out, c.podController(local, "endpoints", endpoints.Run))
+	out = append(out, c.podController(lb, local, "endpoints", endpoints.Run))
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 			ctrl, err := nodeipam.New(nodeipam.Config{Client: client, ClusterCIDR: c.ClusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize, Logger: c.Logger.With("component", "node-ipam")})
@@ -152,24 +162,24 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 }
 
 // podController is a controller of kube-controller-manager's that reads
-// pods through the watch cache and needs nothing else but its client.
-func (c *Config) podController(local *apiserver.LocalReads, name string, run func(context.Context, informeropts.ControllerConfig) error) component {
+// pods through the watch cache and needs nothing else but its clients.
+func (c *Config) podController(lb *inprocess.Loopback, local *apiserver.LocalReads, name string, run func(context.Context, informeropts.ControllerConfig) error) component {
 	return component{name: name, identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		pods, err := localPods(ctx, local, pki.ControllerIdentity)
 		if err != nil {
 			return err
 		}
-		return run(ctx, informeropts.ControllerConfig{Client: client, Pods: pods, Logger: c.Logger.With("component", name)})
+		return run(ctx, informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Pods: pods, Logger: c.Logger.With("component", name)})
 	}}
 }
 
 // scalingController is a pod controller that also builds clients of its
-// own from the controller identity's configuration (scale and metrics
-// clients, as kube-controller-manager builds them).
-func (c *Config) scalingController(lb *inprocess.Loopback, local *apiserver.LocalReads, name string,
+// own from its identity's configuration (scale and metrics clients, as
+// kube-controller-manager builds them).
+func (c *Config) scalingController(lb *inprocess.Loopback, local *apiserver.LocalReads, name, identity string,
 	run func(context.Context, informeropts.ControllerConfig, *rest.Config) error) component {
-	return c.podController(local, name, func(ctx context.Context, cc informeropts.ControllerConfig) error {
-		restCfg, err := loopbackConfig(lb, pki.ControllerIdentity)
+	return c.podController(lb, local, name, func(ctx context.Context, cc informeropts.ControllerConfig) error {
+		restCfg, err := controllerClients{lb}.Config(identity)
 		if err != nil {
 			return err
 		}
@@ -179,9 +189,13 @@ func (c *Config) scalingController(lb *inprocess.Loopback, local *apiserver.Loca
 
 // startComponents runs each component against the server's own API, each
 // under its own identity (in-process: internal/auth/inprocess), so they
-// hold no more power than an external scheduler or controller would. The
-// returned wait blocks until all have stopped after ctx ends.
-func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, cluster *pki.Cluster) (wait func(), err error) {
+// hold no more power than an external scheduler or controller would. They
+// start once rbacHeld closes: the controllers' rights are the default RBAC
+// policy's, as kube-controller-manager's are, and a controller refused at
+// first backs off for longer and longer. The returned wait blocks until
+// all have stopped after ctx ends.
+func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, cluster *pki.Cluster,
+	rbacHeld <-chan struct{}) (wait func(), err error) {
 	var wg sync.WaitGroup
 	identity := leader.NewIdentity()
 	for _, comp := range cfg.components(lb, local, cluster) {
@@ -195,6 +209,11 @@ func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, lo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			select {
+			case <-rbacHeld:
+			case <-ctx.Done():
+				return
+			}
 			if err := comp.run(ctx, client); err != nil && ctx.Err() == nil {
 				cfg.Logger.Error("component stopped", "component", comp.name, "err", err)
 			}
@@ -255,12 +274,18 @@ func identityUser(id pki.Identity) *user.DefaultInfo {
 // loopbackConfig is the client configuration behind loopbackClient, for
 // components that need another kind of client (metadata, dynamic).
 func loopbackConfig(lb *inprocess.Loopback, id pki.Identity) (*rest.Config, error) {
-	restCfg, err := lb.Config(identityUser(id))
+	return loopbackConfigAs(lb, identityUser(id), loopbackUserAgent(id))
+}
+
+// loopbackConfigAs is a client configuration of the server's own API as
+// u, in-process.
+func loopbackConfigAs(lb *inprocess.Loopback, u *user.DefaultInfo, userAgent string) (*rest.Config, error) {
+	restCfg, err := lb.Config(u)
 	if err != nil {
-		return nil, fmt.Errorf("%s client: %w", id.CommonName, err)
+		return nil, fmt.Errorf("%s client: %w", u.Name, err)
 	}
 	restCfg.QPS, restCfg.Burst = 5000, 10000 // in-process peers; the server applies its own limits
-	restCfg.UserAgent = loopbackUserAgent(id)
+	restCfg.UserAgent = userAgent
 	// Protobuf for every request, as kube-scheduler's and
 	// kube-controller-manager's --kube-api-content-type default: client-go's
 	// typed clients otherwise send JSON wherever a method builds its own

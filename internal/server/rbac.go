@@ -22,6 +22,9 @@ type rbacPolicy struct {
 	informers  *rbac.Informers
 	Authorizer authorizer.Authorizer
 	ensure     func(context.Context) error
+	// defaultsHeld closes once the default policy is in place and the
+	// authorizer's cache holds it.
+	defaultsHeld chan struct{}
 }
 
 func newRBACPolicy(cfg Config, lb *inprocess.Loopback) (*rbacPolicy, error) {
@@ -32,10 +35,11 @@ func newRBACPolicy(cfg Config, lb *inprocess.Loopback) (*rbacPolicy, error) {
 	in := rbac.NewInformers(client)
 	log := cfg.Logger.With("component", "rbac")
 	return &rbacPolicy{
-		cfg:        cfg,
-		informers:  in,
-		Authorizer: rbac.NewAuthorizer(in.Listers, in.HasSynced),
-		ensure:     func(ctx context.Context) error { return rbac.EnsureDefaults(ctx, client, log) },
+		cfg:          cfg,
+		informers:    in,
+		Authorizer:   rbac.NewAuthorizer(in.Listers, in.HasSynced),
+		ensure:       func(ctx context.Context) error { return rbac.EnsureDefaults(ctx, client, log) },
+		defaultsHeld: make(chan struct{}),
 	}, nil
 }
 
@@ -68,7 +72,17 @@ func (p *rbacPolicy) ensureDefaults(ctx context.Context) {
 		}
 		return true, nil
 	})
-	if err != nil && ctx.Err() == nil {
-		p.cfg.Logger.Error("default RBAC roles", "err", err)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.cfg.Logger.Error("default RBAC roles", "err", err)
+		}
+		return
+	}
+	defaults := rbac.DefaultPolicy()
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return p.informers.Hold(defaults), nil
+	})
+	if err == nil {
+		close(p.defaultsHeld)
 	}
 }

@@ -15,11 +15,11 @@ import (
 )
 
 // publishRootCA runs kube-controller-manager's root-CA publisher until ctx
-// ends: every namespace gets the kube-root-ca.crt ConfigMap holding
+// ends, its informers over informerClient and its writes through client: every namespace gets the kube-root-ca.crt ConfigMap holding
 // rootCA, the bundle that verifies the API server, kept as it is when
 // changed or deleted. Pods reach it through kube-api-access-* volumes.
-func publishRootCA(ctx context.Context, client kubernetes.Interface, rootCA []byte) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
+func publishRootCA(ctx context.Context, informerClient, client kubernetes.Interface, rootCA []byte) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informeropts.Factory()...)
 	// Only the publisher's own ConfigMaps: it looks at no other, and a
 	// cluster's ConfigMaps can be many and large.
 	onlyRootCA := func(o *metav1.ListOptions) {

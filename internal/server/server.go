@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	services := &serviceLoops{kubernetes: kubeService, allocations: apiCfg.ServiceAllocations, dns: dns}
-	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, services)
+	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, services, access.defaultsHeld)
 }
 
 // defaultCompactionInterval is kube-apiserver's --etcd-compaction-interval
@@ -189,7 +189,7 @@ const defaultCompactionInterval = 5 * time.Minute
 // serve runs the HTTPS server, and the in-process one (socket pairs) for the
 // server's own clients, until ctx ends; stopAPI ends the API's long requests
 // (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens, services *serviceLoops) error {
+func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens, services *serviceLoops, rbacHeld <-chan struct{}) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -228,7 +228,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 
 	compCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
-	waitComponents, err := startComponents(compCtx, cfg, lb, local, cluster)
+	waitComponents, err := startComponents(compCtx, cfg, lb, local, cluster, rbacHeld)
 	if err != nil {
 		return err
 	}

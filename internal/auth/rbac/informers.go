@@ -53,3 +53,23 @@ func (in *Informers) Run(ctx context.Context) {
 	<-ctx.Done()
 	in.factory.Shutdown()
 }
+
+// Hold reports whether the informers have synced and hold every cluster
+// role and binding of p: until then, who is granted only through them
+// (the controllers) would be refused.
+func (in *Informers) Hold(p *Policy) bool {
+	if !in.HasSynced() {
+		return false
+	}
+	for i := range p.ClusterRoles {
+		if _, err := in.Listers.ClusterRoles.Get(p.ClusterRoles[i].Name); err != nil {
+			return false
+		}
+	}
+	for i := range p.ClusterRoleBindings {
+		if _, err := in.Listers.ClusterRoleBindings.Get(p.ClusterRoleBindings[i].Name); err != nil {
+			return false
+		}
+	}
+	return true
+}

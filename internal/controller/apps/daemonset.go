@@ -17,8 +17,12 @@ const daemonSetWorkers = 2
 // newDaemonSetController runs a DaemonSet's pod on every node it fits,
 // backing off from pods that keep failing as kube-controller-manager does.
 func newDaemonSetController(ctx context.Context, factory informers.SharedInformerFactory, cfg Config) (func(context.Context), error) {
+	client, err := cfg.ClientFor("daemon-set-controller")
+	if err != nil {
+		return nil, err
+	}
 	core, apps := factory.Core().V1(), factory.Apps().V1()
-	dsc, err := daemon.NewDaemonSetsController(ctx, apps.DaemonSets(), apps.ControllerRevisions(), core.Pods(), core.Nodes(), cfg.Client,
+	dsc, err := daemon.NewDaemonSetsController(ctx, apps.DaemonSets(), apps.ControllerRevisions(), core.Pods(), core.Nodes(), client,
 		flowcontrol.NewBackOff(1*time.Second, 15*time.Minute))
 	if err != nil {
 		return nil, err

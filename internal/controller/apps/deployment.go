@@ -14,8 +14,12 @@ const deploymentWorkers = 5
 
 // newDeploymentController rolls Deployments out through ReplicaSets.
 func newDeploymentController(ctx context.Context, factory informers.SharedInformerFactory, cfg Config) (func(context.Context), error) {
+	client, err := cfg.ClientFor("deployment-controller")
+	if err != nil {
+		return nil, err
+	}
 	apps := factory.Apps().V1()
-	dc, err := deployment.NewDeploymentController(ctx, apps.Deployments(), apps.ReplicaSets(), factory.Core().V1().Pods(), cfg.Client)
+	dc, err := deployment.NewDeploymentController(ctx, apps.Deployments(), apps.ReplicaSets(), factory.Core().V1().Pods(), client)
 	if err != nil {
 		return nil, err
 	}

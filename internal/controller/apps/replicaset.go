@@ -14,6 +14,10 @@ const replicaSetWorkers = 5
 
 // newReplicaSetController keeps each ReplicaSet's pods at its replicas.
 func newReplicaSetController(ctx context.Context, factory informers.SharedInformerFactory, cfg Config) (func(context.Context), error) {
-	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), cfg.Client, replicaset.BurstReplicas)
+	client, err := cfg.ClientFor("replicaset-controller")
+	if err != nil {
+		return nil, err
+	}
+	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), client, replicaset.BurstReplicas)
 	return informeropts.Workers(rsc.Run, replicaSetWorkers), nil
 }

@@ -15,7 +15,11 @@ const statefulSetWorkers = 5
 // newStatefulSetController runs StatefulSets' ordered pods, their claims
 // and their revisions.
 func newStatefulSetController(ctx context.Context, factory informers.SharedInformerFactory, cfg Config) (func(context.Context), error) {
+	client, err := cfg.ClientFor("statefulset-controller")
+	if err != nil {
+		return nil, err
+	}
 	core, apps := factory.Core().V1(), factory.Apps().V1()
-	ssc := statefulset.NewStatefulSetController(ctx, core.Pods(), apps.StatefulSets(), core.PersistentVolumeClaims(), apps.ControllerRevisions(), cfg.Client)
+	ssc := statefulset.NewStatefulSetController(ctx, core.Pods(), apps.StatefulSets(), core.PersistentVolumeClaims(), apps.ControllerRevisions(), client)
 	return informeropts.Workers(ssc.Run, statefulSetWorkers), nil
 }

@@ -32,12 +32,20 @@ func Run(ctx context.Context, cfg Config) error {
 	batch := factory.Batch().V1()
 	// Without the WorkloadWithJob gate (off by default in 1.37)
 	// kube-controller-manager passes no Workload or PodGroup informers.
-	jc, err := job.NewController(klog.NewContext(ctx, klog.FromContext(ctx).WithName("job")), cfg.Client,
+	jobClient, err := cfg.ClientFor("job-controller")
+	if err != nil {
+		return err
+	}
+	cronJobClient, err := cfg.ClientFor("cronjob-controller")
+	if err != nil {
+		return err
+	}
+	jc, err := job.NewController(klog.NewContext(ctx, klog.FromContext(ctx).WithName("job")), jobClient,
 		factory.Core().V1().Pods(), batch.Jobs(), nil, nil)
 	if err != nil {
 		return fmt.Errorf("job controller: %w", err)
 	}
-	cjc, err := cronjob.NewControllerV2(klog.NewContext(ctx, klog.FromContext(ctx).WithName("cronjob")), batch.Jobs(), batch.CronJobs(), cfg.Client)
+	cjc, err := cronjob.NewControllerV2(klog.NewContext(ctx, klog.FromContext(ctx).WithName("cronjob")), batch.Jobs(), batch.CronJobs(), cronJobClient)
 	if err != nil {
 		return fmt.Errorf("cronjob controller: %w", err)
 	}

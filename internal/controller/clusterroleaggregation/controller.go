@@ -22,7 +22,11 @@ const workers = 5
 // Run runs the controller until ctx ends. cfg.Pods is not used.
 func Run(ctx context.Context, cfg informeropts.ControllerConfig) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("clusterrole-aggregation"))
+	client, err := cfg.ClientFor("clusterrole-aggregation-controller")
+	if err != nil {
+		return err
+	}
 	factory := cfg.NewFactory()
-	ctrl := upstream.NewClusterRoleAggregation(factory.Rbac().V1().ClusterRoles(), cfg.Client.RbacV1())
+	ctrl := upstream.NewClusterRoleAggregation(factory.Rbac().V1().ClusterRoles(), client.RbacV1())
 	return informeropts.RunControllers(ctx, factory, cfg.Logger, informeropts.Workers(ctrl.Run, workers))
 }

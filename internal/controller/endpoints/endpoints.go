@@ -38,9 +38,13 @@ func Run(ctx context.Context, cfg Config) error {
 	pods, services, nodes := factory.Core().V1().Pods(), factory.Core().V1().Services(), factory.Core().V1().Nodes()
 	endpoints, slices := factory.Core().V1().Endpoints(), factory.Discovery().V1().EndpointSlices()
 
-	eps := endpoint.NewEndpointController(ctx, pods, services, endpoints, cfg.Client, 0)
-	sl := endpointslice.NewController(ctx, pods, services, nodes, slices, maxEndpointsPerSlice, cfg.Client, 0)
-	mirror := endpointslicemirroring.NewController(ctx, endpoints, slices, services, maxEndpointsPerSubset, cfg.Client, 0)
+	clients, err := cfg.ClientsFor("endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller")
+	if err != nil {
+		return err
+	}
+	eps := endpoint.NewEndpointController(ctx, pods, services, endpoints, clients[0], 0)
+	sl := endpointslice.NewController(ctx, pods, services, nodes, slices, maxEndpointsPerSlice, clients[1], 0)
+	mirror := endpointslicemirroring.NewController(ctx, endpoints, slices, services, maxEndpointsPerSubset, clients[2], 0)
 
 	return informeropts.RunControllers(ctx, factory, cfg.Logger,
 		informeropts.Workers(eps.Run, workers), informeropts.Workers(sl.Run, workers), informeropts.Workers(mirror.Run, workers))

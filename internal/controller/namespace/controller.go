@@ -40,11 +40,15 @@ type Config struct {
 func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx).WithName("namespace")
 	ctx = klog.NewContext(ctx, logger)
+	clients, err := cfg.ClientsFor("namespace-controller", "service-account-controller")
+	if err != nil {
+		return err
+	}
 	factory := cfg.NewFactory()
 	namespaces := factory.Core().V1().Namespaces()
-	emptier := upstream.NewNamespaceController(ctx, cfg.Client, cfg.Metadata, cfg.Client.Discovery().ServerPreferredNamespacedResources,
+	emptier := upstream.NewNamespaceController(ctx, clients[0], cfg.Metadata, clients[0].Discovery().ServerPreferredNamespacedResources,
 		namespaces, namespaceResync, corev1.FinalizerKubernetes)
-	accounts, err := serviceaccount.NewServiceAccountsController(logger, factory.Core().V1().ServiceAccounts(), namespaces, cfg.Client,
+	accounts, err := serviceaccount.NewServiceAccountsController(logger, factory.Core().V1().ServiceAccounts(), namespaces, clients[1],
 		serviceaccount.DefaultServiceAccountsControllerOptions())
 	if err != nil {
 		return fmt.Errorf("service accounts controller: %w", err)

@@ -81,16 +81,21 @@ func Run(ctx context.Context, cfg Config) error {
 	informeropts.ReadThrough(factory, &corev1.Node{}, cfg.Nodes)
 	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	p := cfg.Periods.withDefaults()
+	// kube-controller-manager's taint eviction acts as node-controller too.
+	clients, err := cfg.ClientsFor("node-controller", "pod-garbage-collector")
+	if err != nil {
+		return err
+	}
 	lifecycle, err := upstream.NewNodeLifecycleController(ctx, factory.Coordination().V1().Leases(), pods, nodes,
-		factory.Apps().V1().DaemonSets(), cfg.Client, p.Monitor, p.StartupGrace, p.MonitorGrace,
+		factory.Apps().V1().DaemonSets(), clients[0], p.Monitor, p.StartupGrace, p.MonitorGrace,
 		evictionRate, secondaryEvictionRate, largeClusterThreshold, unhealthyZoneThreshold)
 	if err != nil {
 		return fmt.Errorf("node lifecycle controller: %w", err)
 	}
-	eviction, err := tainteviction.New(ctx, cfg.Client, pods, nodes, taintEvictionName)
+	eviction, err := tainteviction.New(ctx, clients[0], pods, nodes, taintEvictionName)
 	if err != nil {
 		return fmt.Errorf("taint eviction controller: %w", err)
 	}
-	gc := podgc.NewPodGC(ctx, cfg.Client, pods, nodes, terminatedPodThreshold)
+	gc := podgc.NewPodGC(ctx, clients[1], pods, nodes, terminatedPodThreshold)
 	return informeropts.RunControllers(ctx, factory, cfg.Logger, lifecycle.Run, eviction.Run, gc.Run)
 }

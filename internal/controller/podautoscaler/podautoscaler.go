@@ -43,11 +43,18 @@ type Config struct {
 	REST *rest.Config
 }
 
+// Name is the controller's, and its identity's (ControllerConfig.ClientFor).
+const Name = "horizontal-pod-autoscaler"
+
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("horizontal-pod-autoscaler"))
+	client, err := cfg.ClientFor(Name)
+	if err != nil {
+		return err
+	}
 	factory := cfg.NewFactory()
-	discovery := cfg.Client.Discovery()
+	discovery := client.Discovery()
 	mapper, scales, err := informeropts.ScaleClient(cfg.REST, discovery)
 	if err != nil {
 		return fmt.Errorf("autoscaler: %w", err)
@@ -63,7 +70,7 @@ func Run(ctx context.Context, cfg Config) error {
 	customVersions := custom_metrics.NewAvailableAPIsGetter(discovery)
 	metricsClient := metrics.NewRESTMetricsClient(resourceMetrics,
 		custom_metrics.NewForConfig(cfg.REST, mapper, customVersions), externalMetrics)
-	ctrl := upstream.NewHorizontalController(ctx, cfg.Client.CoreV1(), scales, cfg.Client.AutoscalingV2(), mapper, metricsClient,
+	ctrl := upstream.NewHorizontalController(ctx, client.CoreV1(), scales, client.AutoscalingV2(), mapper, metricsClient,
 		factory.Autoscaling().V2().HorizontalPodAutoscalers(), factory.Core().V1().Pods(),
 		syncPeriod, downscaleStabilizationWindow, tolerance, cpuInitializationPeriod, delayOfInitialReadinessStatus)
 	return informeropts.RunControllers(ctx, factory, cfg.Logger,

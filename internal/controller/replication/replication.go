@@ -23,8 +23,12 @@ type Config = informeropts.ControllerConfig
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("replication"))
+	client, err := cfg.ClientFor("replication-controller")
+	if err != nil {
+		return err
+	}
 	factory := cfg.NewFactory()
 	manager := upstream.NewReplicationManager(ctx, factory.Core().V1().Pods(), factory.Core().V1().ReplicationControllers(),
-		cfg.Client, replicaset.BurstReplicas)
+		client, replicaset.BurstReplicas)
 	return informeropts.RunControllers(ctx, factory, cfg.Logger, informeropts.Workers(manager.Run, workers))
 }

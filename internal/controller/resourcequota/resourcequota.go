@@ -42,16 +42,20 @@ type Config struct {
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("resourcequota"))
+	client, err := cfg.ClientFor("resourcequota-controller")
+	if err != nil {
+		return err
+	}
 	typed := cfg.NewFactory()
 	meta := metadatainformer.NewSharedInformerFactory(cfg.Metadata, 0)
 	config, err := install.NewQuotaConfigurationForControllers(generic.ListerFuncForResourceFunc(typed.ForResource), typed)
 	if err != nil {
 		return fmt.Errorf("quota configuration: %w", err)
 	}
-	discover := cfg.Client.Discovery().ServerPreferredNamespacedResources
+	discover := client.Discovery().ServerPreferredNamespacedResources
 	started := make(chan struct{})
 	ctrl, err := upstream.NewController(ctx, &upstream.ControllerOptions{
-		QuotaClient:               cfg.Client.CoreV1(),
+		QuotaClient:               client.CoreV1(),
 		ResourceQuotaInformer:     typed.Core().V1().ResourceQuotas(),
 		ResyncPeriod:              controller.StaticResyncPeriodFunc(fullResync),
 		InformerFactory:           informerfactory.NewInformerFactory(typed, meta),

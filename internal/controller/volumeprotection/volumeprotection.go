@@ -29,17 +29,21 @@ type Config = informeropts.ControllerConfig
 func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx).WithName("volumeprotection")
 	ctx = klog.NewContext(ctx, logger)
+	clients, err := cfg.ClientsFor("pvc-protection-controller", "pv-protection-controller", "volumeattributesclass-protection-controller")
+	if err != nil {
+		return err
+	}
 	factory := cfg.NewFactory()
 	core := factory.Core().V1()
-	claims, err := pvcprotection.NewPVCProtectionController(logger, core.PersistentVolumeClaims(), core.Pods(), cfg.Client)
+	claims, err := pvcprotection.NewPVCProtectionController(logger, core.PersistentVolumeClaims(), core.Pods(), clients[0])
 	if err != nil {
 		return fmt.Errorf("pvc protection controller: %w", err)
 	}
-	volumes, err := pvprotection.NewPVProtectionController(logger, core.PersistentVolumes(), cfg.Client)
+	volumes, err := pvprotection.NewPVProtectionController(logger, core.PersistentVolumes(), clients[1])
 	if err != nil {
 		return fmt.Errorf("pv protection controller: %w", err)
 	}
-	classes, err := vacprotection.NewVACProtectionController(logger, cfg.Client, core.PersistentVolumeClaims(), core.PersistentVolumes(),
+	classes, err := vacprotection.NewVACProtectionController(logger, clients[2], core.PersistentVolumeClaims(), core.PersistentVolumes(),
 		factory.Storage().V1().VolumeAttributesClasses())
 	if err != nil {
 		return fmt.Errorf("volume attributes class protection controller: %w", err)
