@@ -43,20 +43,21 @@ func NewAuthenticator(clientCAs *x509.CertPool, tokens ...authenticator.Token) a
 
 // NewAuthorizer returns the authorization chain: first allow wins, default
 // deny. nodes, the Node authorizer (internal/auth/node), is the source of
-// node agents' rights: the bootstrap policy grants system:nodes only what
-// every authenticated user gets and upstream's system:node-proxier, the
-// reads of the Service proxy every agent runs.
+// node agents' rights: the in-code policy (BootstrapPolicy and the
+// controller manager's binding) grants system:nodes only what every
+// authenticated user gets and upstream's system:node-proxier, the reads of
+// the Service proxy every agent runs.
 //
 // rbac, when given, decides last: grants made through RBAC objects
 // (internal/auth/rbac), which the in-code policy only seeds.
-func NewAuthorizer(nodes authorizer.Authorizer, rbac ...authorizer.Authorizer) (authorizer.Authorizer, error) {
+func NewAuthorizer(nodes authorizer.Authorizer, policy []Binding, rbac ...authorizer.Authorizer) (authorizer.Authorizer, error) {
 	if nodes == nil {
 		return nil, errors.New("auth: the Node authorizer is required")
 	}
 	chain := []union.NamedAuthorizer{
 		union.NamedAuthorizer{AuthorizerName: "masters", Authorizer: authorizerfactory.NewPrivilegedGroups(MastersGroup)},
 		union.NamedAuthorizer{AuthorizerName: "node", Authorizer: nodes},
-		union.NamedAuthorizer{AuthorizerName: "bootstrap-policy", Authorizer: NewPolicyAuthorizer(BootstrapPolicy())},
+		union.NamedAuthorizer{AuthorizerName: "bootstrap-policy", Authorizer: NewPolicyAuthorizer(policy)},
 	}
 	for _, r := range rbac {
 		chain = append(chain, union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: r})

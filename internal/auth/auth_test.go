@@ -23,7 +23,7 @@ func TestCertificateAuthenticationAndMastersAuthorization(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cluster.ClientCA.Cert)
 	authn := NewAuthenticator(pool)
-	authz, err := NewAuthorizer(node.NewAuthorizer(node.NewGraph()))
+	authz, err := NewAuthorizer(node.NewAuthorizer(node.NewGraph()), BootstrapPolicy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +96,11 @@ func requestWithCert(t *testing.T, ca *pki.CA, id pki.Identity) *http.Request {
 }
 
 func TestBootstrapPolicy(t *testing.T) {
-	authz, err := NewAuthorizer(node.NewAuthorizer(node.NewGraph()))
+	authz, err := NewAuthorizer(node.NewAuthorizer(node.NewGraph()), BootstrapPolicy())
 	if err != nil {
 		t.Fatal(err)
 	}
 	scheduler := &user.DefaultInfo{Name: SchedulerUser, Groups: []string{user.AllAuthenticated}}
-	controller := &user.DefaultInfo{Name: ControllerUser, Groups: []string{user.AllAuthenticated}}
 	someone := &user.DefaultInfo{Name: "someone", Groups: []string{user.AllAuthenticated}}
 	nodeA := &user.DefaultInfo{Name: node.UserPrefix + "node-a", Groups: []string{NodesGroup, user.AllAuthenticated}}
 	res := func(u user.Info, verb, group, resource, sub string) authorizer.AttributesRecord {
@@ -119,9 +118,6 @@ func TestBootstrapPolicy(t *testing.T) {
 		{"scheduler deletes pods it preempts", res(scheduler, "delete", "", "pods", ""), true},
 		{"scheduler cannot read secrets", res(scheduler, "get", "", "secrets", ""), false},
 		{"scheduler cannot change a pod spec", res(scheduler, "update", "", "pods", ""), false},
-		{"controller marks node status", res(controller, "update", "", "nodes", "status"), true},
-		{"controller evicts pods", res(controller, "delete", "", "pods", ""), true},
-		{"controller cannot exec", res(controller, "create", "", "pods", "exec"), false},
 		{"authenticated user discovers", authorizer.AttributesRecord{User: someone, Verb: "get", Path: "/apis/coordination.k8s.io/v1"}, true},
 		{"authenticated user cannot list pods", res(someone, "list", "", "pods", ""), false},
 		{"node registers through the node authorizer", res(nodeA, "create", "", "nodes", ""), true},

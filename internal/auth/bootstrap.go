@@ -1,7 +1,6 @@
 package auth
 
 import (
-	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -33,7 +32,10 @@ func clusterRole(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
 
 // BootstrapPolicy is what berth's own components and every authenticated
 // user may do, mirroring upstream's default ClusterRoles of the same names,
-// trimmed to the resources berth serves.
+// trimmed to the resources berth serves. The controller manager's binding
+// is upstream's role itself, which the server adds
+// (rbac.ControllerManagerBinding): this package is linked into the agent,
+// which has no use for upstream's policy package.
 func BootstrapPolicy() []Binding {
 	return []Binding{
 		{Role: clusterRole("system:discovery", rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: []string{
@@ -60,62 +62,6 @@ func BootstrapPolicy() []Binding {
 			rule(read, "storage.k8s.io", "storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"),
 			rule(read, "resource.k8s.io", "resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules"),
 		), Users: []string{SchedulerUser}},
-		{Role: clusterRole(ControllerUser,
-			rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
-			rule(readWrite, "", "nodes", "pods", "namespaces", "configmaps", "secrets", "serviceaccounts"),
-			rule([]string{"update", "patch"}, "", "nodes/status", "pods/status", "namespaces/finalize", "namespaces/status"),
-			rule(readWrite, "coordination.k8s.io", "leases"),
-			// Upstream's endpoint-controller, endpointslice-controller and
-			// endpointslicemirroring-controller roles (bootstrappolicy's
-			// controller_policy.go): services read, endpoints and slices written.
-			rule(read, "", "services"),
-			rule(readWrite, "", "endpoints"),
-			rule([]string{"create"}, "", "endpoints/restricted"),
-			rule([]string{"update"}, "", "services/finalizers", "endpoints/finalizers"),
-			rule(readWrite, "discovery.k8s.io", "endpointslices"),
-			// Upstream's replication-controller, resourcequota-controller,
-			// pvc-protection-controller and pv-protection-controller roles:
-			// controllers, quotas, claims and volumes read, status written
-			// (the protection finalizers are removed by the collector's rule).
-			rule(read, "", "replicationcontrollers", "resourcequotas", "persistentvolumes", "persistentvolumeclaims"),
-			rule([]string{"update"}, "", "replicationcontrollers/status", "replicationcontrollers/finalizers", "resourcequotas/status"),
-			// Upstream's disruption-controller role: budgets read and their
-			// status written, pods' controllers read and scaled ones found
-			// through their scale subresource.
-			rule(read, "policy", "poddisruptionbudgets"),
-			rule([]string{"update"}, "policy", "poddisruptionbudgets/status"),
-			rule(read, "apps", "replicasets", "deployments", "statefulsets"),
-			rule([]string{"get"}, "*", "*/scale"),
-			// Upstream's deployment-, replicaset-, statefulset-,
-			// daemon-set-, job- and cronjob-controller roles: the workloads
-			// and the objects they own written, their status and finalizers
-			// updated, claims created for StatefulSets' volume templates and
-			// DaemonSets' pods bound.
-			rule(readWrite, "apps", "deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
-			rule([]string{"update"}, "apps", "deployments/status", "replicasets/status", "statefulsets/status", "daemonsets/status",
-				"deployments/finalizers", "replicasets/finalizers", "statefulsets/finalizers", "daemonsets/finalizers"),
-			rule([]string{"create", "update", "patch", "delete"}, "", "persistentvolumeclaims"),
-			rule([]string{"create"}, "", "pods/binding"),
-			rule(readWrite, "batch", "jobs", "cronjobs"),
-			rule([]string{"update"}, "batch", "jobs/status", "cronjobs/status", "jobs/finalizers", "cronjobs/finalizers"),
-			rule(readWrite, "certificates.k8s.io", "certificatesigningrequests"),
-			rule([]string{"update"}, "certificates.k8s.io", "certificatesigningrequests/approval", "certificatesigningrequests/status"),
-			// The certificates controller decides and issues nodes' client
-			// and serving CSRs (CertificateApproval and CertificateSigning
-			// admission ask for these on the signer).
-			rbacv1.PolicyRule{Verbs: []string{"approve", "sign"}, APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},
-				ResourceNames: []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName}},
-			// The ClusterRole aggregation controller writes rules it does not
-			// hold itself, as upstream's clusterrole-aggregation-controller.
-			rule([]string{"escalate"}, "rbac.authorization.k8s.io", "clusterroles"),
-			// Upstream's validatingadmissionpolicy-status-controller role.
-			rule(read, "admissionregistration.k8s.io", "validatingadmissionpolicies"),
-			rule([]string{"update", "patch"}, "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
-			// The garbage collector's rule, as upstream's generic-garbage-collector:
-			// it watches, patches and deletes any served resource by metadata;
-			// and the namespace-controller's, which empties namespaces of them.
-			rule([]string{"get", "list", "watch", "patch", "update", "delete", "deletecollection"}, "*", "*"),
-		), Users: []string{ControllerUser}},
 		{Role: CoreDNSRole(), Users: []string{CoreDNSUser}},
 		// No system:node role: nodes get what the Node authorizer
 		// (internal/auth/node) grants each of them, and by group only

@@ -25,8 +25,8 @@ type RuleLister func(u user.Info, namespace string) ([]rbacv1.PolicyRule, error)
 //     incomplete, as upstream's Node authorizer says;
 //   - the bootstrap policy: the rules of its bindings for the user;
 //   - RBAC: rbac's rules, when given.
-func NewRuleResolver(rbac RuleLister) authorizer.RuleResolver {
-	return ruleResolver{policy: BootstrapPolicy(), rbac: rbac}
+func NewRuleResolver(policy []Binding, rbac RuleLister) authorizer.RuleResolver {
+	return ruleResolver{policy: policy, rbac: rbac}
 }
 
 type ruleResolver struct {

@@ -35,7 +35,7 @@ func TestRuleResolver(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resource, _, incomplete, err := NewRuleResolver(tc.rbac).RulesFor(context.Background(), tc.user, "default")
+			resource, _, incomplete, err := NewRuleResolver(BootstrapPolicy(), tc.rbac).RulesFor(context.Background(), tc.user, "default")
 			if incomplete != tc.wantIncomplete || (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("incomplete = %v, err = %v; want %v, %q", incomplete, err, tc.wantIncomplete, tc.wantErr)
 			}
@@ -49,7 +49,7 @@ func TestRuleResolver(t *testing.T) {
 	}
 	// The admin's everything, from masters and from RBAC's cluster-admin, is listed once.
 	clusterAdmin := func(user.Info, string) ([]rbacv1.PolicyRule, error) { return everything, nil }
-	resource, nonResource, _, _ := NewRuleResolver(clusterAdmin).RulesFor(context.Background(), &user.DefaultInfo{Name: "admin", Groups: []string{MastersGroup}}, "default")
+	resource, nonResource, _, _ := NewRuleResolver(BootstrapPolicy(), clusterAdmin).RulesFor(context.Background(), &user.DefaultInfo{Name: "admin", Groups: []string{MastersGroup}}, "default")
 	wildcards := 0
 	for _, r := range resource {
 		if slices.Contains(r.GetResources(), "*") {
@@ -60,7 +60,7 @@ func TestRuleResolver(t *testing.T) {
 		t.Errorf("admin's rules: %d wildcard resource rules (want 1), non-resource %v", wildcards, nonResource)
 	}
 	// Nobody but masters gets wildcards.
-	resource, _, _, _ = NewRuleResolver(podReader).RulesFor(context.Background(), &user.DefaultInfo{Name: "alice", Groups: authenticated}, "default")
+	resource, _, _, _ = NewRuleResolver(BootstrapPolicy(), podReader).RulesFor(context.Background(), &user.DefaultInfo{Name: "alice", Groups: authenticated}, "default")
 	for _, r := range resource {
 		if slices.Contains(r.GetResources(), "*") {
 			t.Errorf("alice holds a wildcard rule %+v", r)

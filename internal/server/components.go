@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth/berth/internal/apiserver"
 	"github.com/berth/berth/internal/auth/inprocess"
+	"github.com/berth/berth/internal/auth/rbac"
 	"github.com/berth/berth/internal/controller/admissionpolicystatus"
 	"github.com/berth/berth/internal/controller/apps"
 	"github.com/berth/berth/internal/controller/batch"
@@ -61,8 +62,14 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}})
 	}
 	out = append(out, component{name: "certificates", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
+		// Upstream's approving and signing controllers' identity; berth
+		// also approves serving certificates (rbac.DefaultPolicy).
+		decider, err := controllerClients{lb}.Client(rbac.CertificateControllerAccount)
+		if err != nil {
+			return err
+		}
 		return certificates.New(certificates.Config{
-			Client: client, CA: cluster.ClientCA, Lifetime: c.NodeCertificateLifetime,
+			Client: decider, InformerClient: client, CA: cluster.ClientCA, Lifetime: c.NodeCertificateLifetime,
 			// Node servers are verified against it (nodeTransport).
 			ServingCA: cluster.NodeServingCA,
 			Logger:    c.Logger.With("component", "certificates"),
@@ -86,11 +93,17 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Logger: c.Logger.With("component", "clusterrole-aggregation")})
 	}})
-	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return tokencleaner.New(tokencleaner.Config{Client: client, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
+	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
+		// Upstream's token-cleaner Role lets it read and delete kube-system's
+		// Secrets, which are all it watches.
+		cleaner, err := controllerClients{lb}.Client("token-cleaner")
+		if err != nil {
+			return err
+		}
+		return tokencleaner.New(tokencleaner.Config{Client: cleaner, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
 	}})
 	out = append(out, component{name: "podcertificaterequest-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
+		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Clients: controllerClients{lb}, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
 	}})
 	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
 		// It lists, watches and deletes as itself, as upstream's does.
@@ -151,7 +164,12 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	out = append(out, c.podController(lb, local, "endpoints", endpoints.Run))
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-			ctrl, err := nodeipam.New(nodeipam.Config{Client: client, ClusterCIDR: c.ClusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize, Logger: c.Logger.With("component", "node-ipam")})
+			// kube-controller-manager's node IPAM acts as node-controller.
+			writer, err := controllerClients{lb}.Client("node-controller")
+			if err != nil {
+				return err
+			}
+			ctrl, err := nodeipam.New(nodeipam.Config{Client: writer, InformerClient: client, ClusterCIDR: c.ClusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize, Logger: c.Logger.With("component", "node-ipam")})
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/berth/berth/internal/auth"
 	"github.com/berth/berth/internal/auth/inprocess"
 	"github.com/berth/berth/internal/auth/node"
+	"github.com/berth/berth/internal/auth/rbac"
 	"github.com/berth/berth/internal/memtrim"
 	"github.com/berth/berth/internal/pki"
 	"github.com/berth/berth/internal/store/etcd"
@@ -86,7 +87,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	authz, err := auth.NewAuthorizer(node.NewAuthorizer(nodeGraph), access.Authorizer)
+	policy := append(auth.BootstrapPolicy(), rbac.ControllerManagerBinding())
+	authz, err := auth.NewAuthorizer(node.NewAuthorizer(nodeGraph), policy, access.Authorizer)
 	if err != nil {
 		return err
 	}
@@ -135,7 +137,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store:         st,
 		Authenticator: auth.NewAuthenticator(clientCAs, append([]authenticator.Token{lb, tokens.authn, saTokens.authn}, static...)...),
 		Authorizer:    authz,
-		RuleResolver:  auth.NewRuleResolver(access.informers.Listers.RulesFor),
+		RuleResolver:  auth.NewRuleResolver(policy, access.informers.Listers.RulesFor),
 		ReadView:      node.PodView,
 		Admission:     plugins.chain(noderestriction.New(nodeGraph, plugins.nodes), access.EscalationCheck(authz)),
 		Logger:        log.With("component", "apiserver"),

@@ -84,7 +84,7 @@ func newCluster(t *testing.T) *cluster {
 	secrets := informers.NewSharedInformerFactoryWithOptions(self, 0, informers.WithNamespace(metav1.NamespaceSystem))
 	tokens := bootstraptoken.NewAuthenticator(secrets.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem), log)
 	roles := rbac.NewInformers(self)
-	authz, err := auth.NewAuthorizer(node.NewAuthorizer(c.graph), rbac.NewAuthorizer(roles.Listers, roles.HasSynced))
+	authz, err := auth.NewAuthorizer(node.NewAuthorizer(c.graph), append(auth.BootstrapPolicy(), rbac.ControllerManagerBinding()), rbac.NewAuthorizer(roles.Listers, roles.HasSynced))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,9 +213,13 @@ func (c *cluster) runCertificates(t *testing.T) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
-	client := c.client(t, pki.ControllerIdentity)
+	// As berth server runs it: deciding as its service account, watching as
+	// the controller manager.
+	decider := c.client(t, pki.Identity{CommonName: "system:serviceaccount:kube-system:" + rbac.CertificateControllerAccount,
+		Organizations: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}, Client: true})
+	watcher := c.client(t, pki.ControllerIdentity)
 	go func() {
-		stopped <- certificates.New(certificates.Config{Client: client, CA: c.pki.ClientCA, Logger: c.logger()}).Run(ctx)
+		stopped <- certificates.New(certificates.Config{Client: decider, InformerClient: watcher, CA: c.pki.ClientCA, Logger: c.logger()}).Run(ctx)
 	}()
 	return func() {
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,9 +37,10 @@ type Policy struct {
 // own parts need as objects: CoreDNS's role (kubeadm's system:coredns,
 // bound to the server's in-process CoreDNS), and for nodes, whose agents
 // run kube-proxy's proxier and join with bootstrap tokens, the node-proxier,
-// node-bootstrapper and client-CA reader bindings kubeadm makes.
-// auth.BootstrapPolicy, which authorizes berth's components before any
-// object exists, is not among them: it is in code only.
+// node-bootstrapper and client-CA reader bindings kubeadm makes, and the
+// certificates controller's serving approver. auth.BootstrapPolicy and
+// ControllerManagerBinding, which authorize berth's components before any
+// object exists, are in code only.
 func DefaultPolicy() *Policy {
 	p := &Policy{
 		ClusterRoles:        append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...),
@@ -46,7 +48,9 @@ func DefaultPolicy() *Policy {
 		Roles:               bootstrappolicy.NamespaceRoles(),
 		RoleBindings:        bootstrappolicy.NamespaceRoleBindings(),
 	}
-	p.ClusterRoles = append(p.ClusterRoles, labelled(auth.CoreDNSRole()))
+	approver, approverBinding := servingApprover()
+	p.ClusterRoles = append(p.ClusterRoles, labelled(auth.CoreDNSRole()), approver)
+	p.ClusterRoleBindings = append(p.ClusterRoleBindings, approverBinding)
 	p.ClusterRoleBindings = append(p.ClusterRoleBindings,
 		clusterBinding(auth.CoreDNSUser, auth.CoreDNSUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: auth.CoreDNSUser}),
 		clusterBinding("berth:nodes:node-proxier", "system:node-proxier", nodes),
@@ -175,4 +179,37 @@ func aggregate(roles []rbacv1.ClusterRole, role rbacv1.ClusterRole) []rbacv1.Pol
 		}
 	}
 	return rules
+}
+
+// CertificateControllerAccount is the kube-system service account berth's
+// certificates controller decides and issues as: upstream's approving and
+// signing controllers' (system:controller:certificate-controller).
+const CertificateControllerAccount = "certificate-controller"
+
+// servingApprover is what berth's certificates controller needs beyond
+// upstream's certificate-controller role: it also decides kubelet serving
+// CSRs, which upstream leaves to an operator.
+func servingApprover() (rbacv1.ClusterRole, rbacv1.ClusterRoleBinding) {
+	const name = "berth:certificate-controller:kubelet-serving-approver"
+	role := labelled(rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+		Verbs: []string{"approve"}, APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"signers"},
+		ResourceNames: []string{certificatesv1.KubeletServingSignerName},
+	}}})
+	return role, clusterBinding(name, name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: metav1.NamespaceSystem, Name: CertificateControllerAccount})
+}
+
+// ControllerManagerBinding is upstream's system:kube-controller-manager
+// role, bound in code to the controller manager's identity as the
+// bootstrap policy binds berth's other components, so its informers list
+// and watch from the first request on. The Leases its components elect
+// under (kube-system/berth-<component>) it holds, as upstream, through the
+// stored Role system::leader-locking-kube-controller-manager.
+func ControllerManagerBinding() auth.Binding {
+	var role rbacv1.ClusterRole
+	for _, r := range bootstrappolicy.ClusterRoles() {
+		if r.Name == auth.ControllerUser {
+			role = r
+		}
+	}
+	return auth.Binding{Role: role, Users: []string{auth.ControllerUser}}
 }

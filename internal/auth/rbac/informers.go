@@ -54,9 +54,9 @@ func (in *Informers) Run(ctx context.Context) {
 	in.factory.Shutdown()
 }
 
-// Hold reports whether the informers have synced and hold every cluster
-// role and binding of p: until then, who is granted only through them
-// (the controllers) would be refused.
+// Hold reports whether the informers have synced and hold every role and
+// binding of p: until then, who is granted only through them (the
+// controllers) would be refused.
 func (in *Informers) Hold(p *Policy) bool {
 	if !in.HasSynced() {
 		return false
@@ -69,6 +69,20 @@ func (in *Informers) Hold(p *Policy) bool {
 	for i := range p.ClusterRoleBindings {
 		if _, err := in.Listers.ClusterRoleBindings.Get(p.ClusterRoleBindings[i].Name); err != nil {
 			return false
+		}
+	}
+	for ns, roles := range p.Roles {
+		for i := range roles {
+			if _, err := in.Listers.Roles.Roles(ns).Get(roles[i].Name); err != nil {
+				return false
+			}
+		}
+	}
+	for ns, bindings := range p.RoleBindings {
+		for i := range bindings {
+			if _, err := in.Listers.RoleBindings.RoleBindings(ns).Get(bindings[i].Name); err != nil {
+				return false
+			}
 		}
 	}
 	return true

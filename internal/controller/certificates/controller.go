@@ -27,7 +27,10 @@ const DefaultLifetime = 365 * 24 * time.Hour
 
 // Config is what the controller needs.
 type Config struct {
-	Client kubernetes.Interface
+	// Client decides and issues; InformerClient lists and watches CSRs and
+	// Nodes (nil: Client).
+	Client         kubernetes.Interface
+	InformerClient kubernetes.Interface
 	// CA signs node client certificates: the cluster's client CA, which the
 	// API server trusts for x509 authentication.
 	CA *pki.CA
@@ -57,7 +60,11 @@ func New(cfg Config) *Controller {
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = DefaultLifetime
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	watch := cfg.InformerClient
+	if watch == nil {
+		watch = cfg.Client
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(watch, 0, informeropts.Factory()...)
 	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
 	nodeInformer := factory.Core().V1().Nodes()
 	c := &Controller{

@@ -49,10 +49,13 @@ const (
 
 // Config configures the controller.
 type Config struct {
-	Client       kubernetes.Interface
-	ClusterCIDR  string // e.g. 10.88.0.0/16
-	NodeMaskSize int    // bits of each node's podCIDR, e.g. 24
-	Logger       *slog.Logger
+	// Client writes Nodes' pod CIDRs and events; InformerClient lists and
+	// watches Nodes (nil: Client).
+	Client         kubernetes.Interface
+	InformerClient kubernetes.Interface
+	ClusterCIDR    string // e.g. 10.88.0.0/16
+	NodeMaskSize   int    // bits of each node's podCIDR, e.g. 24
+	Logger         *slog.Logger
 }
 
 // Controller assigns pod CIDRs to Nodes.
@@ -83,7 +86,11 @@ func New(cfg Config) (*Controller, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informeropts.Factory()...)
+	watch := cfg.InformerClient
+	if watch == nil {
+		watch = cfg.Client
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(watch, 0, informeropts.Factory()...)
 	return &Controller{
 		client: cfg.Client, log: log, factory: factory, set: set,
 		nodes: factory.Core().V1().Nodes().Lister(),

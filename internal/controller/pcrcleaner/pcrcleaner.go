@@ -34,7 +34,11 @@ func Run(ctx context.Context, cfg Config) error {
 // run is Run with the clock that ages requests and the period of its scans.
 func run(ctx context.Context, cfg Config, clk clock.PassiveClock, period time.Duration) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("podcertificaterequest-cleaner"))
+	client, err := cfg.ClientFor("podcertificaterequestcleaner")
+	if err != nil {
+		return err
+	}
 	factory := cfg.NewFactory()
-	c := cleaner.NewPCRCleanerController(cfg.Client, factory.Certificates().V1().PodCertificateRequests(), clk, threshold, period)
+	c := cleaner.NewPCRCleanerController(client, factory.Certificates().V1().PodCertificateRequests(), clk, threshold, period)
 	return informeropts.RunControllers(ctx, factory, cfg.Logger, informeropts.Workers(c.Run, 1))
 }
