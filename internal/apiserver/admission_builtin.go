@@ -24,5 +24,5 @@ func withBuiltinAdmission(configured admission.Interface) (admission.Interface, 
 		return nil, fmt.Errorf("admission plugin %s: %w", defaulttolerationseconds.PluginName, err)
 	}
 	// It acts on pods only: other writes skip the conversion it would need.
-	return admission.NewChainHandler(configured, internalform.WrapKinds(tolerations, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind())), nil
+	return internalform.Chain(configured, internalform.WrapKinds(tolerations, corev1.SchemeGroupVersion.WithKind("Pod").GroupKind())), nil
 }

@@ -241,11 +241,12 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // others let through (a quota scoped to priority classes sees the pod's
 // resolved class). The chain runs every plugin's mutation before any
 // validation, so validating webhooks see the object as mutating ones left
-// it.
+// it; upstream's plugins share one conversion to the internal form per
+// phase (internalform.Chain).
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
 	chain := []admission.Interface{p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse, p.runtimeClass}
 	chain = append(chain, p.classesAndCertificates...)
-	return admission.NewChainHandler(append(chain, escalation, p.policies.mutating, p.webhooks.mutating, p.policies.validating, p.webhooks.validating, p.resourceQuota)...)
+	return internalform.Chain(append(chain, escalation, p.policies.mutating, p.webhooks.mutating, p.policies.validating, p.webhooks.validating, p.resourceQuota)...)
 }
 
 // start runs the informers until ctx ends; wait returns once they have stopped.

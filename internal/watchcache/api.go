@@ -40,7 +40,11 @@ type Config struct {
 	// IndexFields are field names whose exact-match selectors index watchers,
 	// e.g. "spec.nodeName". Namespace is always indexed.
 	IndexFields []string
-	// HistorySize bounds the ring of recent events (default 1000).
+	// HistorySize fixes the ring of recent events at this many. 0 (the
+	// default) sizes it as kube-apiserver sizes its watch cache: at least
+	// 1000 events, growing to up to 102400 to keep every event younger than
+	// 75 seconds, so that a watch resumes from any revision it saw that
+	// recently.
 	HistorySize int
 	// NewObject returns an empty object of the resource's type; bookmarks carry
 	// one with only resourceVersion (and annotations) set. Required for

@@ -66,7 +66,7 @@ func newStorelessCache() *Cache {
 	})
 	c.mu.Lock()
 	c.advanceLocked(1)
-	c.history = newHistory(c.cfg.HistorySize, 1, c.snap)
+	c.history = newHistory(c.cfg.historySizing(), 1, c.snap)
 	c.mu.Unlock()
 	c.readyOnce.Do(func() { close(c.ready) })
 	return c

@@ -19,7 +19,12 @@ import (
 )
 
 const (
-	defaultHistorySize      = 1000
+	// The adaptive history's bounds and the age of events it keeps: those
+	// of kube-apiserver's watch cache (its eventFreshDuration and upper
+	// bound), with berth's earlier fixed size as the floor.
+	minHistorySize          = 1000
+	maxHistorySize          = 100 * 1024
+	historyFreshness        = 75 * time.Second
 	defaultWatcherBuffer    = 100
 	defaultBookmarkInterval = time.Minute
 	defaultFreshnessTimeout = 3 * time.Second
@@ -51,9 +56,6 @@ type Cache struct {
 
 // New returns a cache; call Run to fill it.
 func New(cfg Config) *Cache {
-	if cfg.HistorySize <= 0 {
-		cfg.HistorySize = defaultHistorySize
-	}
 	if cfg.WatcherBuffer <= 0 {
 		cfg.WatcherBuffer = defaultWatcherBuffer
 	}
@@ -73,7 +75,7 @@ func New(cfg Config) *Cache {
 	c.log = c.log.With("prefix", cfg.Prefix)
 	c.live = newTree()
 	c.snap = c.live.Clone()
-	c.history = newHistory(cfg.HistorySize, 0, c.snap)
+	c.history = newHistory(cfg.historySizing(), 0, c.snap)
 	c.metrics = cfg.Metrics.forPrefix(cfg.Prefix)
 	c.watchers = newWatcherIndex(cfg.IndexFields, c.metrics)
 	return c
@@ -104,6 +106,13 @@ func (c *Cache) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (cfg *Config) historySizing() historySizing {
+	if cfg.HistorySize > 0 {
+		return historySizing{min: cfg.HistorySize, max: cfg.HistorySize}
+	}
+	return historySizing{min: minHistorySize, max: maxHistorySize, fresh: historyFreshness}
 }
 
 func (cfg *Config) validate() error {
@@ -156,7 +165,7 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	c.live, c.bytes = fresh, bytes
 	c.snap = fresh.Clone()
-	c.history = newHistory(c.cfg.HistorySize, opts.Revision, c.snap)
+	c.history = newHistory(c.cfg.historySizing(), opts.Revision, c.snap)
 	c.watchers.cutOffAll()
 	c.advanceLocked(opts.Revision)
 	c.mu.Unlock()
@@ -190,6 +199,14 @@ func (c *Cache) follow(ctx context.Context, rv int64, bookmarkTick <-chan time.T
 			return ctx.Err()
 		}
 	}
+}
+
+// queueBookmark offers w a bookmark at the cache's revision; under the lock,
+// every event up to it is already queued ahead of it.
+func (c *Cache) queueBookmark(w *watcher) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.offerBookmark(&event{kind: kindBookmark, rv: c.rv})
 }
 
 // decodedEvent is a store event decoded outside the cache's lock.
@@ -271,11 +288,12 @@ func (c *Cache) commitRevisionLocked(group []*event) {
 		return
 	}
 	snap := c.live.Clone()
+	now := c.clock.Now()
 	for _, e := range group {
-		e.snap = snap
+		e.at = now
 	}
 	c.snap = snap
-	c.history.pushBatch(group)
+	c.history.pushBatch(group, snap, now)
 	for _, e := range group {
 		c.watchers.dispatch(e)
 	}

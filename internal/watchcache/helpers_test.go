@@ -185,6 +185,31 @@ func drainUntilClosed(t *testing.T, w watch.Interface) []string {
 	}
 }
 
+// watchErr starts a watch that must fail in its stream, as kube-apiserver's
+// cacher fails a valid watch: it returns the error its one ERROR event
+// carries, then checks that the stream closes.
+func watchErr(t *testing.T, c *watchcache.Cache, opts watchcache.WatchOptions) error {
+	t.Helper()
+	w, err := c.Watch(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("watch from %q answered %v; want the failure as an ERROR event", opts.ResourceVersion, err)
+	}
+	defer w.Stop()
+	var ev watch.Event
+	select {
+	case ev = <-w.ResultChan():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("watch from %q sent no event", opts.ResourceVersion)
+	}
+	if ev.Type != watch.Error {
+		t.Fatalf("watch from %q: first event %s; want ERROR", opts.ResourceVersion, eventDesc(ev))
+	}
+	if rest := drainUntilClosed(t, w); len(rest) != 0 {
+		t.Fatalf("watch from %q went on after its ERROR: %v", opts.ResourceVersion, rest)
+	}
+	return apierrors.FromObject(ev.Object)
+}
+
 func rvs(rv int64) string { return strconv.FormatInt(rv, 10) }
 
 func isGone(err error) bool { return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) }

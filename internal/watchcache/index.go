@@ -108,12 +108,8 @@ func (x *watcherIndex) bookmarkAll(rv int64) {
 	bm := &event{kind: kindBookmark, rv: rv}
 	for _, b := range x.buckets {
 		for w := range b {
-			if !w.bookmarks {
-				continue
-			}
-			select {
-			case w.input <- bm:
-			default:
+			if w.bookmarks {
+				w.offerBookmark(bm)
 			}
 		}
 	}
@@ -126,5 +122,14 @@ func (x *watcherIndex) cutOffAll() {
 		}
 		addGauge(x.metrics.watchers, -float64(len(b)))
 		delete(x.buckets, key)
+	}
+}
+
+// offerBookmark queues bm behind the events already queued for w, unless
+// its buffer is full: a bookmark is never worth cutting a watcher off.
+func (w *watcher) offerBookmark(bm *event) {
+	select {
+	case w.input <- bm:
+	default:
 	}
 }

@@ -174,8 +174,8 @@ func (c *Cache) snapshotAt(ctx context.Context, rv int64) (*tree, error) {
 			return nil, errTooOld(rv, compacted)
 		}
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock() // history rebuilds states between its snapshots
+	defer c.mu.Unlock()
 	if rv == c.rv {
 		return c.snap, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	apistorage "k8s.io/apiserver/pkg/storage"
 
 	"github.com/berth/berth/internal/store"
 	"github.com/berth/berth/internal/watchcache"
@@ -258,8 +259,8 @@ func TestFutureResourceVersionTimesOutWith504(t *testing.T) {
 	if !apierrors.IsTimeout(err) || !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
 		t.Fatalf("list at a future revision: got %v, want 504 with cause ResourceVersionTooLarge", err)
 	}
-	if _, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: future}); !apierrors.IsTimeout(err) {
-		t.Fatalf("watch from a future revision: got %v, want 504", err)
+	if err := watchErr(t, c, watchcache.WatchOptions{ResourceVersion: future}); !apistorage.IsTooLargeResourceVersion(err) {
+		t.Fatalf("watch from a future revision: got %v, want 504 with cause ResourceVersionTooLarge", err)
 	}
 }
 

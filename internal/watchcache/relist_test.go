@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/fields"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth/berth/internal/store"
@@ -70,7 +71,7 @@ func TestCompactionMakesTheCacheRelistAndCutOffWatchers(t *testing.T) {
 	if err != nil || rv < r || fmt.Sprint(names(objs)) != "[ns/p]" {
 		t.Fatalf("list after re-list: %v at %d (want >= %d), %v", names(objs), rv, r, err)
 	}
-	if _, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: rvs(startRV)}); !isGone(err) {
+	if err := watchErr(t, c, watchcache.WatchOptions{ResourceVersion: rvs(startRV)}); !isGone(err) {
 		t.Fatalf("watch from before the re-list: got %v, want 410", err)
 	}
 }
@@ -104,5 +105,35 @@ func TestPeriodicBookmarksOnlyForWatchersThatAllowThem(t *testing.T) {
 	r2 := createPod(t, s, pod("ns", "b", "n", nil))
 	if got := nextEvents(t, without, 1)[0]; got != "ADDED ns/b@"+rvs(r2)+" node=n" {
 		t.Fatalf("watcher without bookmarks got %s", got)
+	}
+}
+
+// TestBookmarkBeforeTheWatchDeadline: a watch that allows bookmarks gets
+// one two seconds before its deadline, at the cache's revision, so that its
+// client resumes from there rather than from its last matching event.
+func TestBookmarkBeforeTheWatchDeadline(t *testing.T) {
+	t.Parallel()
+	clock := testingclock.NewFakeClock(time.Now())
+	c, s := newPodCache(t, func(cfg *watchcache.Config) {
+		cfg.Clock = clock
+		cfg.BookmarkInterval = 24 * time.Hour // no periodic bookmark in this test
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	w, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: "0", AllowBookmarks: true, Field: fields.OneTermEqualSelector("spec.nodeName", "n1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	createPod(t, s, pod("ns", "a", "n1", nil))
+	nextEvents(t, w, 1) // the watcher is past its initial events
+	other := createPod(t, s, pod("ns", "b", "n2", nil))
+	if _, _, _, err := list(ctx, c, watchcache.ListOptions{}); err != nil { // consistent: the cache has applied other
+		t.Fatal(err)
+	}
+
+	clock.Step(time.Hour - 2*time.Second)
+	if got := nextEvents(t, w, 1)[0]; got != "BOOKMARK@"+rvs(other) {
+		t.Fatalf("two seconds before the deadline: %s, want BOOKMARK@%d (the cache's revision)", got, other)
 	}
 }

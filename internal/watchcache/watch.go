@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	apistorage "k8s.io/apiserver/pkg/storage"
 )
 
 // watcher is one client's watch. Its goroutine first replays the initial
@@ -61,13 +63,25 @@ type initialEvents struct {
 }
 
 // Watch streams matching events; see WatchOptions for where it starts.
+//
+// As kube-apiserver's cacher, once the options are valid it fails only in
+// the stream: a revision older than the history or one the cache does not
+// reach in time is a watch whose one event is an ERROR carrying the 410 or
+// 504 Status. Clients resuming a watch (client-go's RetryWatcher) give up
+// and re-list on that event, but retry an error answer forever.
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, error) {
 	sendInitial, err := c.wantsInitialEvents(opts)
 	if err != nil {
 		return nil, err
 	}
-	fromRV, err := c.waitForWatchStart(ctx, opts.ResourceVersion)
+	fromRV, err := watchStartRV(opts.ResourceVersion)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.waitForWatchStart(ctx, opts.ResourceVersion, fromRV); err != nil {
+		if apistorage.IsTooLargeResourceVersion(err) {
+			return errorWatch(err), nil
+		}
 		return nil, err
 	}
 	f := newFilter(opts.Namespace, opts.Label, opts.Field)
@@ -84,11 +98,26 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (watch.Interface, 
 		done:        make(chan struct{}),
 	}
 	init, err := c.register(w, opts, sendInitial, fromRV)
+	if apierrors.IsResourceExpired(err) {
+		return errorWatch(err), nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	go w.run(ctx, init)
 	return w, nil
+}
+
+// errorWatch is a watch whose only event is err as an ERROR Status.
+func errorWatch(err error) watch.Interface {
+	status := apierrors.NewInternalError(err).ErrStatus
+	if s, ok := err.(apierrors.APIStatus); ok {
+		status = s.Status()
+	}
+	result := make(chan watch.Event, 1)
+	result <- watch.Event{Type: watch.Error, Object: &status}
+	close(result)
+	return watch.NewProxyWatcher(result)
 }
 
 // wantsInitialEvents says whether the watch starts with the current state as
@@ -109,20 +138,21 @@ func (c *Cache) wantsInitialEvents(opts WatchOptions) (bool, error) {
 	return true, nil
 }
 
+// watchStartRV parses a watch's resourceVersion (0 for "" and "0").
+func watchStartRV(rv string) (int64, error) {
+	if rv == "" || rv == "0" {
+		return 0, nil
+	}
+	return parseRV(rv)
+}
+
 // waitForWatchStart waits until the cache can serve a watch from rv ("" is
-// consistent with the store) and returns rv as a number (0 for "" and "0").
-func (c *Cache) waitForWatchStart(ctx context.Context, rv string) (int64, error) {
-	switch rv {
-	case "":
-		return 0, c.waitConsistent(ctx)
-	case "0":
-		return 0, c.waitFresh(ctx, 0, false)
+// consistent with the store; fromRV is rv parsed).
+func (c *Cache) waitForWatchStart(ctx context.Context, rv string, fromRV int64) error {
+	if rv == "" {
+		return c.waitConsistent(ctx)
 	}
-	fromRV, err := parseRV(rv)
-	if err != nil {
-		return 0, err
-	}
-	return fromRV, c.waitFresh(ctx, fromRV, false)
+	return c.waitFresh(ctx, fromRV, false)
 }
 
 // register takes the watcher's starting point and adds it to the index under
@@ -155,6 +185,8 @@ func (c *Cache) register(w *watcher, opts WatchOptions, sendInitial bool, fromRV
 func (w *watcher) run(ctx context.Context, init initialEvents) {
 	defer close(w.result)
 	defer w.Stop()
+	preTimeout, stop := w.preTimeoutTimer(ctx)
+	defer stop()
 	if !w.replay(ctx, init) {
 		return
 	}
@@ -170,12 +202,31 @@ func (w *watcher) run(ctx context.Context, init initialEvents) {
 			if !w.deliver(ctx, e) {
 				return
 			}
+		case <-preTimeout:
+			w.c.queueBookmark(w)
 		case <-w.done:
 			return
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// preTimeoutBookmark is how long before its deadline a watch that allows
+// bookmarks gets one, as from kube-apiserver's cacher: the client resumes
+// from the revision the cache had then, not from its last matching event,
+// which may have left the history long ago.
+const preTimeoutBookmark = 2 * time.Second
+
+// preTimeoutTimer fires preTimeoutBookmark before ctx's deadline (nil
+// channel: never); stop releases it.
+func (w *watcher) preTimeoutTimer(ctx context.Context) (<-chan time.Time, func()) {
+	deadline, ok := ctx.Deadline()
+	if !w.bookmarks || !ok {
+		return nil, func() {}
+	}
+	t := w.c.clock.NewTimer(time.Until(deadline) - preTimeoutBookmark)
+	return t.C(), func() { t.Stop() }
 }
 
 func (w *watcher) replay(ctx context.Context, init initialEvents) bool {

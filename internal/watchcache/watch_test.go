@@ -70,7 +70,7 @@ func TestWatchFromRevisionInOrderAndTooOld(t *testing.T) {
 	if _, _, _, err := list(ctx, c, watchcache.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Watch(ctx, watchcache.WatchOptions{ResourceVersion: rvs(start)}); !isGone(err) {
+	if err := watchErr(t, c, watchcache.WatchOptions{ResourceVersion: rvs(start)}); !isGone(err) {
 		t.Fatalf("watch below history: got %v, want 410", err)
 	}
 }

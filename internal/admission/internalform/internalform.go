@@ -51,27 +51,28 @@ var (
 
 func (w *wrapped) Handles(op admission.Operation) bool { return w.plugin.Handles(op) }
 
-// Admit runs a mutating plugin on the internal form and writes its changes
-// back into the request's object.
+// Admit runs a mutating plugin on the internal form. Its changes reach the
+// request's object at once, or, in a Chain, when something else needs it.
 func (w *wrapped) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	plugin, ok := w.plugin.(admission.MutationInterface)
 	if !ok || w.skips(a) {
 		return nil
 	}
-	internal, err := internalAttributesOf(a)
+	f, shared := formFrom(ctx)
+	internal, err := f.attributes(a)
 	if err != nil {
 		return err
 	}
 	if err := plugin.Admit(ctx, internal, o); err != nil {
 		return err
 	}
-	if internal.obj == a.GetObject() {
+	if internal.obj != a.GetObject() {
+		f.dirty = true
+	}
+	if shared {
 		return nil
 	}
-	if err := legacyscheme.Scheme.Convert(internal.obj, a.GetObject(), nil); err != nil {
-		return fmt.Errorf("converting %T back from its internal form: %w", a.GetObject(), err)
-	}
-	return nil
+	return f.flush()
 }
 
 // Validate runs a validating plugin on the internal form.
@@ -80,7 +81,8 @@ func (w *wrapped) Validate(ctx context.Context, a admission.Attributes, o admiss
 	if !ok || w.skips(a) {
 		return nil
 	}
-	internal, err := internalAttributesOf(a)
+	f, _ := formFrom(ctx)
+	internal, err := f.attributes(a)
 	if err != nil {
 		return err
 	}
@@ -96,18 +98,6 @@ type internalAttributes struct {
 
 func (a *internalAttributes) GetObject() runtime.Object    { return a.obj }
 func (a *internalAttributes) GetOldObject() runtime.Object { return a.old }
-
-func internalAttributesOf(a admission.Attributes) (*internalAttributes, error) {
-	obj, err := toInternal(a.GetObject())
-	if err != nil {
-		return nil, err
-	}
-	old, err := toInternal(a.GetOldObject())
-	if err != nil {
-		return nil, err
-	}
-	return &internalAttributes{Attributes: a, obj: obj, old: old}, nil
-}
 
 // toInternal converts obj to the internal version of its group, or returns
 // obj itself when the legacy scheme has none (other groups, CRDs, options).

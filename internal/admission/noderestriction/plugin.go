@@ -60,6 +60,10 @@ func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.Ob
 	return p.check(a)
 }
 
+// AdmitReadsOnly implements internalform.ReadOnlyAdmitter: Admit changes
+// nothing, so the plugins after it keep their converted form.
+func (*Plugin) AdmitReadsOnly() {}
+
 // Validate implements admission.ValidationInterface: the same check on the
 // object as the mutating plugins after this one left it.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
