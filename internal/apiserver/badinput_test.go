@@ -99,8 +99,6 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			podJSON(func(p *corev1.Pod) { p.Name = "existing" }), 409, metav1.StatusReasonAlreadyExists, ""},
 		{"namespace mismatch", "POST", podsPath, "application/json",
 			podJSON(func(p *corev1.Pod) { p.Namespace = "kube-system" }), 400, metav1.StatusReasonBadRequest, ""},
-		{"missing namespace", "POST", "/api/v1/namespaces/nowhere/pods", "application/json",
-			podJSON(func(p *corev1.Pod) {}), 404, metav1.StatusReasonNotFound, ""},
 		{"immutable spec", "PATCH", podsPath + "/existing", "application/merge-patch+json",
 			[]byte(`{"spec":{"containers":[{"name":"c","image":"busybox","command":["sh"]}]}}`), 422, metav1.StatusReasonInvalid, "spec"},
 		{"stale resourceVersion", "PATCH", podsPath + "/existing", "application/merge-patch+json",

@@ -11,13 +11,11 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
-// systemNamespaces exist from the first start; the first three may never be deleted.
+// systemNamespaces exist from the first start. Upstream's NamespaceLifecycle
+// admission keeps the first three from being deleted, and new content out
+// of missing and terminating namespaces.
 func systemNamespaces() []string {
 	return []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
-}
-
-func isUndeletableNamespace(name string) bool {
-	return name == metav1.NamespaceDefault || name == metav1.NamespaceSystem || name == metav1.NamespacePublic
 }
 
 // namespaceREST is the namespaces resource: deleting one marks it
@@ -29,9 +27,6 @@ type namespaceREST struct {
 }
 
 func (n *namespaceREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	if isUndeletableNamespace(name) {
-		return nil, false, apierrors.NewForbidden(n.groupResource(), name, fmt.Errorf("this namespace may not be deleted"))
-	}
 	if options == nil {
 		options = &metav1.DeleteOptions{}
 	}
@@ -110,25 +105,6 @@ func namespacePropagation(options *metav1.DeleteOptions) *metav1.DeleteOptions {
 func namespaceContentPending(obj runtime.Object) bool {
 	ns, ok := obj.(*corev1.Namespace)
 	return ok && len(ns.Spec.Finalizers) > 0
-}
-
-// namespaceLive is upstream's NamespaceLifecycle admission for creates: no
-// new content in a namespace that does not exist or is terminating. Like
-// upstream it reads the cache, and the store only when the cache has not
-// seen the namespace yet (it may have just been created).
-func (n *namespaceREST) namespaceLive(ctx context.Context, namespace string) error {
-	obj, _, err := n.reader.Get(ctx, n.res.key("", namespace), 0)
-	if apierrors.IsNotFound(err) {
-		obj, _, err = n.get(withObjectNamespace(ctx, ""), namespace)
-	}
-	if err != nil {
-		return err
-	}
-	if obj.(*corev1.Namespace).Status.Phase == corev1.NamespaceTerminating {
-		return apierrors.NewForbidden(n.groupResource(), namespace,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
-	}
-	return nil
 }
 
 // ensureSystemNamespaces creates the namespaces every cluster has.

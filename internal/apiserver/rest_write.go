@@ -21,9 +21,6 @@ type resourceREST struct {
 	*objectStore
 	strategy writeStrategy
 	table    rest.TableConvertor
-	// namespaceLive rejects writes into a missing or terminating namespace
-	// (upstream's NamespaceLifecycle admission); nil for cluster-scoped kinds.
-	namespaceLive func(ctx context.Context, namespace string) error
 	// hooks, when set, run around writes as upstream's store hooks do.
 	hooks *writeHooks
 }
@@ -69,9 +66,6 @@ func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createVal
 			return nil, err
 		}
 	}
-	if err := r.checkNamespace(ctx, accessor.GetNamespace()); err != nil {
-		return nil, err
-	}
 	data, err := r.encode(obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -84,13 +78,6 @@ func (r *resourceREST) Create(ctx context.Context, obj runtime.Object, createVal
 		return nil, rest.CheckGeneratedNameError(ctx, r.strategy, r.storeError(err, accessor.GetName()), obj)
 	}
 	return obj, setResourceVersion(obj, rev)
-}
-
-func (r *resourceREST) checkNamespace(ctx context.Context, namespace string) error {
-	if r.namespaceLive == nil || !r.res.namespaced {
-		return nil
-	}
-	return r.namespaceLive(ctx, namespace)
 }
 
 // Update implements rest.Updater: read, apply the caller's change, check,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 
 	"github.com/berth/berth/internal/auth"
+	"github.com/berth/berth/internal/auth/rbac"
 )
 
 // kubeSchedulerCollections are what kube-scheduler v1.37's default profile
@@ -40,7 +41,7 @@ var kubeSchedulerCollections = []schema.GroupVersionResource{
 
 // TestKubeSchedulerInformersSync starts client-go's
 // typed shared informers (protobuf) for every collection kube-scheduler
-// waits on, as system:kube-scheduler under the bootstrap policy, and
+// waits on, as system:kube-scheduler under upstream's role, and
 // waits for all of them to sync, as kube-scheduler does before it
 // schedules anything.
 func TestKubeSchedulerInformersSync(t *testing.T) {
@@ -50,7 +51,7 @@ func TestKubeSchedulerInformersSync(t *testing.T) {
 	})
 	s := newTestServerWith(t, func(c *Config) {
 		c.Authenticator = scheduler
-		c.Authorizer = auth.NewPolicyAuthorizer(auth.BootstrapPolicy())
+		c.Authorizer = auth.NewPolicyAuthorizer(append(auth.BootstrapPolicy(), rbac.ComponentBindings()...))
 	})
 	factory := informers.NewSharedInformerFactory(s.client, 0)
 	for _, gvr := range kubeSchedulerCollections {

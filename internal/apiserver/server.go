@@ -378,9 +378,6 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 		return nil, err
 	}
 	for _, r := range stores {
-		if r.res.namespaced {
-			r.namespaceLive = api.namespaces.namespaceLive
-		}
 		if err := api.addEndpoints(factory, r, stores); err != nil {
 			return nil, err
 		}

@@ -100,7 +100,6 @@ func TestBootstrapPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheduler := &user.DefaultInfo{Name: SchedulerUser, Groups: []string{user.AllAuthenticated}}
 	someone := &user.DefaultInfo{Name: "someone", Groups: []string{user.AllAuthenticated}}
 	nodeA := &user.DefaultInfo{Name: node.UserPrefix + "node-a", Groups: []string{NodesGroup, user.AllAuthenticated}}
 	res := func(u user.Info, verb, group, resource, sub string) authorizer.AttributesRecord {
@@ -111,13 +110,6 @@ func TestBootstrapPolicy(t *testing.T) {
 		attrs authorizer.AttributesRecord
 		allow bool
 	}{
-		{"scheduler binds pods", res(scheduler, "create", "", "pods", "binding"), true},
-		{"scheduler records status", res(scheduler, "patch", "", "pods", "status"), true},
-		{"scheduler watches nodes", res(scheduler, "watch", "", "nodes", ""), true},
-		{"scheduler writes events", res(scheduler, "create", "events.k8s.io", "events", ""), true},
-		{"scheduler deletes pods it preempts", res(scheduler, "delete", "", "pods", ""), true},
-		{"scheduler cannot read secrets", res(scheduler, "get", "", "secrets", ""), false},
-		{"scheduler cannot change a pod spec", res(scheduler, "update", "", "pods", ""), false},
 		{"authenticated user discovers", authorizer.AttributesRecord{User: someone, Verb: "get", Path: "/apis/coordination.k8s.io/v1"}, true},
 		{"authenticated user cannot list pods", res(someone, "list", "", "pods", ""), false},
 		{"node registers through the node authorizer", res(nodeA, "create", "", "nodes", ""), true},

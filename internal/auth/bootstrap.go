@@ -22,7 +22,6 @@ func rule(verbs []string, group string, resources ...string) rbacv1.PolicyRule {
 
 var (
 	read      = []string{"get", "list", "watch"}
-	readWrite = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	eventVerb = []string{"create", "patch", "update"}
 )
 
@@ -32,9 +31,9 @@ func clusterRole(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
 
 // BootstrapPolicy is what berth's own components and every authenticated
 // user may do, mirroring upstream's default ClusterRoles of the same names,
-// trimmed to the resources berth serves. The controller manager's binding
-// is upstream's role itself, which the server adds
-// (rbac.ControllerManagerBinding): this package is linked into the agent,
+// trimmed to the resources berth serves. The controller manager's and the
+// scheduler's bindings are upstream's roles themselves, which the server
+// adds (rbac.ComponentBindings): this package is linked into the agent,
 // which has no use for upstream's policy package.
 func BootstrapPolicy() []Binding {
 	return []Binding{
@@ -45,23 +44,6 @@ func BootstrapPolicy() []Binding {
 			rule([]string{"create"}, "authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
 			rule([]string{"create"}, "authentication.k8s.io", "selfsubjectreviews"),
 		), Groups: []string{user.AllAuthenticated}},
-		{Role: clusterRole(SchedulerUser,
-			rule(eventVerb, "", "events"), rule(eventVerb, "events.k8s.io", "events"),
-			rule(read, "", "pods", "nodes", "namespaces"),
-			rule([]string{"create"}, "", "pods/binding"),
-			rule([]string{"patch", "update"}, "", "pods/status"),
-			// Preemption deletes lower-priority pods, as upstream's role allows.
-			rule([]string{"delete"}, "", "pods"),
-			rule(readWrite, "coordination.k8s.io", "leases"),
-			// What kube-scheduler's default profile and DRA manager list and
-			// watch besides (upstream's system:kube-scheduler and
-			// system:volume-scheduler roles).
-			rule(read, "", "persistentvolumes", "persistentvolumeclaims", "services", "replicationcontrollers"),
-			rule(read, "apps", "replicasets", "statefulsets"),
-			rule(read, "policy", "poddisruptionbudgets"),
-			rule(read, "storage.k8s.io", "storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"),
-			rule(read, "resource.k8s.io", "resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules"),
-		), Users: []string{SchedulerUser}},
 		{Role: CoreDNSRole(), Users: []string{CoreDNSUser}},
 		// No system:node role: nodes get what the Node authorizer
 		// (internal/auth/node) grants each of them, and by group only

@@ -29,7 +29,7 @@ func TestRuleResolver(t *testing.T) {
 		{"an admin holds everything", nil, &user.DefaultInfo{Name: "admin", Groups: []string{MastersGroup}}, "* *", false, ""},
 		{"a user gets RBAC's rules", podReader, &user.DefaultInfo{Name: "alice", Groups: authenticated}, "list pods", false, ""},
 		{"and the bootstrap policy's", podReader, &user.DefaultInfo{Name: "alice", Groups: authenticated}, "create selfsubjectrulesreviews", false, ""},
-		{"a component gets its in-code role", nil, &user.DefaultInfo{Name: SchedulerUser, Groups: authenticated}, "create pods/binding", false, ""},
+		{"a component gets its in-code role", nil, &user.DefaultInfo{Name: CoreDNSUser, Groups: authenticated}, "watch endpointslices", false, ""},
 		{"a node's list is incomplete", podReader, &user.DefaultInfo{Name: "system:node:n1", Groups: []string{NodesGroup}}, "list pods", true, "node authorizer"},
 		{"an RBAC failure makes it incomplete", broken, &user.DefaultInfo{Name: "alice", Groups: authenticated}, "create selfsubjectaccessreviews", true, "cache not synced"},
 	}

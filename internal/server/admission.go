@@ -11,7 +11,10 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
@@ -43,14 +46,15 @@ import (
 // (apiserver.Config.Informers): the aggregator finds extension API servers'
 // Services and EndpointSlices in it.
 type admissionPlugins struct {
-	factory        informers.SharedInformerFactory
-	limitRanger    admission.Interface
-	serviceAccount admission.Interface
-	storageInUse   admission.Interface
-	nodeTaint      admission.Interface
-	podSecurity    *podsecurity.Plugin
-	priority       admission.Interface
-	runtimeClass   admission.Interface
+	factory            informers.SharedInformerFactory
+	namespaceLifecycle admission.Interface
+	limitRanger        admission.Interface
+	serviceAccount     admission.Interface
+	storageInUse       admission.Interface
+	nodeTaint          admission.Interface
+	podSecurity        *podsecurity.Plugin
+	priority           admission.Interface
+	runtimeClass       admission.Interface
 	// classesAndCertificates are classAndCertificatePlugins.
 	classesAndCertificates []admission.Interface
 	webhooks               *admissionWebhooks
@@ -73,6 +77,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 		return nil, fmt.Errorf("admission plugins: %w", err)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(factory, &corev1.Namespace{}, localOnceServed(local, "namespaces"))
 	informeropts.ReadThrough(factory, &corev1.ServiceAccount{}, localOnceServed(local, "serviceaccounts"))
 	informeropts.ReadThrough(factory, &corev1.LimitRange{}, localOnceServed(local, "limitranges"))
 	informeropts.ReadThrough(factory, &corev1.ResourceQuota{}, localOnceServed(local, "resourcequotas"))
@@ -86,6 +91,10 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	// controller checks.
 	informeropts.ReadThrough(factory, &corev1.Service{}, localOnceServed(local, "services"))
 	informeropts.ReadThrough(factory, &discoveryv1.EndpointSlice{}, localOnceServedGVR(local, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")))
+	namespaces, err := newNamespaceLifecycle(client, factory)
+	if err != nil {
+		return nil, err
+	}
 	limits, err := newLimitRanger(client, factory)
 	if err != nil {
 		return nil, err
@@ -128,7 +137,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
-	return &admissionPlugins{factory: factory, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
+	return &admissionPlugins{factory: factory, namespaceLifecycle: namespaces, limitRanger: limits, serviceAccount: internalform.WrapKinds(sa, podKind), storageInUse: storageInUse,
 		nodeTaint: newTaintNodesByCondition(), podSecurity: ps, priority: priorities, runtimeClass: runtimeClasses,
 		classesAndCertificates: classesAndCertificates, webhooks: webhooks, policies: policies, resourceQuota: quota,
 		nodes: factory.Core().V1().Nodes().Lister()}, nil
@@ -137,6 +146,24 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 // podKind is the kind the pod-only plugins act on: other writes skip them,
 // and the conversion to the internal form they would need.
 var podKind = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
+
+// newNamespaceLifecycle is upstream's NamespaceLifecycle: new content only
+// in a namespace that exists and is not terminating (404, or 403 with the
+// NamespaceTerminating cause), and default, kube-system and kube-public
+// never deleted. It acts on every kind's metadata, so it needs no
+// conversion.
+func newNamespaceLifecycle(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+	plugin, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	if err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", lifecycle.PluginName, err)
+	}
+	plugin.SetExternalKubeClientSet(client)
+	plugin.SetExternalKubeInformerFactory(factory)
+	if err := plugin.ValidateInitialization(); err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", lifecycle.PluginName, err)
+	}
+	return plugin, nil
+}
 
 // newLimitRanger is upstream's LimitRanger: container and pod defaults and
 // bounds from the namespace's LimitRanges.
@@ -230,7 +257,8 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 }
 
 // chain runs the plugins with berth's own, in kube-apiserver's order:
-// LimitRanger (resource defaults), ServiceAccount (defaults the account,
+// NamespaceLifecycle (so a write into a missing namespace is 404 before
+// any other plugin judges it), LimitRanger (resource defaults), ServiceAccount (defaults the account,
 // checks it exists, mounts kube-api-access-*), NodeRestriction, PodSecurity
 // (so it judges the pod as it will run), TaintNodesByCondition, Priority,
 // StorageObjectInUseProtection, RuntimeClass (the class's overhead, so that
@@ -244,7 +272,7 @@ func newResourceQuota(client kubernetes.Interface, factory informers.SharedInfor
 // it; upstream's plugins share one conversion to the internal form per
 // phase (internalform.Chain).
 func (p *admissionPlugins) chain(nodeRestriction, escalation admission.Interface) admission.Interface {
-	chain := []admission.Interface{p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse, p.runtimeClass}
+	chain := []admission.Interface{p.namespaceLifecycle, p.limitRanger, p.serviceAccount, nodeRestriction, p.podSecurity, p.nodeTaint, p.priority, p.storageInUse, p.runtimeClass}
 	chain = append(chain, p.classesAndCertificates...)
 	return internalform.Chain(append(chain, escalation, p.policies.mutating, p.webhooks.mutating, p.policies.validating, p.webhooks.validating, p.resourceQuota)...)
 }

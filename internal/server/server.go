@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	policy := append(auth.BootstrapPolicy(), rbac.ControllerManagerBinding())
+	policy := append(auth.BootstrapPolicy(), rbac.ComponentBindings()...)
 	authz, err := auth.NewAuthorizer(node.NewAuthorizer(nodeGraph), policy, access.Authorizer)
 	if err != nil {
 		return err

@@ -174,12 +174,21 @@ func (c *Cache) snapshotAt(ctx context.Context, rv int64) (*tree, error) {
 			return nil, errTooOld(rv, compacted)
 		}
 	}
+	c.mu.RLock()
+	snap, ok := c.snap, rv == c.rv
+	if !ok {
+		snap, ok = c.history.keptSnapshotAt(rv)
+	}
+	c.mu.RUnlock()
+	if ok {
+		return snap, nil
+	}
 	c.mu.Lock() // history rebuilds states between its snapshots
 	defer c.mu.Unlock()
 	if rv == c.rv {
 		return c.snap, nil
 	}
-	snap := c.history.snapshotAt(rv)
+	snap = c.history.snapshotAt(rv)
 	if snap == nil {
 		return nil, errTooOld(rv, c.history.baseRV)
 	}

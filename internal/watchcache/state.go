@@ -87,29 +87,29 @@ func (e *event) prevObjectAtRV() runtime.Object {
 // after N" and "what was the state at N" for any N >= baseRV.
 //
 // Its capacity adapts as kube-apiserver's watch cache does: when full, it
-// doubles (up to maxCap) rather than evict an event younger than fresh, and
-// halves (down to minCap) once even its newest quarter is older than that.
+// doubles (up to sizing.max) rather than evict an event younger than
+// sizing.fresh, and halves (down to sizing.min) once even its newest
+// quarter is older than that.
 // A client cut off or timed out therefore resumes from any revision it saw
-// within fresh, whatever the churn; a fixed ring gave 410s under load.
+// within that time, whatever the churn; a fixed ring gave 410s under load.
 type history struct {
-	events         []*event // ring storage
-	start, n       int
-	baseRV         int64
-	baseSnap       *tree
-	minCap, maxCap int
-	fresh          time.Duration // 0: a fixed ring of minCap
-	sinceSnapshot  int           // revisions pushed since the last kept snapshot
+	events        []*event // ring storage
+	start, n      int
+	baseRV        int64
+	baseSnap      *tree
+	sizing        historySizing
+	sinceSnapshot int // revisions pushed since the last kept snapshot
 }
 
 func newHistory(sizing historySizing, rv int64, snap *tree) history {
 	return history{events: make([]*event, sizing.min), baseRV: rv, baseSnap: snap,
-		minCap: sizing.min, maxCap: max(sizing.max, sizing.min), fresh: sizing.fresh}
+		sizing: historySizing{min: sizing.min, max: max(sizing.max, sizing.min), fresh: sizing.fresh}}
 }
 
 // historySizing is how a cache sizes its history.
 type historySizing struct {
 	min, max int
-	fresh    time.Duration
+	fresh    time.Duration // 0: a fixed ring of min
 }
 
 func (h *history) at(i int) *event { return h.events[(h.start+i)%len(h.events)] }
@@ -153,11 +153,11 @@ func (h *history) pushBatch(batch []*event, snap *tree, now time.Time) {
 func (h *history) adapt(now time.Time, incoming int) {
 	capacity := len(h.events)
 	switch {
-	case h.fresh <= 0 || h.n == 0:
-	case now.Sub(h.at(0).at) < h.fresh && capacity < h.maxCap:
-		h.resize(min(max(2*capacity, h.n+incoming), h.maxCap))
-	case capacity > h.minCap && h.n > capacity/4 && now.Sub(h.at(h.n-capacity/4).at) > h.fresh:
-		h.resize(max(capacity/2, h.minCap))
+	case h.sizing.fresh <= 0 || h.n == 0:
+	case now.Sub(h.at(0).at) < h.sizing.fresh && capacity < h.sizing.max:
+		h.resize(min(max(2*capacity, h.n+incoming), h.sizing.max))
+	case capacity > h.sizing.min && h.n > capacity/4 && now.Sub(h.at(h.n-capacity/4).at) > h.sizing.fresh:
+		h.resize(max(capacity/2, h.sizing.min))
 	}
 }
 
@@ -244,7 +244,7 @@ func (h *history) snapshotAt(rv int64) *tree {
 	if rv < h.baseRV {
 		return nil
 	}
-	i := sort.Search(h.n, func(i int) bool { return h.at(i).rv > rv })
+	i := h.eventsThrough(rv)
 	if i == 0 {
 		return h.baseSnap
 	}
@@ -253,6 +253,26 @@ func (h *history) snapshotAt(rv int64) *tree {
 		h.at(k).snap = state
 	}
 	return state
+}
+
+// keptSnapshotAt is the state at rv when history holds it without a
+// rebuild (at its base, or at a revision whose snapshot is kept or was
+// rebuilt before); it only reads, so Cache.mu held for reading suffices.
+func (h *history) keptSnapshotAt(rv int64) (*tree, bool) {
+	if rv < h.baseRV {
+		return nil, false
+	}
+	i := h.eventsThrough(rv)
+	if i == 0 {
+		return h.baseSnap, true
+	}
+	snap := h.at(i - 1).snap
+	return snap, snap != nil
+}
+
+// eventsThrough is how many of history's events have a revision <= rv.
+func (h *history) eventsThrough(rv int64) int {
+	return sort.Search(h.n, func(i int) bool { return h.at(i).rv > rv })
 }
 
 func toEventKind(t store.EventType) eventKind {

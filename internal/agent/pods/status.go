@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	kubeletstatus "k8s.io/kubernetes/pkg/kubelet/status"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"github.com/berth/berth/internal/agent/crilog"
 )
@@ -336,58 +338,51 @@ func phase(pod *corev1.Pod, st corev1.PodStatus) corev1.PodPhase {
 	}
 }
 
+// conditions is the pod's condition list as the kubelet writes it: every
+// condition the kubelet does not own stays as it is (the scheduler's
+// DisruptionTarget, readiness gates, a controller's own), and the
+// kubelet-owned ones come from upstream's generators, which also weigh the
+// readiness gates into Ready. A condition keeps its transition time while
+// its status holds, as the kubelet's status manager does.
 func conditions(pod *corev1.Pod, st corev1.PodStatus, sandboxReady bool, now metav1.Time) []corev1.PodCondition {
-	var unready []string
-	for i, ic := range st.InitContainerStatuses {
-		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) && !ic.Ready {
-			unready = append(unready, ic.Name) // a sidecar counts among the pod's containers
+	old := &pod.Status
+	out := make([]corev1.PodCondition, 0, len(old.Conditions)+5)
+	for _, c := range old.Conditions {
+		if !kubetypes.PodConditionByKubelet(c.Type) {
+			out = append(out, c)
 		}
 	}
-	for _, cs := range st.ContainerStatuses {
-		if !cs.Ready {
-			unready = append(unready, cs.Name)
+	sandbox := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}
+	if !sandboxReady {
+		sandbox.Status, sandbox.Reason = corev1.ConditionFalse, kubetypes.PodSandboxNotReadyReason
+	}
+	sandbox.ObservedGeneration = podutil.CalculatePodConditionObservedGeneration(old, pod.Generation, sandbox.Type)
+	all := append(slices.Clone(st.InitContainerStatuses), st.ContainerStatuses...)
+	out = append(out, sandbox, kubeletstatus.GeneratePodInitializedCondition(pod, old, all, st.Phase))
+	out = append(out, kubeletstatus.GeneratePodReadyCondition(pod, old, out, all, st.Phase))
+	out = append(out, kubeletstatus.GenerateContainersReadyCondition(pod, old, all, st.Phase))
+	out = append(out, scheduledCondition(pod))
+	for i := range out {
+		if !kubetypes.PodConditionByKubelet(out[i].Type) {
+			continue
 		}
-	}
-	uninit := initPending(pod, st)
-	initialized := len(uninit) == 0 || anyRegularContainerStarted(st)
-	terminal := isTerminal(st.Phase)
-	cond := func(t corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: now}
-		if ok {
-			c = corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
-		}
-		c.ObservedGeneration = podutil.CalculatePodConditionObservedGeneration(&pod.Status, pod.Generation, t)
-		for _, old := range pod.Status.Conditions {
-			if old.Type == t && old.Status == c.Status {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-		}
-		return c
-	}
-	ready, reason, msg := len(unready) == 0, "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
-	if terminal {
-		ready, reason, msg = false, "PodCompleted", ""
-	}
-	initReason, initMsg := "ContainersNotInitialized", fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(uninit, " "))
-	if terminal && initialized {
-		initReason = "PodCompleted"
-	}
-	out := []corev1.PodCondition{
-		cond(corev1.PodReadyToStartContainers, sandboxReady, "", ""),
-		cond(corev1.PodInitialized, initialized, initReason, initMsg),
-		cond(corev1.PodReady, ready, reason, msg),
-		cond(corev1.ContainersReady, ready, reason, msg),
-		cond(corev1.PodScheduled, true, "", ""),
-	}
-	for _, old := range pod.Status.Conditions {
-		if old.Type == corev1.PodScheduled {
-			// The scheduler's times and reason stay; the generation is
-			// the one this status answers, as the kubelet writes it.
-			old.ObservedGeneration = out[4].ObservedGeneration
-			out[4] = old
+		out[i].LastTransitionTime = now
+		if _, prev := podutil.GetPodCondition(old, out[i].Type); prev != nil && prev.Status == out[i].Status {
+			out[i].LastTransitionTime = prev.LastTransitionTime
 		}
 	}
 	return out
+}
+
+// scheduledCondition is PodScheduled=True answering the pod's generation;
+// the scheduler's reason and times stay when it wrote one.
+func scheduledCondition(pod *corev1.Pod) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}
+	if _, prev := podutil.GetPodCondition(&pod.Status, c.Type); prev != nil && prev.Status == c.Status {
+		c = *prev
+	}
+	c.ObservedGeneration = podutil.CalculatePodConditionObservedGeneration(&pod.Status, pod.Generation, c.Type)
+	return c
 }
 
 // patchStatus sends the status to the API server only when it differs from

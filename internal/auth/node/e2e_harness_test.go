@@ -84,7 +84,7 @@ func newCluster(t *testing.T) *cluster {
 	secrets := informers.NewSharedInformerFactoryWithOptions(self, 0, informers.WithNamespace(metav1.NamespaceSystem))
 	tokens := bootstraptoken.NewAuthenticator(secrets.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem), log)
 	roles := rbac.NewInformers(self)
-	authz, err := auth.NewAuthorizer(node.NewAuthorizer(c.graph), append(auth.BootstrapPolicy(), rbac.ControllerManagerBinding()), rbac.NewAuthorizer(roles.Listers, roles.HasSynced))
+	authz, err := auth.NewAuthorizer(node.NewAuthorizer(c.graph), append(auth.BootstrapPolicy(), rbac.ComponentBindings()...), rbac.NewAuthorizer(roles.Listers, roles.HasSynced))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,18 +15,20 @@ import (
 // TestControllerIdentitiesHoldUpstreamsRoles: the controller manager's own
 // identity holds upstream's system:kube-controller-manager role in code
 // (its informers list and watch everything, it holds its components'
-// Leases and no other, it writes nothing else), and each controller's
+// Leases and no other, it writes nothing else), the scheduler upstream's
+// system:kube-scheduler and system:volume-scheduler, and each controller's
 // service account holds what its stored system:controller: role grants.
 func TestControllerIdentitiesHoldUpstreamsRoles(t *testing.T) {
 	t.Parallel()
 	authz, err := union.New(
-		union.NamedAuthorizer{AuthorizerName: "in-code", Authorizer: auth.NewPolicyAuthorizer([]auth.Binding{ControllerManagerBinding()})},
+		union.NamedAuthorizer{AuthorizerName: "in-code", Authorizer: auth.NewPolicyAuthorizer(ComponentBindings())},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: NewAuthorizer(listersOf(t, defaultPolicyObjects()...), func() bool { return true })},
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	manager := &user.DefaultInfo{Name: auth.ControllerUser, Groups: []string{user.AllAuthenticated}}
+	scheduler := &user.DefaultInfo{Name: auth.SchedulerUser, Groups: []string{user.AllAuthenticated}}
 	account := func(name string) user.Info {
 		sa := serviceaccount.UserInfo("kube-system", name, "")
 		return &user.DefaultInfo{Name: sa.GetName(), Groups: append(sa.GetGroups(), user.AllAuthenticated)}
@@ -47,6 +49,17 @@ func TestControllerIdentitiesHoldUpstreamsRoles(t *testing.T) {
 		{"manager marks no node status", in(manager, "update", "", "nodes", "status", "", "n1"), false},
 		{"manager deletes no pods", in(manager, "delete", "", "pods", "", "default", "p"), false},
 		{"manager cannot exec", in(manager, "create", "", "pods", "exec", "default", "p"), false},
+		{"scheduler binds pods", in(scheduler, "create", "", "pods", "binding", "default", "p"), true},
+		{"scheduler preempts pods", in(scheduler, "delete", "", "pods", "", "default", "p"), true},
+		{"scheduler writes pod conditions", in(scheduler, "patch", "", "pods", "status", "default", "p"), true},
+		{"scheduler reads storage classes (system:volume-scheduler)", in(scheduler, "list", "storage.k8s.io", "storageclasses", "", "", ""), true},
+		{"scheduler holds its lease (upstream's leader-locking Role)", in(scheduler, "update", "coordination.k8s.io", "leases", "", "kube-system", "berth-scheduler"), true},
+		{"scheduler holds no lease elsewhere", in(scheduler, "update", "coordination.k8s.io", "leases", "", "default", "berth-scheduler"), false},
+		{"scheduler watches nodes", in(scheduler, "watch", "", "nodes", "", "", ""), true},
+		{"scheduler writes events", in(scheduler, "create", "events.k8s.io", "events", "", "default", ""), true},
+		{"scheduler changes no pod spec", in(scheduler, "update", "", "pods", "", "default", "p"), false},
+		{"scheduler reads no secrets", in(scheduler, "get", "", "secrets", "", "default", "s"), false},
+		{"scheduler creates no pods", in(scheduler, "create", "", "pods", "", "default", ""), false},
 		{"node-controller marks node status", in(account("node-controller"), "update", "", "nodes", "status", "", "n1"), true},
 		{"replicaset-controller creates pods", in(account("replicaset-controller"), "create", "", "pods", "", "default", ""), true},
 		{"replicaset-controller reads no secrets", in(account("replicaset-controller"), "get", "", "secrets", "", "default", "s"), false},

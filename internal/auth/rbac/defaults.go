@@ -39,7 +39,7 @@ type Policy struct {
 // run kube-proxy's proxier and join with bootstrap tokens, the node-proxier,
 // node-bootstrapper and client-CA reader bindings kubeadm makes, and the
 // certificates controller's serving approver. auth.BootstrapPolicy and
-// ControllerManagerBinding, which authorize berth's components before any
+// ComponentBindings, which authorize berth's components before any
 // object exists, are in code only.
 func DefaultPolicy() *Policy {
 	p := &Policy{
@@ -198,18 +198,29 @@ func servingApprover() (rbacv1.ClusterRole, rbacv1.ClusterRoleBinding) {
 	return role, clusterBinding(name, name, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: metav1.NamespaceSystem, Name: CertificateControllerAccount})
 }
 
-// ControllerManagerBinding is upstream's system:kube-controller-manager
-// role, bound in code to the controller manager's identity as the
-// bootstrap policy binds berth's other components, so its informers list
-// and watch from the first request on. The Leases its components elect
-// under (kube-system/berth-<component>) it holds, as upstream, through the
-// stored Role system::leader-locking-kube-controller-manager.
-func ControllerManagerBinding() auth.Binding {
-	var role rbacv1.ClusterRole
+// ComponentBindings bind upstream's own roles, in code, to the identities
+// of the server's control loops, so that their informers list and watch
+// from the first request on, before any RBAC object exists:
+// system:kube-controller-manager to the controller manager, and
+// system:kube-scheduler and system:volume-scheduler to the scheduler. The
+// Leases they elect under (kube-system/berth-<component>) they hold, as
+// upstream, through the stored Roles
+// system::leader-locking-kube-controller-manager and
+// system::leader-locking-kube-scheduler.
+func ComponentBindings() []auth.Binding {
+	return []auth.Binding{
+		upstreamClusterRole(auth.ControllerUser, auth.ControllerUser),
+		upstreamClusterRole("system:kube-scheduler", auth.SchedulerUser),
+		upstreamClusterRole("system:volume-scheduler", auth.SchedulerUser),
+	}
+}
+
+// upstreamClusterRole binds user to bootstrappolicy's ClusterRole name.
+func upstreamClusterRole(name, user string) auth.Binding {
 	for _, r := range bootstrappolicy.ClusterRoles() {
-		if r.Name == auth.ControllerUser {
-			role = r
+		if r.Name == name {
+			return auth.Binding{Role: r, Users: []string{user}}
 		}
 	}
-	return auth.Binding{Role: role, Users: []string{auth.ControllerUser}}
+	panic("bootstrappolicy has no ClusterRole " + name)
 }
