@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Builds the upstream peers the benchmarks run beside berth into _output/bench/:
 # with no arguments bench/api's (kube-apiserver v1.37.2 and an etcd server);
-# otherwise the named ones (kube-apiserver, kube-scheduler, etcd; bench/scheduler
-# -peer kube-scheduler needs kube-scheduler). Skips each binary that is
-# already built, so rerunning it is cheap. Needs only the Go module proxy.
+# otherwise the named ones (kube-apiserver, kube-scheduler, kubelet, etcd;
+# bench/scheduler -peer kube-scheduler needs kube-scheduler, hack/conformance.sh
+# --kubelet-node the kubelet). Skips each binary that is already built, so
+# rerunning it is cheap. Needs only the Go module proxy.
 #
-#   hack/build-bench-peers.sh [etcd|kube-apiserver|kube-scheduler]...
+#   hack/build-bench-peers.sh [etcd|kube-apiserver|kube-scheduler|kubelet]...
 #
-# kube-apiserver is built from berth's own module (hack/peers/kube-apiserver, a
-# thin main over k8s.io/kubernetes/cmd/kube-apiserver/app, which berth already
-# requires with its staging modules at v0.37.2): it needs no module beyond
-# berth's go.sum and no go.mod surgery. Measured on 2 cores with a warm module
+# kube-apiserver and the kubelet are built from berth's own module
+# (hack/peers/<name>, thin mains over k8s.io/kubernetes/cmd/<name>/app, which
+# berth already requires with its staging modules at v0.37.2): they need no
+# module beyond berth's go.sum and no go.mod surgery. Measured on 2 cores with a warm module
 # cache and an empty build cache: 4.4 min (4.1 min right after hack/build.sh;
 # the scratch module below: 3.6 min), 6-9 s when nothing changed. The
 # differential test (internal/e2e/differential) builds it through this script
@@ -41,7 +42,7 @@ build_kube() {
 		return
 	fi
 	local ver="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
-	if [[ $component == kube-apiserver ]]; then
+	if [[ -d $root/hack/peers/$component ]]; then
 		echo "building $component $KUBE_VERSION from berth's module (hack/peers/$component)"
 		(cd "$root" && GOFLAGS= go build -tags upstream -ldflags "$ver" -o "$bin" "./hack/peers/$component")
 		echo "built $bin"
@@ -104,9 +105,9 @@ if (($# == 0)); then
 fi
 for peer in "$@"; do # all names checked before anything is built
 	case $peer in
-	etcd | kube-apiserver | kube-scheduler) ;;
+	etcd | kube-apiserver | kube-scheduler | kubelet) ;;
 	*)
-		echo "build-bench-peers.sh: unknown peer $peer (kube-apiserver, kube-scheduler, etcd)" >&2
+		echo "build-bench-peers.sh: unknown peer $peer (kube-apiserver, kube-scheduler, kubelet, etcd)" >&2
 		exit 2
 		;;
 	esac

@@ -13,7 +13,7 @@
 #
 #   hack/conformance.sh [--focus RE] [--skip RE] [--shard N/M] [--list FILE]
 #                       [--procs N] [--nodes N] [--timeout DURATION] [--results FILE] [--no-doc]
-#                       [--fresh] [--no-preflight]
+#                       [--fresh] [--no-preflight] [--kubelet-node] [--labels EXPR]
 #
 #   --focus RE      only the [Conformance] tests whose text matches RE (Ginkgo regexp)
 #   --skip RE       leave out the tests whose text matches RE
@@ -26,11 +26,20 @@
 #   --nodes N       schedulable nodes (default 1); the conformance suite's own
 #                   count of nodes, and the DaemonSet rollback test, need 2
 #   --timeout D     Ginkgo's deadline for each pass (default 3h)
-#   --results FILE  results file to compare with and update (default docs/conformance-results.tsv)
+#   --results FILE  results file to compare with and update (default docs/conformance-results.tsv;
+#                   with --labels or --kubelet-node, _output/conformance/results-<labels>[-kubelet].tsv
+#                   and no doc)
 #   --no-doc        leave docs/conformance.md alone
 #   --fresh         forget the previous results of tests this run does not report
 #   --no-preflight  start e2e.test even without the default/kubernetes Service or
 #                   kube-root-ca.crt in a new namespace after 30 s (see the pre-flight below)
+#   --kubelet-node  one more node: upstream's kubelet v1.37.2 (hack/build-bench-peers.sh
+#                   kubelet) on a berth runtime, joined with the server's bootstrap token
+#                   (TLS bootstrap, serving certificate through berth's approver); berth's
+#                   own nodes get the control-plane NoSchedule taint, so the tests' pods
+#                   run on the kubelet's node
+#   --labels EXPR   the Ginkgo label filter of the tests (default Conformance; the
+#                   passes add `&& !Serial` and `&& Serial`), e.g. NodeConformance
 #
 # Exits non-zero if a test failed, a --list test did not pass, or the suite's
 # set-up failed. Needs root and hack/setup.sh; builds e2e.test, ginkgo and
@@ -60,8 +69,12 @@ NODE_LINK=bcp$$
 CLUSTER_CIDR=10.88.0.0/16
 SERVICE_CIDR=10.96.0.0/12
 RUNTIME_HANDLER=test-handler
+CLUSTER_DNS=10.96.0.10
+KUBELET_BIN=$OUT_DIR/bench/kubelet
+KUBELET_CGROUP_ROOT=/berth-kubelet-$$
 
-preflight_check=1 focus="" skip="" shard="" list="" procs=2 nodes=1 timeout=3h results="$REPO_ROOT/docs/conformance-results.tsv" doc=1 fresh=()
+preflight_check=1 focus="" skip="" shard="" list="" procs=2 nodes=1 timeout=3h results="" doc=1 fresh=()
+kubelet_node=0 labels=Conformance
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 while (($#)); do
   case $1 in
@@ -76,6 +89,8 @@ while (($#)); do
   --no-doc) doc=0; shift ;;
   --fresh) fresh=(--fresh); shift ;;
   --no-preflight) preflight_check=0; shift ;;
+  --kubelet-node) kubelet_node=1; shift ;;
+  --labels) labels=$2; shift 2 ;;
   -h | --help) usage ;;
   *) echo "conformance.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -83,6 +98,14 @@ done
 if [[ -n "$focus" && ( -n "$list" || -n "$shard" ) ]]; then
   echo "conformance.sh: --focus selects by regexp, --list and --shard by name; use one or the other" >&2
   exit 2
+fi
+if [[ -z "$results" && $labels == Conformance && kubelet_node -eq 0 ]]; then
+  results=$REPO_ROOT/docs/conformance-results.tsv
+elif [[ -z "$results" ]]; then
+  # Other selections and nodes keep their results apart, and out of the doc.
+  slug=$(tr -c 'A-Za-z0-9\n' - <<<"$labels")
+  ((kubelet_node == 0)) || slug+=-kubelet
+  results=$OUT_DIR/conformance/results-$slug.tsv doc=0
 fi
 [[ -z "$list" || -f "$list" ]] || { echo "conformance.sh: no list file $list" >&2; exit 2; }
 [[ "$nodes" =~ ^[1-9]$ ]] || { echo "conformance.sh: --nodes takes 1 to 9, not $nodes" >&2; exit 2; }
@@ -95,6 +118,7 @@ for bin in "$BERTH_BIN" "$OUT_DIR/berth-agent" "$OUT_DIR/berth-kubectl" "$OUT_DI
   [[ -x "$bin" ]] || { echo "conformance.sh: $bin missing; run hack/setup.sh" >&2; exit 1; }
 done
 "$REPO_ROOT/hack/build-conformance.sh"
+((kubelet_node == 0)) || "$REPO_ROOT/hack/build-bench-peers.sh" kubelet
 log "conformance: building the report tool"
 go build -o "$CONF_DIR/conformance-report" ./hack/tools/conformance-report
 REPORT_TOOL="$CONF_DIR/conformance-report"
@@ -136,7 +160,7 @@ joined_node() {
 
 node_address_down() {
   local k
-  for ((k = 2; k <= nodes; k++)); do
+  for ((k = 2; k <= nodes + kubelet_node; k++)); do
     joined_node "$k"
     ip link del "$JOINED_LINK" 2>/dev/null
     ip netns del "$JOINED_NETNS" 2>/dev/null
@@ -146,18 +170,17 @@ node_address_down() {
   ip netns del "$NODE_NETNS" 2>/dev/null
 }
 
-# start_joined_node K: the Kth node, a berth runtime and a berth agent in
-# its own namespace, joined with the server's token. Both start through
-# nsenter (network namespace only, so the runtime's mounts are the host's,
-# as the local node's are). Services reach the API server and
-# cluster DNS at NODE_IP: a route sends the service range there, as a
-# node's default route would, and nothing else leaves the namespace.
-start_joined_node() {
-  local dir token
+# start_node_runtime K: the Kth node's namespace, on the bridge, and its
+# berth runtime, started through nsenter (network namespace only, so the
+# runtime's mounts are the host's, as the local node's are). Services reach
+# the API server and cluster DNS at NODE_IP: a route sends the service range
+# there, as a node's default route would, and nothing else leaves the
+# namespace.
+start_node_runtime() {
+  local dir
   joined_node "$1"
   dir=$WORK/nodes/$JOINED_NAME
   mkdir -p "$dir"
-  token=$(cat "$WORK/data/token")
   bridge_port "$JOINED_NETNS" "$JOINED_LINK" "$JOINED_IP" &&
     ip -n "$JOINED_NETNS" route add "$SERVICE_CIDR" via "$NODE_IP" || return
   nsenter --net="/run/netns/$JOINED_NETNS" -- "$BERTH_BIN" runtime --root "$dir/runtime" --state-dir "$dir/runtime-state" \
@@ -166,10 +189,98 @@ start_joined_node() {
   joined_runtimes+=($!)
   for _ in $(seq 60); do [[ -S "$dir/runtime.sock" ]] && break; sleep 1; done
   [[ -S "$dir/runtime.sock" ]] || { tail -n 20 "$dir/runtime.log" >&2; return 1; }
+}
+
+# start_joined_node K: the Kth node, a berth runtime and a berth agent in
+# its own namespace, joined with the server's token.
+start_joined_node() {
+  local dir token
+  start_node_runtime "$1" || return
+  dir=$WORK/nodes/$JOINED_NAME
+  token=$(cat "$WORK/data/token")
   nsenter --net="/run/netns/$JOINED_NETNS" -- "$BERTH_BIN" agent --server "https://$NODE_IP:$port" --token "$token" \
     --node-name "$JOINED_NAME" --node-ip "$JOINED_IP" --data-dir "$dir/agent" --runtime-endpoint "unix://$dir/runtime.sock" \
     --cluster-cidr "$CLUSTER_CIDR" --pod-infra-container-image "$PAUSE_IMAGE" --eviction-hard "$TEST_EVICTION_HARD" >"$dir/agent.log" 2>&1 &
   joined_agents+=($!)
+}
+
+# start_kubelet_node K: the Kth node, a berth runtime and upstream's
+# kubelet in its own namespace. The kubelet bootstraps its client
+# certificate with the bootstrap token inside the server's join token
+# (berth::<CA hash>::<token>) and asks for its serving certificate, which
+# berth's certificates controller approves as it does an agent's. Its pods'
+# cgroups live under a root of this run's own, apart from the local node's
+# /kubepods. Its pods reach other nodes' pods through the server's host,
+# which routes every node's pod range.
+start_kubelet_node() {
+  local dir token kc
+  start_node_runtime "$1" || return
+  ip -n "$JOINED_NETNS" route add "$CLUSTER_CIDR" via "$NODE_IP" || return
+  dir=$WORK/nodes/$JOINED_NAME
+  token=$(cat "$WORK/data/token")
+  kc=("$BERTH_BIN" kubectl config --kubeconfig "$dir/bootstrap.kubeconfig")
+  make_cgroup_root "$KUBELET_CGROUP_ROOT" || return
+  "${kc[@]}" set-cluster berth --server "https://$NODE_IP:$port" \
+    --certificate-authority "$WORK/data/server-ca.crt" --embed-certs >/dev/null &&
+    "${kc[@]}" set-credentials kubelet-bootstrap --token "${token##*::}" >/dev/null &&
+    "${kc[@]}" set-context default --cluster berth --user kubelet-bootstrap >/dev/null &&
+    "${kc[@]}" use-context default >/dev/null || return
+  cat >"$dir/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $JOINED_IP
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $WORK/data/pki/client-ca.crt}
+authorization: {mode: Webhook}
+serverTLSBootstrap: true
+rotateCertificates: true
+containerRuntimeEndpoint: unix://$dir/runtime.sock
+cgroupDriver: cgroupfs
+cgroupRoot: $KUBELET_CGROUP_ROOT
+failCgroupV1: false
+failSwapOn: false
+clusterDNS: [$CLUSTER_DNS]
+clusterDomain: cluster.local
+podLogsDir: $dir/pod-logs
+evictionHard: {memory.available: 100Mi, pid.available: "10%"}
+EOF
+  nsenter --net="/run/netns/$JOINED_NETNS" -- "$KUBELET_BIN" --config "$dir/kubelet.yaml" \
+    --bootstrap-kubeconfig "$dir/bootstrap.kubeconfig" --kubeconfig "$dir/kubelet.kubeconfig" \
+    --root-dir "$dir/kubelet" --cert-dir "$dir/kubelet/pki" --hostname-override "$JOINED_NAME" --node-ip "$JOINED_IP" \
+    --v=2 >"$dir/agent.log" 2>&1 &
+  joined_agents+=($!)
+}
+
+# make_cgroup_root PATH: PATH in every cgroup hierarchy (v1: one per
+# controller; v2: the unified one): the kubelet wants its cgroupRoot to exist.
+make_cgroup_root() {
+  local hierarchy
+  for hierarchy in $(cgroup_hierarchies); do mkdir -p "$hierarchy$1" || return; done
+}
+
+# remove_cgroup_root PATH: what make_cgroup_root made, deepest first, once
+# the kubelet's pods are gone.
+remove_cgroup_root() {
+  local hierarchy
+  for hierarchy in $(cgroup_hierarchies); do
+    [[ -d "$hierarchy$1" ]] && find "$hierarchy$1" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  return 0
+}
+
+cgroup_hierarchies() {
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    echo /sys/fs/cgroup
+    return
+  fi
+  local h
+  for h in /sys/fs/cgroup/*; do
+    [[ -d "$h" && ! -L "$h" && -f "$h/cgroup.procs" ]] && echo "$h"
+  done
 }
 
 # stop_joined_nodes: the agents first (alive, one would start its pods'
@@ -196,6 +307,7 @@ cleanup() {
   local rc=$?
   set +e
   stop_joined_nodes
+  ((kubelet_node == 0)) || remove_cgroup_root "$KUBELET_CGROUP_ROOT"
   if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
     crictl_rm "$WORK/run/runtime.sock"
     kill -TERM "$server_pid"
@@ -222,11 +334,25 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log "conformance: listing the [Conformance] tests of e2e.test"
-"$CONF_DIR/e2e.test" --list-conformance-tests >"$WORK/conformance.yaml"
+if [[ $labels == Conformance ]]; then
+  log "conformance: listing the [Conformance] tests of e2e.test"
+  "$CONF_DIR/e2e.test" --list-conformance-tests >"$WORK/conformance.yaml"
+else
+  # The tests the label filter selects, in --list-conformance-tests' form,
+  # from a dry run's JUnit (the selected ones are the ones not skipped).
+  log "conformance: listing the tests of e2e.test labelled $labels"
+  "$CONF_DIR/e2e.test" --ginkgo.dry-run --ginkgo.label-filter="$labels" --ginkgo.junit-report="$WORK/selected.xml" >/dev/null 2>&1
+  python3 - "$WORK/selected.xml" >"$WORK/conformance.yaml" <<'EOF'
+import json, sys, xml.etree.ElementTree as ET
+for case in ET.parse(sys.argv[1]).iter("testcase"):
+    name = case.get("name", "")
+    if name.startswith("[It] ") and case.find("skipped") is None:
+        print("- codename: " + json.dumps(name[len("[It] "):]))
+EOF
+fi
 total=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" | wc -l)
 serial=$("$REPORT_TOOL" list --conformance "$WORK/conformance.yaml" --serial=true | wc -l)
-log "conformance: e2e.test lists $total conformance tests, $serial of them [Serial]"
+log "conformance: e2e.test lists $total tests labelled $labels, $serial of them [Serial]"
 
 log "conformance: node address $NODE_IP (bridge $NODE_BRIDGE, its first port into netns $NODE_NETNS)"
 node_address_up || { echo "conformance.sh: could not set up the node address $NODE_IP" >&2; exit 1; }
@@ -261,6 +387,12 @@ for ((k = 2; k <= nodes; k++)); do
   start_joined_node "$k" || { echo "conformance.sh: could not start node $JOINED_NAME" >&2; exit 1; }
   node_names+=("$JOINED_NAME")
 done
+if ((kubelet_node)); then
+  joined_node $((nodes + 1))
+  log "conformance: joining upstream's kubelet as node $JOINED_NAME at $JOINED_IP (netns $JOINED_NETNS)"
+  start_kubelet_node $((nodes + 1)) || { echo "conformance.sh: could not start the kubelet node $JOINED_NAME" >&2; exit 1; }
+  kubelet_name=$JOINED_NAME
+fi
 for node in "${node_names[@]}"; do
   for _ in $(seq 120); do
     [[ -n "$(kubectl get node "$node" -o name 2>/dev/null)" ]] && break
@@ -280,6 +412,21 @@ for node in "${node_names[@]}"; do
   [[ "$taints" != *node.kubernetes.io/not-ready* ]] ||
     log "conformance: node $node still has the not-ready taint after 120 s ($taints); e2e.test will wait for it"
 done
+if ((kubelet_node)); then
+  # The kubelet's node must be Ready, and the tests' pods go there: berth's
+  # own nodes are tainted as control-plane nodes, whose taint e2e.test
+  # does not count against a node's readiness.
+  for _ in $(seq 120); do
+    [[ -n "$(kubectl get node "$kubelet_name" -o name 2>/dev/null)" ]] && break
+    sleep 1
+  done
+  kubectl wait --for=condition=Ready "node/$kubelet_name" --timeout=180s >/dev/null ||
+    { tail -n 50 "$WORK/nodes/$kubelet_name/agent.log" >&2; echo "conformance.sh: kubelet node $kubelet_name not Ready after 180 s" >&2; exit 1; }
+  for node in "${node_names[@]}"; do
+    kubectl taint node "$node" node-role.kubernetes.io/control-plane:NoSchedule --overwrite >/dev/null || exit 1
+  done
+  node_names+=("$kubelet_name")
+fi
 cp "$KUBECONFIG_FILE" "$REPORT_DIR/admin.kubeconfig"
 # What discovery serves: the report tool calls a 404 naming anything else "blocked".
 kubectl api-resources -o name >"$REPORT_DIR/api-resources.txt"
@@ -340,11 +487,11 @@ if [[ -n "$preflight" ]]; then
 elif [[ -n "$list" || -n "$shard" ]]; then
   parallel_focus=$(select_focus false)
   serial_focus=$(select_focus true)
-  [[ -n "$parallel_focus" ]] && pass parallel "$procs" 'Conformance && !Serial' "$parallel_focus"
-  [[ -n "$serial_focus" ]] && pass serial 1 'Conformance && Serial' "$serial_focus"
+  [[ -n "$parallel_focus" ]] && pass parallel "$procs" "($labels) && !Serial" "$parallel_focus"
+  [[ -n "$serial_focus" ]] && pass serial 1 "($labels) && Serial" "$serial_focus"
 else
-  pass parallel "$procs" 'Conformance && !Serial' "$focus"
-  pass serial 1 'Conformance && Serial' "$focus"
+  pass parallel "$procs" "($labels) && !Serial" "$focus"
+  pass serial 1 "($labels) && Serial" "$focus"
 fi
 
 shopt -s nullglob

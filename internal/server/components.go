@@ -52,6 +52,7 @@ type component struct {
 
 func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads, cluster *pki.Cluster) []component {
 	var out []component
+	clients := newControllerClients(lb)
 	if !c.DisableScheduler {
 		out = append(out, component{name: "scheduler", identity: pki.SchedulerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 			pods, nodes, err := localPodsAndNodes(ctx, local, pki.SchedulerIdentity)
@@ -64,7 +65,7 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	out = append(out, component{name: "certificates", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		// Upstream's approving and signing controllers' identity; berth
 		// also approves serving certificates (rbac.DefaultPolicy).
-		decider, err := controllerClients{lb}.Client(rbac.CertificateControllerAccount)
+		decider, err := clients.Client(rbac.CertificateControllerAccount)
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "root-ca-publisher", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		publisher, err := controllerClients{lb}.Client("root-ca-cert-publisher")
+		publisher, err := clients.Client("root-ca-cert-publisher")
 		if err != nil {
 			return err
 		}
@@ -88,31 +89,31 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			return err
 		}
 		return nodelifecycle.Run(ctx, nodelifecycle.Config{Nodes: nodes, Periods: c.NodeLifecyclePeriods,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}})
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: clients, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}})
 	}})
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Logger: c.Logger.With("component", "clusterrole-aggregation")})
+		return clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Clients: clients, Logger: c.Logger.With("component", "clusterrole-aggregation")})
 	}})
 	out = append(out, component{name: "token-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
 		// Upstream's token-cleaner Role lets it read and delete kube-system's
 		// Secrets, which are all it watches.
-		cleaner, err := controllerClients{lb}.Client("token-cleaner")
+		cleaner, err := clients.Client("token-cleaner")
 		if err != nil {
 			return err
 		}
 		return tokencleaner.New(tokencleaner.Config{Client: cleaner, Logger: c.Logger.With("component", "token-cleaner")}).Run(ctx)
 	}})
 	out = append(out, component{name: "podcertificaterequest-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Clients: controllerClients{lb}, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
+		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Clients: clients, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
 	}})
 	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
 		// It lists, watches and deletes as itself, as upstream's does.
 		const name = "generic-garbage-collector"
-		client, err := controllerClients{lb}.Client(name)
+		client, err := clients.Client(name)
 		if err != nil {
 			return err
 		}
-		meta, err := controllerClients{lb}.metadata(name)
+		meta, err := clients.metadata(name)
 		if err != nil {
 			return err
 		}
@@ -125,22 +126,22 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		}).Run(ctx)
 	}})
 	out = append(out, component{name: "namespace", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		meta, err := controllerClients{lb}.metadata("namespace-controller")
+		meta, err := clients.metadata("namespace-controller")
 		if err != nil {
 			return err
 		}
 		return namespace.Run(ctx, namespace.Config{Metadata: meta,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Logger: c.Logger.With("component", "namespace")}})
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: clients, Logger: c.Logger.With("component", "namespace")}})
 	}})
-	out = append(out, c.podController(lb, local, "replication", replication.Run))
-	out = append(out, c.scalingController(lb, local, "disruption", disruption.Name, func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
+	out = append(out, c.podController(clients, local, "replication", replication.Run))
+	out = append(out, c.scalingController(clients, local, "disruption", disruption.Name, func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
 		return disruption.Run(ctx, disruption.Config{ControllerConfig: cc, REST: restCfg})
 	}))
-	out = append(out, c.podController(lb, local, "apps", apps.Run))
-	out = append(out, c.scalingController(lb, local, "horizontal-pod-autoscaler", podautoscaler.Name, func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
+	out = append(out, c.podController(clients, local, "apps", apps.Run))
+	out = append(out, c.scalingController(clients, local, "horizontal-pod-autoscaler", podautoscaler.Name, func(ctx context.Context, cc informeropts.ControllerConfig, restCfg *rest.Config) error {
 		return podautoscaler.Run(ctx, podautoscaler.Config{ControllerConfig: cc, REST: restCfg})
 	}))
-	out = append(out, c.podController(lb, local, "batch", batch.Run))
+	out = append(out, c.podController(clients, local, "batch", batch.Run))
 	out = append(out, component{name: "resourcequota", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := metadataClient(lb, pki.ControllerIdentity)
 		if err != nil {
@@ -151,21 +152,21 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			return err
 		}
 		return resourcequota.Run(ctx, resourcequota.Config{Metadata: meta,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Pods: pods, Logger: c.Logger.With("component", "resourcequota")}})
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: clients, Pods: pods, Logger: c.Logger.With("component", "resourcequota")}})
 	}})
-	out = append(out, c.podController(lb, local, "volume-protection", volumeprotection.Run))
+	out = append(out, c.podController(clients, local, "volume-protection", volumeprotection.Run))
 	out = append(out, component{name: "admission-policy-status", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
-		restCfg, err := controllerClients{lb}.Config("validatingadmissionpolicy-status-controller")
+		restCfg, err := clients.Config("validatingadmissionpolicy-status-controller")
 		if err != nil {
 			return err
 		}
 		return admissionpolicystatus.Run(ctx, restCfg)
 	}})
-	out = append(out, c.podController(lb, local, "endpoints", endpoints.Run))
+	out = append(out, c.podController(clients, local, "endpoints", endpoints.Run))
 	if c.ClusterCIDR != "" {
 		out = append(out, component{name: "node-ipam", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 			// kube-controller-manager's node IPAM acts as node-controller.
-			writer, err := controllerClients{lb}.Client("node-controller")
+			writer, err := clients.Client("node-controller")
 			if err != nil {
 				return err
 			}
@@ -181,23 +182,23 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 
 // podController is a controller of kube-controller-manager's that reads
 // pods through the watch cache and needs nothing else but its clients.
-func (c *Config) podController(lb *inprocess.Loopback, local *apiserver.LocalReads, name string, run func(context.Context, informeropts.ControllerConfig) error) component {
+func (c *Config) podController(clients *controllerClients, local *apiserver.LocalReads, name string, run func(context.Context, informeropts.ControllerConfig) error) component {
 	return component{name: name, identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		pods, err := localPods(ctx, local, pki.ControllerIdentity)
 		if err != nil {
 			return err
 		}
-		return run(ctx, informeropts.ControllerConfig{Client: client, Clients: controllerClients{lb}, Pods: pods, Logger: c.Logger.With("component", name)})
+		return run(ctx, informeropts.ControllerConfig{Client: client, Clients: clients, Pods: pods, Logger: c.Logger.With("component", name)})
 	}}
 }
 
 // scalingController is a pod controller that also builds clients of its
 // own from its identity's configuration (scale and metrics clients, as
 // kube-controller-manager builds them).
-func (c *Config) scalingController(lb *inprocess.Loopback, local *apiserver.LocalReads, name, identity string,
+func (c *Config) scalingController(clients *controllerClients, local *apiserver.LocalReads, name, identity string,
 	run func(context.Context, informeropts.ControllerConfig, *rest.Config) error) component {
-	return c.podController(lb, local, name, func(ctx context.Context, cc informeropts.ControllerConfig) error {
-		restCfg, err := controllerClients{lb}.Config(identity)
+	return c.podController(clients, local, name, func(ctx context.Context, cc informeropts.ControllerConfig) error {
+		restCfg, err := clients.Config(identity)
 		if err != nil {
 			return err
 		}

@@ -25,12 +25,20 @@ import (
 // --use-service-account-credentials, so the stored system:controller:
 // roles are what authorizes it: with pod creation taken out of its role
 // the ReplicaSet controller is refused (and says so in an event), and once
-// the rule is back it creates the pods.
+// the rule is back it creates the pods. The accounts exist as objects.
 func TestControllersActAsTheirServiceAccounts(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	podNamespace(t, s.Admin, "identity")
+	// As kube-controller-manager's client builder, the server creates the
+	// accounts its controllers act as.
+	for _, name := range []string{"replicaset-controller", "namespace-controller", "node-controller", "certificate-controller", "generic-garbage-collector"} {
+		wait.UntilCtx(t, time.Minute, "the ServiceAccount kube-system/"+name, func(ctx context.Context) error {
+			_, err := s.Admin.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+	}
 	const role = "system:controller:replicaset-controller"
 	roles := s.Admin.RbacV1().ClusterRoles()
 	stored, err := roles.Get(ctx, role, metav1.GetOptions{})

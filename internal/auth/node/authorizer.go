@@ -9,9 +9,12 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// Authorizer allows a node exactly what its agent needs, and has no opinion
-// on anything else (nor on anyone who is not a node), so that the union's
-// default deny answers with its reason. What a node may write is further
+// Authorizer allows a node what upstream's Node authorizer allows a
+// kubelet, or less: its own cases scope what a node reads and writes to
+// the node, and every other resource is judged by upstream's system:node
+// rules, as upstream's are. It has no opinion on anything else (nor on
+// anyone who is not a node), so that the union's default deny answers
+// with its reason. What a node may write is further
 // checked against the stored objects by NodeRestriction admission
 // (internal/admission/noderestriction): the authorizer sees no bodies.
 type Authorizer struct {
@@ -71,6 +74,13 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		return a.csrs(r)
 	case "certificates.k8s.io/podcertificaterequests":
 		return podCertificateRequests(r)
+	case "storage.k8s.io/csinodes":
+		return ownCSINode(r)
+	case "resource.k8s.io/resourceslices":
+		return ownResourceSlices(r)
+	}
+	if byNodeRules(attrs, nodeRules) {
+		return allow()
 	}
 	return noOpinion("nodes may not %s %s", attrs.GetVerb(), resourceName(attrs))
 }
