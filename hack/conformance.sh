@@ -393,13 +393,19 @@ if ((kubelet_node)); then
   start_kubelet_node $((nodes + 1)) || { echo "conformance.sh: could not start the kubelet node $JOINED_NAME" >&2; exit 1; }
   kubelet_name=$JOINED_NAME
 fi
-for node in "${node_names[@]}"; do
+# wait_node_ready NODE LOG: waits up to 120 s for NODE to register and
+# 180 s more for it to be Ready; on failure shows LOG's tail and exits.
+wait_node_ready() {
+  local node=$1 log_file=$2
   for _ in $(seq 120); do
     [[ -n "$(kubectl get node "$node" -o name 2>/dev/null)" ]] && break
     sleep 1
   done
   kubectl wait --for=condition=Ready "node/$node" --timeout=180s >/dev/null ||
-    { tail -n 50 "$WORK/server.log" >&2; echo "conformance.sh: node $node not Ready after 180 s (logs in $WORK)" >&2; exit 1; }
+    { tail -n 50 "$log_file" >&2; echo "conformance.sh: node $node not Ready after 180 s (logs in $WORK)" >&2; exit 1; }
+}
+for node in "${node_names[@]}"; do
+  wait_node_ready "$node" "$WORK/server.log"
 done
 # e2e.test counts a node schedulable only without the node lifecycle
 # controller's not-ready taint, and otherwise re-checks it only every 30 s.
@@ -416,12 +422,7 @@ if ((kubelet_node)); then
   # The kubelet's node must be Ready, and the tests' pods go there: berth's
   # own nodes are tainted as control-plane nodes, whose taint e2e.test
   # does not count against a node's readiness.
-  for _ in $(seq 120); do
-    [[ -n "$(kubectl get node "$kubelet_name" -o name 2>/dev/null)" ]] && break
-    sleep 1
-  done
-  kubectl wait --for=condition=Ready "node/$kubelet_name" --timeout=180s >/dev/null ||
-    { tail -n 50 "$WORK/nodes/$kubelet_name/agent.log" >&2; echo "conformance.sh: kubelet node $kubelet_name not Ready after 180 s" >&2; exit 1; }
+  wait_node_ready "$kubelet_name" "$WORK/nodes/$kubelet_name/agent.log"
   for node in "${node_names[@]}"; do
     kubectl taint node "$node" node-role.kubernetes.io/control-plane:NoSchedule --overwrite >/dev/null || exit 1
   done
