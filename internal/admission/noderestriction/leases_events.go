@@ -62,3 +62,12 @@ func eventReporter(obj any) (string, error) {
 	}
 	return "", fmt.Errorf("unexpected event object %T", obj)
 }
+
+// csiNodes: a node writes only the CSINode named after it; the Node
+// authorizer cannot see a create's name, so this is where it is checked.
+func csiNodes(node string, a admission.Attributes) error {
+	if a.GetName() != node {
+		return fmt.Errorf("node %q may only write its own CSINode %q, not %q", node, node, a.GetName())
+	}
+	return nil
+}

@@ -5,7 +5,7 @@
 // other non-kubelet kubernetes.io labels, no spec changes after
 // registration), write only its own Lease, report only its own pods'
 // status (and through it change no labels, annotations or resource claim
-// statuses), delete only its own pods once they are terminating, request
+// statuses), write only its own CSINode, delete only its own pods once they are terminating, request
 // service-account tokens only bound to its own pods, create pod
 // certificate requests only for its own pods as they are, and report
 // events only as itself. It creates no pods at all: berth has no static
@@ -83,6 +83,8 @@ func (p *Plugin) check(a admission.Attributes) error {
 		err = nodes(name, a)
 	case "leases.coordination.k8s.io":
 		err = leases(name, a)
+	case "csinodes.storage.k8s.io":
+		err = csiNodes(name, a)
 	case "events", "events.events.k8s.io":
 		err = events(name, a)
 	case "serviceaccounts":

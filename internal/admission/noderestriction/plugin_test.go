@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,7 @@ var (
 	newEvGVR  = eventsv1.SchemeGroupVersion.WithResource("events")
 	saGVR     = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 	pcrGVR    = certificatesv1.SchemeGroupVersion.WithResource("podcertificaterequests")
+	csiGVR    = storagev1.SchemeGroupVersion.WithResource("csinodes")
 )
 
 // boundPods maps namespace/name to the node a pod is bound to; each pod's
@@ -82,6 +84,10 @@ func pod(name, node string, terminating bool) *corev1.Pod {
 
 func nodeObj(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+func csiNode(name string) *storagev1.CSINode {
+	return &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
 func lease(ns, name string) *coordinationv1.Lease {
@@ -150,6 +156,9 @@ func TestValidate(t *testing.T) {
 		{"update own lease", attrs(nodeA, admission.Update, leasesGVR, "", lease(corev1.NamespaceNodeLease, "node-a"), lease(corev1.NamespaceNodeLease, "node-a")), true},
 		{"create another node's lease", attrs(nodeA, admission.Create, leasesGVR, "", lease(corev1.NamespaceNodeLease, "node-b"), nil), false},
 		{"create a lease elsewhere", attrs(nodeA, admission.Create, leasesGVR, "", lease("kube-system", "node-a"), nil), false},
+		{"create own CSINode", attrs(nodeA, admission.Create, csiGVR, "", csiNode("node-a"), nil), true},
+		{"create another node's CSINode", attrs(nodeA, admission.Create, csiGVR, "", csiNode("node-b"), nil), false},
+		{"update another node's CSINode", attrs(nodeA, admission.Update, csiGVR, "", csiNode("node-b"), csiNode("node-b")), false},
 		{"create an event as itself", attrs(nodeA, admission.Create, eventsGVR, "", coreEvent("node-a"), nil), true},
 		{"create an event as another node", attrs(nodeA, admission.Create, eventsGVR, "", coreEvent("node-b"), nil), false},
 		{"create an anonymous event", attrs(nodeA, admission.Create, eventsGVR, "", coreEvent(""), nil), false},

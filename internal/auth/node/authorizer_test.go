@@ -152,6 +152,7 @@ func TestAuthorizerDecisions(t *testing.T) {
 		{"list every podcertificaterequest", req(nodeA, "list", "certificates.k8s.io", "podcertificaterequests", "", "", ""), false},
 		// What a kubelet asks besides, judged as upstream's Node authorizer does.
 		{"create own CSINode", req(nodeA, "create", "storage.k8s.io", "csinodes", "", "", "node-a"), true},
+		{"create a CSINode, named only in its body", req(nodeA, "create", "storage.k8s.io", "csinodes", "", "", ""), true},
 		{"update own CSINode", req(nodeA, "update", "storage.k8s.io", "csinodes", "", "", "node-a"), true},
 		{"get another node's CSINode", req(nodeA, "get", "storage.k8s.io", "csinodes", "", "", "node-b"), false},
 		{"list CSINodes", req(nodeA, "list", "storage.k8s.io", "csinodes", "", "", ""), false},

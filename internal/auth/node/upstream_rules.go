@@ -35,12 +35,13 @@ func byNodeRules(attrs authorizer.Attributes, rules []rbacv1.PolicyRule) bool {
 }
 
 // ownCSINode: the node's own CSINode, which a kubelet creates and keeps
-// (its name is the node's), as upstream's Node authorizer allows.
+// (its name is the node's), as upstream's Node authorizer allows. A create
+// names its object only in the body, which NodeRestriction checks.
 func ownCSINode(r request) (authorizer.Decision, string, error) {
 	attrs := r.attrs
 	switch attrs.GetVerb() {
 	case "get", "create", "update", "patch", "delete":
-		if attrs.GetSubresource() == "" && attrs.GetName() == r.node {
+		if attrs.GetSubresource() == "" && (attrs.GetVerb() == "create" || attrs.GetName() == r.node) {
 			return allow()
 		}
 	}

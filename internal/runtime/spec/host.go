@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/berth/berth/internal/cgroupfs"
 )
 
 // DetectHost finds what the host and the OCI runtime binary offer: the
@@ -36,7 +39,45 @@ func DetectHost(ctx context.Context, ociRuntime string) (Host, error) {
 	if err != nil {
 		return Host{}, fmt.Errorf("read own capabilities: %w", err)
 	}
-	return Host{OOMScoreAdjMin: oom, RecursiveReadOnly: rro, Capabilities: caps, UserNamespaces: supportsUserNamespaces()}, nil
+	hugetlb, err := hugetlbMounted()
+	if err != nil {
+		return Host{}, err
+	}
+	return Host{OOMScoreAdjMin: oom, RecursiveReadOnly: rro, Capabilities: caps, UserNamespaces: supportsUserNamespaces(), Hugetlb: hugetlb}, nil
+}
+
+// hugetlbMounted: a cgroup v1 hierarchy carries the hugetlb controller,
+// or, on a host with no v1 hierarchies (cgroup v2), the unified one offers
+// it. A hybrid host's unified hierarchy lists the controllers no v1
+// hierarchy took, but runc places containers only in the v1 ones there.
+func hugetlbMounted() (bool, error) {
+	mounts, err := cgroupfs.HostMounts()
+	if err != nil {
+		return false, err
+	}
+	return hugetlbIn(mounts, os.ReadFile), nil
+}
+
+func hugetlbIn(mounts []cgroupfs.Mount, readFile func(string) ([]byte, error)) bool {
+	v1 := false
+	for _, m := range mounts {
+		if !m.V2 {
+			v1 = true
+			if m.Has("hugetlb") {
+				return true
+			}
+		}
+	}
+	if v1 {
+		return false
+	}
+	for _, m := range mounts {
+		data, err := readFile(filepath.Join(m.Dir, "cgroup.controllers"))
+		if err == nil && slices.Contains(strings.Fields(string(data)), "hugetlb") {
+			return true
+		}
+	}
+	return false
 }
 
 // supportsUserNamespaces: user namespaces are enabled and mount_setattr(2)

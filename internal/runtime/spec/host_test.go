@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/berth/berth/internal/cgroupfs"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 )
 
@@ -76,4 +77,34 @@ func TestDetectHostWithRealRunc(t *testing.T) {
 func itoaSpec(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+func TestHugetlbOnlyWhereRuncPlacesContainers(t *testing.T) {
+	controllers := func(list string) func(string) ([]byte, error) {
+		return func(path string) ([]byte, error) {
+			if path != "/sys/fs/cgroup/unified/cgroup.controllers" && path != "/sys/fs/cgroup/cgroup.controllers" {
+				return nil, fmt.Errorf("unexpected read of %s", path)
+			}
+			return []byte(list + "\n"), nil
+		}
+	}
+	memory := cgroupfs.Mount{Dir: "/sys/fs/cgroup/memory", Options: []string{"rw", "memory"}}
+	hugetlb := cgroupfs.Mount{Dir: "/sys/fs/cgroup/hugetlb", Options: []string{"rw", "hugetlb"}}
+	hybridUnified := cgroupfs.Mount{Dir: "/sys/fs/cgroup/unified", V2: true}
+	unified := cgroupfs.Mount{Dir: "/sys/fs/cgroup", V2: true}
+	for _, tc := range []struct {
+		name   string
+		mounts []cgroupfs.Mount
+		read   func(string) ([]byte, error)
+		want   bool
+	}{
+		{"v1 hierarchy with hugetlb", []cgroupfs.Mount{memory, hugetlb, hybridUnified}, controllers("hugetlb"), true},
+		{"hybrid: hugetlb only in the unified hierarchy", []cgroupfs.Mount{memory, hybridUnified}, controllers("hugetlb"), false},
+		{"v2 with hugetlb", []cgroupfs.Mount{unified}, controllers("cpuset cpu io memory hugetlb pids"), true},
+		{"v2 without hugetlb", []cgroupfs.Mount{unified}, controllers("cpuset cpu io memory pids"), false},
+	} {
+		if got := hugetlbIn(tc.mounts, tc.read); got != tc.want {
+			t.Errorf("%s: hugetlb %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

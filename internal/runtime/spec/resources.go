@@ -9,9 +9,9 @@ import (
 
 // setResources sets the cgroup path and the CPU, memory, hugepage and OOM
 // score settings. A field left 0 by the CRI means "not limited".
-func setResources(s *specs.Spec, r *runtimeapi.LinuxContainerResources, cgroupsPath string, oomMin int) error {
+func setResources(s *specs.Spec, r *runtimeapi.LinuxContainerResources, cgroupsPath string, host Host) error {
 	s.Linux.CgroupsPath = cgroupsPath
-	oom := max(int(r.GetOomScoreAdj()), oomMin)
+	oom := max(int(r.GetOomScoreAdj()), host.OOMScoreAdjMin)
 	if r.GetOomScoreAdj() < -1000 || r.GetOomScoreAdj() > 1000 {
 		return invalid("oom_score_adj %d is outside [-1000, 1000]", r.GetOomScoreAdj())
 	}
@@ -22,6 +22,9 @@ func setResources(s *specs.Spec, r *runtimeapi.LinuxContainerResources, cgroupsP
 		return err
 	}
 	lr.Devices = s.Linux.Resources.Devices
+	if !host.Hugetlb {
+		lr.HugepageLimits = nil
+	}
 	s.Linux.Resources = lr
 	return nil
 }

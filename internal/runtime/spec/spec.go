@@ -49,6 +49,11 @@ type Host struct {
 	// image.RootfsOptions). Whether the image store's filesystem can be
 	// idmapped shows only when a container's is mounted.
 	UserNamespaces bool
+	// Hugetlb is true when the hugetlb cgroup controller is mounted. runc
+	// refuses any hugepage limit without it, and the kubelet sends one (0)
+	// per page size the kernel has, so the limits are dropped then, as
+	// CRI-O drops them.
+	Hugetlb bool
 }
 
 // Input is everything Generate needs for one application container.
@@ -165,7 +170,7 @@ func Generate(ctx context.Context, in Input) (*specs.Spec, error) {
 			if err != nil {
 				return err
 			}
-			return setResources(s, lc.GetResources(), cgroups, in.Host.OOMScoreAdjMin)
+			return setResources(s, lc.GetResources(), cgroups, in.Host)
 		},
 	}
 	for _, step := range steps {

@@ -355,7 +355,11 @@ func TestGenerateResources(t *testing.T) {
 	if *r.Memory.Limit != 64<<20 {
 		t.Errorf("memory %+v", r.Memory)
 	}
-	if len(r.HugepageLimits) != 1 || r.HugepageLimits[0].Pagesize != "2MB" {
+	if len(r.HugepageLimits) != 0 {
+		t.Errorf("hugepage limits kept without the hugetlb controller: %+v", r.HugepageLimits)
+	}
+	in.Host.Hugetlb = true
+	if r := mustGenerate(t, in).Linux.Resources; len(r.HugepageLimits) != 1 || r.HugepageLimits[0].Pagesize != "2MB" {
 		t.Errorf("hugepages %+v", r.HugepageLimits)
 	}
 	if *s.Process.OOMScoreAdj != 0 {
