@@ -14,12 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	controlplaneadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
+	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
@@ -91,15 +95,25 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	// controller checks.
 	informeropts.ReadThrough(factory, &corev1.Service{}, localOnceServed(local, "services"))
 	informeropts.ReadThrough(factory, &discoveryv1.EndpointSlice{}, localOnceServedGVR(local, discoveryv1.SchemeGroupVersion.WithResource("endpointslices")))
-	namespaces, err := newNamespaceLifecycle(client, factory)
+	quotaConfig, err := quotainstall.NewQuotaConfigurationForAdmission(factory, nil)
+	if err != nil {
+		return nil, fmt.Errorf("admission plugin %s: %w", resourcequota.PluginName, err)
+	}
+	// kube-apiserver's two initializers, in its order: the generic one,
+	// then the control plane's (quota evaluators, excluded resources).
+	init := admission.PluginInitializers{
+		initializer.New(client, nil, factory, authz, utilfeature.DefaultFeatureGate, nil, stop, nil),
+		controlplaneadmission.NewPluginInitializer(quotaConfig, exclusion.Excluded()),
+	}
+	namespaces, err := newNamespaceLifecycle(init)
 	if err != nil {
 		return nil, err
 	}
-	limits, err := newLimitRanger(client, factory)
+	limits, err := newLimitRanger(init)
 	if err != nil {
 		return nil, err
 	}
-	quota, err := newResourceQuota(client, factory, stop)
+	quota, err := newResourceQuota(init)
 	if err != nil {
 		return nil, err
 	}
@@ -107,23 +121,21 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err != nil {
 		return nil, err
 	}
-	runtimeClasses, err := newRuntimeClass(client, factory)
+	runtimeClasses, err := newRuntimeClass(init)
 	if err != nil {
 		return nil, err
 	}
-	priorities, err := newPriority(client, factory)
+	priorities, err := newPriority(init)
 	if err != nil {
 		return nil, err
 	}
-	classesAndCertificates, err := newUpstreamPlugins(client, factory, authz, stop, classAndCertificatePlugins)
+	classesAndCertificates, err := newUpstreamPlugins(init, classAndCertificatePlugins)
 	if err != nil {
 		return nil, err
 	}
 	sa := serviceaccount.NewServiceAccount()
-	sa.SetExternalKubeClientSet(client)
-	sa.SetExternalKubeInformerFactory(factory)
-	if err := sa.ValidateInitialization(); err != nil {
-		return nil, fmt.Errorf("admission plugin %s: %w", serviceaccount.PluginName, err)
+	if err := initialize(init, serviceaccount.PluginName, sa); err != nil {
+		return nil, err
 	}
 	ps, err := newPodSecurity(cfg, factory, local, client, reg)
 	if err != nil {
@@ -147,35 +159,42 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 // and the conversion to the internal form they would need.
 var podKind = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
 
+// initialize gives plugin what kube-apiserver's generic plugin initializer
+// gives it over berth's client, informer factory, authorizer and stop
+// channel, and checks that the plugin has everything it needs.
+func initialize(init admission.PluginInitializer, name string, plugin admission.Interface) error {
+	init.Initialize(plugin)
+	if err := admission.ValidateInitialization(plugin); err != nil {
+		return fmt.Errorf("admission plugin %s: %w", name, err)
+	}
+	return nil
+}
+
 // newNamespaceLifecycle is upstream's NamespaceLifecycle: new content only
 // in a namespace that exists and is not terminating (404, or 403 with the
 // NamespaceTerminating cause), and default, kube-system and kube-public
 // never deleted. It acts on every kind's metadata, so it needs no
 // conversion.
-func newNamespaceLifecycle(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+func newNamespaceLifecycle(init admission.PluginInitializer) (admission.Interface, error) {
 	plugin, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
 	if err != nil {
 		return nil, fmt.Errorf("admission plugin %s: %w", lifecycle.PluginName, err)
 	}
-	plugin.SetExternalKubeClientSet(client)
-	plugin.SetExternalKubeInformerFactory(factory)
-	if err := plugin.ValidateInitialization(); err != nil {
-		return nil, fmt.Errorf("admission plugin %s: %w", lifecycle.PluginName, err)
+	if err := initialize(init, lifecycle.PluginName, plugin); err != nil {
+		return nil, err
 	}
 	return plugin, nil
 }
 
 // newLimitRanger is upstream's LimitRanger: container and pod defaults and
 // bounds from the namespace's LimitRanges.
-func newLimitRanger(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+func newLimitRanger(init admission.PluginInitializer) (admission.Interface, error) {
 	plugin, err := limitranger.NewLimitRanger(&limitranger.DefaultLimitRangerActions{})
 	if err != nil {
 		return nil, fmt.Errorf("admission plugin %s: %w", limitranger.PluginName, err)
 	}
-	plugin.SetExternalKubeClientSet(client)
-	plugin.SetExternalKubeInformerFactory(factory)
-	if err := plugin.ValidateInitialization(); err != nil {
-		return nil, fmt.Errorf("admission plugin %s: %w", limitranger.PluginName, err)
+	if err := initialize(init, limitranger.PluginName, plugin); err != nil {
+		return nil, err
 	}
 	// The plugin acts on pods and claims only (DefaultLimitRangerActions).
 	return internalform.WrapKinds(plugin, podKind, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim").GroupKind()), nil
@@ -207,12 +226,10 @@ func newTaintNodesByCondition() admission.Interface {
 // newRuntimeClass is upstream's RuntimeClass plugin: a new pod naming a
 // RuntimeClass gets the class's overhead, node selector and tolerations,
 // and a pod naming a class that does not exist is refused.
-func newRuntimeClass(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+func newRuntimeClass(init admission.PluginInitializer) (admission.Interface, error) {
 	plugin := runtimeclass.NewRuntimeClass()
-	plugin.SetExternalKubeClientSet(client)
-	plugin.SetExternalKubeInformerFactory(factory)
-	if err := plugin.ValidateInitialization(); err != nil {
-		return nil, fmt.Errorf("admission plugin %s: %w", runtimeclass.PluginName, err)
+	if err := initialize(init, runtimeclass.PluginName, plugin); err != nil {
+		return nil, err
 	}
 	return internalform.WrapKinds(plugin, podKind), nil
 }
@@ -221,12 +238,10 @@ func newRuntimeClass(client kubernetes.Interface, factory informers.SharedInform
 // (or the global default class, or none) becomes its priority and
 // preemption policy, a pod naming a class that does not exist is refused,
 // and a second global default class is refused.
-func newPriority(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+func newPriority(init admission.PluginInitializer) (admission.Interface, error) {
 	plugin := priority.NewPlugin()
-	plugin.SetExternalKubeClientSet(client)
-	plugin.SetExternalKubeInformerFactory(factory)
-	if err := plugin.ValidateInitialization(); err != nil {
-		return nil, fmt.Errorf("admission plugin %s: %w", priority.PluginName, err)
+	if err := initialize(init, priority.PluginName, plugin); err != nil {
+		return nil, err
 	}
 	return internalform.WrapKinds(waitForSync(plugin), podKind, schedulingv1.SchemeGroupVersion.WithKind("PriorityClass").GroupKind()), nil
 }
@@ -237,21 +252,13 @@ func newPriority(client kubernetes.Interface, factory informers.SharedInformerFa
 // and records the new usage in the quota's status. It is not converted to
 // the internal form: it counts most kinds by their metadata, and its pod,
 // service and claim evaluators take v1 objects as they are.
-func newResourceQuota(client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (admission.Interface, error) {
+func newResourceQuota(init admission.PluginInitializer) (admission.Interface, error) {
 	plugin, err := resourcequota.NewResourceQuota(nil, 5)
 	if err != nil {
 		return nil, fmt.Errorf("admission plugin %s: %w", resourcequota.PluginName, err)
 	}
-	config, err := quotainstall.NewQuotaConfigurationForAdmission(factory, nil)
-	if err != nil {
-		return nil, fmt.Errorf("admission plugin %s: %w", resourcequota.PluginName, err)
-	}
-	plugin.SetDrainedNotification(stop)
-	plugin.SetExternalKubeClientSet(client)
-	plugin.SetExternalKubeInformerFactory(factory)
-	plugin.SetQuotaConfiguration(config)
-	if err := plugin.ValidateInitialization(); err != nil {
-		return nil, fmt.Errorf("admission plugin %s: %w", resourcequota.PluginName, err)
+	if err := initialize(init, resourcequota.PluginName, plugin); err != nil {
+		return nil, err
 	}
 	return plugin, nil
 }

@@ -9,11 +9,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/admission/initializer"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/plugin/pkg/admission/certificates/approval"
 	"k8s.io/kubernetes/plugin/pkg/admission/certificates/ctbattest"
 	"k8s.io/kubernetes/plugin/pkg/admission/certificates/signing"
@@ -82,12 +77,10 @@ var classAndCertificatePlugins = []upstreamPlugin{
 }
 
 // newUpstreamPlugins builds specs with kube-apiserver's generic plugin
-// initializer over berth's client, informer factory and authorizer, and
-// wraps each for v1 requests (internalform) and its informers' sync.
-func newUpstreamPlugins(client kubernetes.Interface, factory informers.SharedInformerFactory, authz authorizer.Authorizer,
-	stop <-chan struct{}, specs []upstreamPlugin) ([]admission.Interface, error) {
+// initializer (init), and wraps each for v1 requests (internalform) and its
+// informers' sync.
+func newUpstreamPlugins(init admission.PluginInitializer, specs []upstreamPlugin) ([]admission.Interface, error) {
 	registry := admission.NewPlugins()
-	init := initializer.New(client, nil, factory, authz, utilfeature.DefaultFeatureGate, nil, stop, nil)
 	out := make([]admission.Interface, 0, len(specs))
 	for _, spec := range specs {
 		spec.register(registry)
