@@ -13,12 +13,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	genericrest "k8s.io/apiserver/pkg/registry/generic/rest"
 	"k8s.io/apiserver/pkg/util/flushwriter"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/apis/core/validation"
+	kubeletclient "k8s.io/kubernetes/pkg/kubelet/client"
+	podregistry "k8s.io/kubernetes/pkg/registry/core/pod"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 )
 
@@ -41,31 +48,17 @@ type podConnector struct {
 	writeError func(error, http.ResponseWriter, *http.Request)
 }
 
-// connectSubresource describes how one subresource maps to the node server.
+// connectSubresource is one connect subresource.
 type connectSubresource struct {
-	name string
-	// nodePath is the node server's path for a pod and container.
-	nodePath func(ns, pod, container string) string
-	// params are the query parameters passed on to the node.
-	params []string
-	// needsContainer: the path names a container (all but portforward).
-	needsContainer bool
-	upgrade        bool
+	name    string
+	upgrade bool
 }
 
 var connectSubresources = map[string]connectSubresource{
-	"log": {name: "log", needsContainer: true,
-		nodePath: func(ns, pod, c string) string { return "/containerLogs/" + ns + "/" + pod + "/" + c },
-		params:   []string{"follow", "previous", "timestamps", "tailLines", "sinceSeconds", "sinceTime", "limitBytes"}},
-	"exec": {name: "exec", needsContainer: true, upgrade: true,
-		nodePath: func(ns, pod, c string) string { return "/exec/" + ns + "/" + pod + "/" + c },
-		params:   []string{"command", "stdin", "stdout", "stderr", "tty"}},
-	"attach": {name: "attach", needsContainer: true, upgrade: true,
-		nodePath: func(ns, pod, c string) string { return "/attach/" + ns + "/" + pod + "/" + c },
-		params:   []string{"stdin", "stdout", "stderr", "tty"}},
-	"portforward": {name: "portforward", upgrade: true,
-		nodePath: func(ns, pod, _ string) string { return "/portForward/" + ns + "/" + pod },
-		params:   []string{"ports"}},
+	"log":         {name: "log"},
+	"exec":        {name: "exec", upgrade: true},
+	"attach":      {name: "attach", upgrade: true},
+	"portforward": {name: "portforward", upgrade: true},
 }
 
 // endpoint returns the subresource's endpoint: log is GET only; the
@@ -124,6 +117,10 @@ func (c *podConnector) serve(spec connectSubresource, w http.ResponseWriter, req
 // StreamObject writes it (flushed when following, over a websocket when
 // asked for one).
 func (c *podConnector) streamLog(w http.ResponseWriter, req *http.Request, loc *url.URL, name string) {
+	if loc == nil { // no node yet: no log, as upstream's StreamObject answers
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	follow, _ := strconv.ParseBool(loc.Query().Get("follow"))
 	streamer := &genericrest.LocationStreamer{
 		Location: loc, Transport: c.transport, ContentType: "text/plain", Flush: follow,
@@ -182,63 +179,75 @@ func (c *podConnector) authorizeWebsocketCreate(ctx context.Context, spec connec
 	return nil
 }
 
-// location resolves the pod's node and builds the node server URL.
+// location is the node server's URL for the request, from upstream's pod
+// registry (LogLocation, ExecLocation, AttachLocation,
+// PortForwardLocation) as kube-apiserver finds it: the options decoded from
+// the query, the container chosen or checked, and the query the kubelet
+// reads (output=1, not stdout=true). A nil URL, for pods/log of a pod on no
+// node yet, is an empty log.
 func (c *podConnector) location(ctx context.Context, spec connectSubresource, name string, q url.Values) (*url.URL, error) {
 	if c.transport == nil {
 		return nil, apierrors.NewServiceUnavailable("this API server has no client identity for node agents")
 	}
-	obj, _, err := c.pods.get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	pod := obj.(*corev1.Pod)
-	container := ""
-	if spec.needsContainer {
-		if container, err = podContainer(pod, q.Get("container")); err != nil {
+	pods := internalGetter{objects: c.pods, newInternal: func() runtime.Object { return &api.Pod{} }}
+	nodes := nodeConnections{c}
+	var loc *url.URL
+	var err error
+	switch spec.name {
+	case "log":
+		opts := &api.PodLogOptions{}
+		if err := decodeConnectOptions(q, opts); err != nil {
 			return nil, err
 		}
+		// What upstream's LogREST checks before it locates the log.
+		if errs := validation.ValidatePodLogOptions(opts, false); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(api.Kind("PodLogOptions"), name, errs)
+		}
+		loc, _, err = podregistry.LogLocation(ctx, pods, nodes, name, opts)
+	case "exec":
+		opts := &api.PodExecOptions{}
+		if err := decodeConnectOptions(q, opts); err != nil {
+			return nil, err
+		}
+		loc, _, err = podregistry.ExecLocation(ctx, pods, nodes, name, opts)
+	case "attach":
+		opts := &api.PodAttachOptions{}
+		if err := decodeConnectOptions(q, opts); err != nil {
+			return nil, err
+		}
+		loc, _, err = podregistry.AttachLocation(ctx, pods, nodes, name, opts)
+	case "portforward":
+		opts := &api.PodPortForwardOptions{}
+		if err := decodeConnectOptions(q, opts); err != nil {
+			return nil, err
+		}
+		loc, _, err = podregistry.PortForwardLocation(ctx, pods, nodes, name, opts)
+	default:
+		return nil, fmt.Errorf("pods: no connect handler for %q", spec.name)
 	}
-	if pod.Spec.NodeName == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+	return loc, err
+}
+
+// decodeConnectOptions reads a connect request's v1 query into upstream's
+// internal options, as the API installer's connect handler does.
+func decodeConnectOptions(q url.Values, into runtime.Object) error {
+	if err := legacyscheme.ParameterCodec.DecodeParameters(q, corev1.SchemeGroupVersion, into); err != nil {
+		return apierrors.NewBadRequest(err.Error())
 	}
-	host, err := c.nodeServer(ctx, pod.Spec.NodeName)
+	return nil
+}
+
+// nodeConnections tells upstream's locating functions how to reach a
+// node's server.
+type nodeConnections struct{ c *podConnector }
+
+func (n nodeConnections) GetConnectionInfo(ctx context.Context, nodeName types.NodeName) (*kubeletclient.ConnectionInfo, error) {
+	server, err := n.c.nodeServer(ctx, string(nodeName))
 	if err != nil {
 		return nil, err
 	}
-	params := url.Values{}
-	for _, p := range spec.params {
-		if v, ok := q[p]; ok {
-			params[p] = v
-		}
-	}
-	return &url.URL{Scheme: "https", Host: host, Path: spec.nodePath(pod.Namespace, pod.Name, container), RawQuery: params.Encode()}, nil
-}
-
-// podContainer picks the named container, or the only one when none is
-// named, and refuses names the pod does not have.
-func podContainer(pod *corev1.Pod, name string) (string, error) {
-	var names []string
-	for _, c := range pod.Spec.InitContainers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		names = append(names, c.Name)
-	}
-	if name == "" {
-		if len(pod.Spec.Containers) == 1 {
-			return pod.Spec.Containers[0].Name, nil
-		}
-		return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
-	}
-	for _, n := range names {
-		if n == name {
-			return name, nil
-		}
-	}
-	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
+	host, port, _ := net.SplitHostPort(server) // nodeServer joins them
+	return &kubeletclient.ConnectionInfo{Scheme: "https", Hostname: host, Port: port, Transport: n.c.transport}, nil
 }
 
 // nodeServer returns host:port of a node's server: its InternalIP (or

@@ -90,7 +90,7 @@ func TestPodLogProxiesToTheNodeServer(t *testing.T) {
 	ctx := testContext(t)
 	pods := s.client.CoreV1().Pods("default")
 
-	tail := int64(3)
+	tail, negative := int64(3), int64(-1)
 	body, err := pods.GetLogs("one", &corev1.PodLogOptions{Follow: true, TailLines: &tail, Timestamps: true}).DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,8 @@ func TestPodLogProxiesToTheNodeServer(t *testing.T) {
 	}{
 		{"no container named in a two-container pod", "two", corev1.PodLogOptions{}, apierrors.IsBadRequest},
 		{"unknown container", "one", corev1.PodLogOptions{Container: "nope"}, apierrors.IsBadRequest},
-		{"unscheduled pod", "unbound", corev1.PodLogOptions{}, apierrors.IsBadRequest},
+		{"unscheduled pod: no log yet", "unbound", corev1.PodLogOptions{}, func(err error) bool { return err == nil }},
+		{"negative tailLines", "one", corev1.PodLogOptions{TailLines: &negative}, apierrors.IsInvalid},
 		{"node without a node server", "portless", corev1.PodLogOptions{}, apierrors.IsServiceUnavailable},
 		{"missing pod", "ghost", corev1.PodLogOptions{}, apierrors.IsNotFound},
 	} {
@@ -232,5 +233,26 @@ func TestPodConnectRunsAdmission(t *testing.T) {
 	}
 	if opts, ok := deny.seen[0].(*corev1.PodAttachOptions); !ok || opts.Container != "main" || !opts.Stdout {
 		t.Errorf("admission was shown %#v, want the request's PodAttachOptions", deny.seen[0])
+	}
+}
+
+// The node is asked as kube-apiserver asks a kubelet: the options of exec,
+// attach and port-forward in the kubelet's own parameter names.
+func TestPodStreamsAskTheNodeInTheKubeletsTerms(t *testing.T) {
+	t.Parallel()
+	node := newFakeNodeServer(t)
+	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
+	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
+	registerNode(t, s, "n1", int32(port))
+	createPod(t, s, "one", "n1", "main")
+	for _, tc := range []struct{ sub, want string }{
+		{"exec?command=id&command=-u&stdout=true&stderr=true", "/exec/default/one/main?command=id&command=-u&error=1&output=1"},
+		{"attach?stdin=true&tty=true", "/attach/default/one/main?input=1&tty=1"},
+		{"portforward?ports=80&ports=8080", "/portForward/default/one?port=80%2C8080"},
+	} {
+		rawUpgrade(t, s.url, "/api/v1/namespaces/default/pods/one/"+tc.sub)
+		if got := node.last(t).RequestURI(); got != tc.want {
+			t.Errorf("%s: the node was asked for %q, want %q", tc.sub, got, tc.want)
+		}
 	}
 }
