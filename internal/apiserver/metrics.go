@@ -10,6 +10,8 @@ import (
 	apimetrics "k8s.io/apiserver/pkg/endpoints/metrics"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/endpoints/responsewriter"
+	cachermetrics "k8s.io/apiserver/pkg/storage/cacher/metrics"
+	etcd3metrics "k8s.io/apiserver/pkg/storage/etcd3/metrics"
 	flowcontrolmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -49,9 +51,13 @@ func metricsVerb(req *http.Request, info *request.RequestInfo) string {
 
 // metricsHandler serves berth's own series (reg) with those upstream's
 // packages register in k8s.io/component-base's registry: the request,
-// priority-and-fairness and admission webhook metrics kube-apiserver serves, and
-// the process and Go runtime collectors.
+// priority-and-fairness and admission webhook metrics kube-apiserver serves,
+// upstream's watch cache's and storage's (the extension servers'
+// resources: object counts, lists served from the cache), and the process
+// and Go runtime collectors.
 func metricsHandler(reg *prometheus.Registry) http.Handler {
 	flowcontrolmetrics.Register()
+	cachermetrics.Register()
+	etcd3metrics.Register()
 	return promhttp.HandlerFor(prometheus.Gatherers{reg, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{})
 }

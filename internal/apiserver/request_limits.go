@@ -47,12 +47,16 @@ type objectCounter interface {
 }
 
 // objectStats answers the work estimator's question for a group-resource
-// ("pods", "deployments.apps"). Custom resources are unknown, which the
-// estimator prices at its minimum, as kube-apiserver prices resources of
-// aggregated servers.
+// ("pods", "deployments.apps", "widgets.example.com"): berth's own
+// resources from their readers, custom resources and APIServices from
+// their last count. Resources of aggregated servers are unknown, which the
+// estimator prices at its minimum, as kube-apiserver does.
 func (a *apiSet) objectStats(groupResource string) (apistorage.Stats, error) {
 	if stats, ok := a.objectCounts[groupResource]; ok {
 		return stats()
+	}
+	if a.extensionCounts != nil {
+		return a.extensionCounts.Get(groupResource)
 	}
 	return apistorage.Stats{}, flowcontrolrequest.ObjectCountNotFoundErr
 }

@@ -31,6 +31,7 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
+	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	restclient "k8s.io/client-go/rest"
@@ -322,6 +323,9 @@ type apiSet struct {
 	// objectCounts are the cached resources' statistics by group-resource
 	// ("pods", "deployments.apps"), for request limits' work estimates.
 	objectCounts map[string]func() (apistorage.Stats, error)
+	// extensionCounts are the extension servers' resources' statistics
+	// (custom resources, APIServices), counted each minute in the store.
+	extensionCounts flowcontrolrequest.StorageObjectCountTracker
 }
 
 func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*apiSet, error) {
@@ -388,8 +392,15 @@ func buildAPI(ctx context.Context, cfg *Config, c codecs, served []*resource) (*
 	}
 	extensions := discovery.NewExtensions()
 	var crds *apiextensions.Server
-	if api.extensions, crds, err = newExtensions(cfg, c, extensions, resources); err != nil {
+	counts := flowcontrolrequest.NewStorageObjectCountTracker()
+	if api.extensions, crds, err = newExtensions(cfg, c, extensions, resources, counts); err != nil {
 		return nil, err
+	}
+	if api.extensions != nil {
+		api.extensionCounts = counts
+		// The tracker forgets the counts of resources no longer polled
+		// (a deleted CRD's).
+		go counts.RunUntil(ctx.Done())
 	}
 	api.discovery = discovery.Handler(resources, extensions)
 	// The handlers reject unknown and duplicate fields under
@@ -463,14 +474,15 @@ var longRunning = genericfilters.BasicLongRunningRequestCheck(
 // newExtensions builds the API aggregator with the CRD server behind it
 // when the configuration allows it: a loopback client and a store that
 // makes upstream's storage.
-func newExtensions(cfg *Config, c codecs, groups *discovery.Extensions, builtIn []discovery.Resource) (*aggregator.Server, *apiextensions.Server, error) {
+func newExtensions(cfg *Config, c codecs, groups *discovery.Extensions, builtIn []discovery.Resource,
+	counts flowcontrolrequest.StorageObjectCountTracker) (*aggregator.Server, *apiextensions.Server, error) {
 	st, ok := cfg.Store.(upstream.Storage)
 	if !ok || cfg.Loopback == nil {
 		return nil, nil, nil
 	}
 	shared := upstream.Config{
 		Storage: st, Admission: cfg.Admission, Authorizer: cfg.Authorizer, Loopback: cfg.Loopback, Discovery: groups,
-		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes, MinRequestTimeout: cfg.MinRequestTimeout,
+		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes, MinRequestTimeout: cfg.MinRequestTimeout, ObjectCounts: counts,
 	}
 	crds, err := apiextensions.New(apiextensions.Config{Config: shared, NotFound: notFoundHandler(c), ServiceResolver: cfg.WebhookServiceResolver})
 	if err != nil {

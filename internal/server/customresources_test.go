@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/berth/berth/internal/testkit/cluster"
+	"github.com/berth/berth/internal/testkit/promscrape"
 	"github.com/berth/berth/internal/testkit/wait"
 )
 
@@ -81,8 +84,11 @@ func widget(name string, spec map[string]any) *unstructured.Unstructured {
 // resources as a user of kube-apiserver would: discovery, defaulting and
 // schema validation, strict field validation, status and scale, a printer
 // column, watch, the namespace controller and the garbage collector, and
-// the CRD's deletion taking its objects and its discovery entry with it.
+// the CRD's deletion taking its objects and its discovery entry with it;
+// reads served by upstream's watch cache and objects counted for priority
+// and fairness, as kube-apiserver's.
 func TestCustomResourcesAsKubeAPIServer(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	cfg := s.RESTConfig(t)
 	ctx := t.Context()
@@ -129,6 +135,7 @@ func TestCustomResourcesAsKubeAPIServer(t *testing.T) {
 	checkWidgetTable(ctx, t, cs)
 	checkWidgetWatch(ctx, t, ws)
 	checkWidgetOwnedByGoneOwnerIsCollected(ctx, t, cs, ws)
+	checkWidgetsCachedAndCounted(ctx, t, s, dyn)
 
 	if err := cs.CoreV1().Namespaces().Delete(ctx, "crs", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete namespace: %v", err)
@@ -353,5 +360,47 @@ func checkWidgetOwnedByGoneOwnerIsCollected(ctx context.Context, t *testing.T, c
 	wait.UntilTrue(t, 2*time.Minute, "the garbage collector to delete the widget whose owner is gone", func(ctx context.Context) (bool, error) {
 		_, err := ws.Get(ctx, "owned", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// checkWidgetsCachedAndCounted expects widgets served as kube-apiserver
+// serves a CRD's objects: a resourceVersion=0 list answered by upstream's
+// watch cache, and the stored widgets counted (each minute) for priority
+// and fairness's LIST estimates. Both show in kube-apiserver's metrics.
+func checkWidgetsCachedAndCounted(ctx context.Context, t *testing.T, srv *cluster.Server, dyn dynamic.Interface) {
+	t.Helper()
+	admin := newRawClient(t, srv, "")
+	series := map[string]string{"group": widgets.Group, "resource": widgets.Resource}
+	cachedLists := func() float64 {
+		metrics, err := promscrape.Get(admin.client, admin.url+"/metrics")
+		if err != nil {
+			t.Fatalf("scrape metrics: %v", err)
+		}
+		n, _ := metrics.Value("apiserver_cache_list_total", series)
+		return n
+	}
+	before := cachedLists()
+	wait.UntilCtx(t, time.Minute, "a resourceVersion=0 list of widgets served from the watch cache", func(ctx context.Context) error {
+		if _, err := dyn.Resource(widgets).List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+			return err
+		}
+		if after := cachedLists(); after <= before {
+			return fmt.Errorf("apiserver_cache_list_total for widgets %v, not above %v", after, before)
+		}
+		return nil
+	})
+	wait.UntilCtx(t, 3*time.Minute, "the widgets counted in apiserver_resource_objects (polled each minute)", func(ctx context.Context) error {
+		list, err := dyn.Resource(widgets).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		metrics, err := promscrape.Get(admin.client, admin.url+"/metrics")
+		if err != nil {
+			return err
+		}
+		if got, ok := metrics.Value("apiserver_resource_objects", series); !ok || got != float64(len(list.Items)) {
+			return fmt.Errorf("apiserver_resource_objects for widgets %v (present %v), want the %d stored", got, ok, len(list.Items))
+		}
+		return nil
 	})
 }

@@ -9,7 +9,9 @@ package upstream
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,9 +24,11 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage"
+	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 	openapiutil "k8s.io/apiserver/pkg/util/openapi"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -49,6 +53,10 @@ type Config struct {
 	Discovery           discoveryendpoint.ResourceManager
 	MaxRequestBodyBytes int64
 	MinRequestTimeout   time.Duration
+	// ObjectCounts receives each resource's object count and size, polled
+	// each minute from its storage as kube-apiserver does, for API priority
+	// and fairness's work estimates; nil counts nothing.
+	ObjectCounts flowcontrolrequest.StorageObjectCountTracker
 }
 
 // Validate reports a missing required field.
@@ -98,35 +106,77 @@ func (c Config) GenericConfig(codecs serializer.CodecFactory, scheme *runtime.Sc
 	return generic
 }
 
+// countPollPeriod is how often a resource's objects are counted for
+// ObjectCounts: kube-apiserver's --etcd-count-metric-poll-period.
+const countPollPeriod = time.Minute
+
 // RESTOptions hands upstream's registry the storage berth's store makes,
-// encoding with codec.
+// encoding with codec, behind upstream's watch cache.
 func (c Config) RESTOptions(codec runtime.Codec) genericregistry.RESTOptionsGetter {
-	return restOptions{storage: c.Storage, codec: codec}
+	return restOptions{storage: c.Storage, codec: codec, counts: c.ObjectCounts}
 }
 
 type restOptions struct {
 	storage Storage
 	codec   runtime.Codec
+	counts  flowcontrolrequest.StorageObjectCountTracker
 }
 
 func (o restOptions) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (genericregistry.RESTOptions, error) {
 	config := storagebackend.NewDefaultConfig("/registry", o.codec)
-	return genericregistry.RESTOptions{
+	options := genericregistry.RESTOptions{
 		StorageConfig:           config.ForResource(resource),
 		Decorator:               o.decorate,
 		EnableGarbageCollection: true,
 		DeleteCollectionWorkers: 1,
 		// Upstream's keys: /registry/<group>/<resource>/...
 		ResourcePrefix: resource.Group + "/" + resource.Resource,
-	}, nil
+	}
+	if o.counts != nil {
+		options.CountMetricPollPeriod = countPollPeriod
+		options.StorageObjectCountTracker = o.counts
+	}
+	return options, nil
 }
 
-func (o restOptions) decorate(config *storagebackend.ConfigForResource, resourcePrefix string, _ func(runtime.Object) (string, error),
-	newFunc, newListFunc func() runtime.Object, _ storage.AttrFunc, _ storage.IndexerFuncs, _ *cache.Indexers,
+// decorate is upstream's StorageWithCacher over the storage berth's store
+// makes: upstream's cacher in front of each resource, as kube-apiserver
+// puts it in front of every CRD's, custom resource's and APIService's
+// storage (generic.NewRawStorage would dial etcd, and the embedded member
+// has no listener).
+func (o restOptions) decorate(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
+	newFunc, newListFunc func() runtime.Object, attrs storage.AttrFunc, triggers storage.IndexerFuncs, indexers *cache.Indexers,
 ) (storage.Interface, factory.DestroyFunc, error) {
-	st, destroy, err := o.storage.UpstreamStorage(config, resourcePrefix, newFunc, newListFunc)
+	raw, destroyRaw, err := o.storage.UpstreamStorage(config, resourcePrefix, newFunc, newListFunc)
 	if err != nil {
 		return nil, nil, err
 	}
-	return st, destroy, nil
+	cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
+		Storage:             raw,
+		Versioner:           storage.APIObjectVersioner{},
+		GroupResource:       config.GroupResource,
+		EventsHistoryWindow: config.EventsHistoryWindow,
+		ResourcePrefix:      resourcePrefix,
+		KeyFunc:             keyFunc,
+		NewFunc:             newFunc,
+		NewListFunc:         newListFunc,
+		GetAttrsFunc:        attrs,
+		IndexerFuncs:        triggers,
+		Indexers:            indexers,
+		Codec:               config.Codec,
+	})
+	if err != nil {
+		destroyRaw()
+		return nil, nil, fmt.Errorf("watch cache for %s: %w", config.GroupResource, err)
+	}
+	delegator := cacherstorage.NewCacheDelegator(cacher, raw)
+	var once sync.Once
+	destroy := func() {
+		once.Do(func() {
+			delegator.Stop()
+			cacher.Stop()
+			destroyRaw()
+		})
+	}
+	return delegator, destroy, nil
 }
