@@ -48,17 +48,45 @@ type podConnector struct {
 	writeError func(error, http.ResponseWriter, *http.Request)
 }
 
-// connectSubresource is one connect subresource.
+// connectSubresource is one connect subresource, located as upstream's
+// pod registry locates it.
 type connectSubresource struct {
 	name    string
 	upgrade bool
+	// newOptions is the subresource's options in upstream's internal form.
+	newOptions func() runtime.Object
+	// locate finds the node server's URL for the options.
+	locate func(ctx context.Context, pods podregistry.ResourceGetter, nodes kubeletclient.ConnectionInfoGetter, name string, opts runtime.Object) (*url.URL, error)
 }
 
 var connectSubresources = map[string]connectSubresource{
-	"log":         {name: "log"},
-	"exec":        {name: "exec", upgrade: true},
-	"attach":      {name: "attach", upgrade: true},
-	"portforward": {name: "portforward", upgrade: true},
+	"log": {name: "log", newOptions: func() runtime.Object { return &api.PodLogOptions{} }, locate: locateLog},
+	"exec": {name: "exec", upgrade: true, newOptions: func() runtime.Object { return &api.PodExecOptions{} },
+		locate: func(ctx context.Context, pods podregistry.ResourceGetter, nodes kubeletclient.ConnectionInfoGetter, name string, opts runtime.Object) (*url.URL, error) {
+			loc, _, err := podregistry.ExecLocation(ctx, pods, nodes, name, opts.(*api.PodExecOptions))
+			return loc, err
+		}},
+	"attach": {name: "attach", upgrade: true, newOptions: func() runtime.Object { return &api.PodAttachOptions{} },
+		locate: func(ctx context.Context, pods podregistry.ResourceGetter, nodes kubeletclient.ConnectionInfoGetter, name string, opts runtime.Object) (*url.URL, error) {
+			loc, _, err := podregistry.AttachLocation(ctx, pods, nodes, name, opts.(*api.PodAttachOptions))
+			return loc, err
+		}},
+	"portforward": {name: "portforward", upgrade: true, newOptions: func() runtime.Object { return &api.PodPortForwardOptions{} },
+		locate: func(ctx context.Context, pods podregistry.ResourceGetter, nodes kubeletclient.ConnectionInfoGetter, name string, opts runtime.Object) (*url.URL, error) {
+			loc, _, err := podregistry.PortForwardLocation(ctx, pods, nodes, name, opts.(*api.PodPortForwardOptions))
+			return loc, err
+		}},
+}
+
+// locateLog checks the options as upstream's LogREST does, then locates
+// the log.
+func locateLog(ctx context.Context, pods podregistry.ResourceGetter, nodes kubeletclient.ConnectionInfoGetter, name string, opts runtime.Object) (*url.URL, error) {
+	logOpts := opts.(*api.PodLogOptions)
+	if errs := validation.ValidatePodLogOptions(logOpts, false); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(api.Kind("PodLogOptions"), name, errs)
+	}
+	loc, _, err := podregistry.LogLocation(ctx, pods, nodes, name, logOpts)
+	return loc, err
 }
 
 // endpoint returns the subresource's endpoint: log is GET only; the
@@ -189,43 +217,12 @@ func (c *podConnector) location(ctx context.Context, spec connectSubresource, na
 	if c.transport == nil {
 		return nil, apierrors.NewServiceUnavailable("this API server has no client identity for node agents")
 	}
-	pods := internalGetter{objects: c.pods, newInternal: func() runtime.Object { return &api.Pod{} }}
-	nodes := nodeConnections{c}
-	var loc *url.URL
-	var err error
-	switch spec.name {
-	case "log":
-		opts := &api.PodLogOptions{}
-		if err := decodeConnectOptions(q, opts); err != nil {
-			return nil, err
-		}
-		// What upstream's LogREST checks before it locates the log.
-		if errs := validation.ValidatePodLogOptions(opts, false); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(api.Kind("PodLogOptions"), name, errs)
-		}
-		loc, _, err = podregistry.LogLocation(ctx, pods, nodes, name, opts)
-	case "exec":
-		opts := &api.PodExecOptions{}
-		if err := decodeConnectOptions(q, opts); err != nil {
-			return nil, err
-		}
-		loc, _, err = podregistry.ExecLocation(ctx, pods, nodes, name, opts)
-	case "attach":
-		opts := &api.PodAttachOptions{}
-		if err := decodeConnectOptions(q, opts); err != nil {
-			return nil, err
-		}
-		loc, _, err = podregistry.AttachLocation(ctx, pods, nodes, name, opts)
-	case "portforward":
-		opts := &api.PodPortForwardOptions{}
-		if err := decodeConnectOptions(q, opts); err != nil {
-			return nil, err
-		}
-		loc, _, err = podregistry.PortForwardLocation(ctx, pods, nodes, name, opts)
-	default:
-		return nil, fmt.Errorf("pods: no connect handler for %q", spec.name)
+	opts := spec.newOptions()
+	if err := decodeConnectOptions(q, opts); err != nil {
+		return nil, err
 	}
-	return loc, err
+	pods := internalGetter{objects: c.pods, newInternal: func() runtime.Object { return &api.Pod{} }}
+	return spec.locate(ctx, pods, nodeConnections{c}, name, opts)
 }
 
 // decodeConnectOptions reads a connect request's v1 query into upstream's

@@ -49,6 +49,24 @@ func (f *fakeNodeServer) last(t *testing.T) *url.URL {
 	return f.reqs[len(f.reqs)-1]
 }
 
+// serverWithNode starts a server (configure, when set, adjusts its
+// configuration) whose node n1 is a fake node server, with pod "one" and
+// its container "main" on n1.
+func serverWithNode(t *testing.T, configure func(*Config)) (*fakeNodeServer, *testServer) {
+	t.Helper()
+	node := newFakeNodeServer(t)
+	s := newTestServerWith(t, func(c *Config) {
+		c.NodeTransport = node.srv.Client().Transport
+		if configure != nil {
+			configure(c)
+		}
+	})
+	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
+	registerNode(t, s, "n1", int32(port))
+	createPod(t, s, "one", "n1", "main")
+	return node, s
+}
+
 // registerNode creates a node whose status names the fake server's address.
 func registerNode(t *testing.T, s *testServer, name string, port int32) {
 	t.Helper()
@@ -78,12 +96,8 @@ func createPod(t *testing.T, s *testServer, name, node string, containers ...str
 
 func TestPodLogProxiesToTheNodeServer(t *testing.T) {
 	t.Parallel()
-	node := newFakeNodeServer(t)
-	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
-	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
-	registerNode(t, s, "n1", int32(port))
+	node, s := serverWithNode(t, nil)
 	registerNode(t, s, "no-port", 0)
-	createPod(t, s, "one", "n1", "main")
 	createPod(t, s, "two", "n1", "a", "b")
 	createPod(t, s, "unbound", "", "main")
 	createPod(t, s, "portless", "no-port", "main")
@@ -136,11 +150,7 @@ func TestPodLogProxiesToTheNodeServer(t *testing.T) {
 
 func TestPodExecNeedsAnUpgrade(t *testing.T) {
 	t.Parallel()
-	node := newFakeNodeServer(t)
-	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
-	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
-	registerNode(t, s, "n1", int32(port))
-	createPod(t, s, "one", "n1", "main")
+	node, s := serverWithNode(t, nil)
 	err := s.client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("one").SubResource("exec").
 		Param("command", "true").Param("stdout", "true").Do(testContext(t)).Error()
 	if !apierrors.IsBadRequest(err) {
@@ -167,17 +177,13 @@ func TestPodConnectWithoutNodeTransport(t *testing.T) {
 // A websocket exec is a GET; it also needs create on pods/exec.
 func TestPodExecOverGetNeedsCreate(t *testing.T) {
 	t.Parallel()
-	node := newFakeNodeServer(t)
 	getOnly := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		if a.GetSubresource() == "exec" && a.GetVerb() == "create" {
 			return authorizer.DecisionNoOpinion, "read-only", nil
 		}
 		return authorizer.DecisionAllow, "", nil
 	})
-	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport; c.Authorizer = getOnly })
-	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
-	registerNode(t, s, "n1", int32(port))
-	createPod(t, s, "one", "n1", "main")
+	_, s := serverWithNode(t, func(c *Config) { c.Authorizer = getOnly })
 	err := s.client.CoreV1().RESTClient().Get().Namespace("default").Resource("pods").Name("one").SubResource("exec").
 		Param("command", "true").Param("stdout", "true").Do(testContext(t)).Error()
 	if !apierrors.IsForbidden(err) {
@@ -209,12 +215,8 @@ func (d *denyAttach) Validate(_ context.Context, a admission.Attributes, _ admis
 // called: a refusal is the answer and the node never hears of it.
 func TestPodConnectRunsAdmission(t *testing.T) {
 	t.Parallel()
-	node := newFakeNodeServer(t)
 	deny := &denyAttach{}
-	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport; c.Admission = deny })
-	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
-	registerNode(t, s, "n1", int32(port))
-	createPod(t, s, "one", "n1", "main")
+	node, s := serverWithNode(t, func(c *Config) { c.Admission = deny })
 	err := s.client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("one").SubResource("attach").
 		Param("container", "main").Param("stdout", "true").Do(testContext(t)).Error()
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "attaching is not allowed") {
@@ -240,11 +242,7 @@ func TestPodConnectRunsAdmission(t *testing.T) {
 // attach and port-forward in the kubelet's own parameter names.
 func TestPodStreamsAskTheNodeInTheKubeletsTerms(t *testing.T) {
 	t.Parallel()
-	node := newFakeNodeServer(t)
-	s := newTestServerWith(t, func(c *Config) { c.NodeTransport = node.srv.Client().Transport })
-	port, _ := strconv.Atoi(node.srv.URL[len("https://127.0.0.1:"):])
-	registerNode(t, s, "n1", int32(port))
-	createPod(t, s, "one", "n1", "main")
+	node, s := serverWithNode(t, nil)
 	for _, tc := range []struct{ sub, want string }{
 		{"exec?command=id&command=-u&stdout=true&stderr=true", "/exec/default/one/main?command=id&command=-u&error=1&output=1"},
 		{"attach?stdin=true&tty=true", "/attach/default/one/main?input=1&tty=1"},
