@@ -10,6 +10,7 @@ import (
 // refuses it, with the kubelet's reason and message, first failure first.
 func TestAdmitBoundAsTheKubelet(t *testing.T) {
 	used := Usage{}.Add(pod("1500m", "1Gi", withHostPort(21017, "")))
+	linux := func(n *v1.Node) { n.Labels = map[string]string{v1.LabelOSStable: "linux"} }
 	taint := func(effect v1.TaintEffect) func(*v1.Node) {
 		return func(n *v1.Node) { n.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "x", Effect: effect}} }
 	}
@@ -33,6 +34,17 @@ func TestAdmitBoundAsTheKubelet(t *testing.T) {
 		{"NoSchedule taint admits a pod placed by name", pod("", ""), node("2", "4Gi", 10, taint(v1.TaintEffectNoSchedule)), "", ""},
 		{"NoExecute taint", pod("", ""), node("2", "4Gi", 10, taint(v1.TaintEffectNoExecute)), "TaintToleration",
 			"Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"},
+		{"spec.os of another OS, before resources", pod("4", "1Gi", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.Windows} }),
+			node("2", "4Gi", 10, linux), "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"},
+		{"kubernetes.io/os label of another OS, before spec.os", pod("", "", func(p *v1.Pod) {
+			p.Labels = map[string]string{v1.LabelOSStable: "windows"}
+			p.Spec.OS = &v1.PodOS{Name: v1.Windows}
+		}), node("2", "4Gi", 10, linux), "PodOSSelectorNodeLabelDoesNotMatch",
+			"Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+		{"spec.os and label of the node's OS", pod("", "", func(p *v1.Pod) {
+			p.Labels = map[string]string{v1.LabelOSStable: "linux"}
+			p.Spec.OS = &v1.PodOS{Name: v1.Linux}
+		}), node("2", "4Gi", 10, linux), "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -14,9 +15,13 @@ import (
 const reasonAppArmor = "AppArmor"
 
 // admit runs the kubelet's node-local admission checks that berth's
-// scheduler does not already make at binding: sysctls against the node's
-// allowlist, then AppArmor against the host. It returns nil to admit.
+// scheduler does not already make at binding: the pod's OS against the
+// node's, sysctls against the node's allowlist, then AppArmor against the
+// host. It returns nil to admit.
 func (m *Manager) admit(pod *corev1.Pod) *fit.Rejection {
+	if r := fit.AdmitOS(pod, runtime.GOOS); r != nil {
+		return r
+	}
 	if msg := m.sysctls.Admit(pod); msg != "" {
 		return &fit.Rejection{Reason: reasonSysctlForbidden, Message: msg}
 	}

@@ -160,3 +160,15 @@ func TestAppArmorRefusedWithoutAppArmor(t *testing.T) {
 	unconfined := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unconfined"}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}})
 	h.running(unconfined)
 }
+
+// TestPodForAnotherOSRejected: a pod whose spec.os names another
+// operating system is rejected before anything starts, as the kubelet
+// rejects it.
+func TestPodForAnotherOSRejected(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	pod := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "windows"}, Spec: corev1.PodSpec{
+		OS: &corev1.PodOS{Name: corev1.Windows}, Containers: []corev1.Container{busybox("c", "sleep", "3600")},
+	}})
+	h.rejected(pod, "PodOSNotSupported", "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS")
+}
