@@ -36,7 +36,7 @@
 #   --kubelet-node  one more node: upstream's kubelet v1.37.2 (hack/build-bench-peers.sh
 #                   kubelet) on a berth runtime, joined with the server's bootstrap token
 #                   (TLS bootstrap, serving certificate through berth's approver); berth's
-#                   own nodes get the control-plane NoSchedule taint, so the tests' pods
+#                   own nodes get the control-plane NoSchedule taint and are cordoned, so the tests' pods
 #                   run on the kubelet's node
 #   --labels EXPR   the Ginkgo label filter of the tests (default Conformance; the
 #                   passes add `&& !Serial` and `&& Serial`), e.g. NodeConformance
@@ -424,10 +424,13 @@ done
 if ((kubelet_node)); then
   # The kubelet's node must be Ready, and the tests' pods go there: berth's
   # own nodes are tainted as control-plane nodes, whose taint e2e.test
-  # does not count against a node's readiness.
+  # does not count against a node's readiness, and cordoned, since tests
+  # that place a pod by name take the first Ready node that is not
+  # (PodOSRejection's findLinuxNode).
   wait_node_ready "$kubelet_name" "$WORK/nodes/$kubelet_name/agent.log"
   for node in "${node_names[@]}"; do
     kubectl taint node "$node" node-role.kubernetes.io/control-plane:NoSchedule --overwrite >/dev/null || exit 1
+    kubectl cordon "$node" >/dev/null || exit 1
   done
   node_names+=("$kubelet_name")
 fi
