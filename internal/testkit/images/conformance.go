@@ -186,9 +186,18 @@ func ConformanceCatalogue(ctx context.Context, opts ConformanceOptions) (Set, er
 			"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {},
 		},
 	}
+	pauseImage, err := build(pauseSpec(pause))
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: pause: %w", err)
+	}
+	registryFiles, err := fakeRegistryEntries("pause", "testing", pauseImage)
+	if err != nil {
+		return nil, fmt.Errorf("conformance catalogue: %w", err)
+	}
 	add("upstream agnhost (static, built from k8s.io/kubernetes) on busybox-static with upstream busybox's ash as /bin/sh, with "+toolNames(opts.HostTools)+
-		"; ENTRYPOINT /agnhost, CMD pause; the one build stands for both tags",
-		spec{layers: []layerSpec{base, agnhostLayer}, config: agnhostConfig},
+		", and the pause image as pause:testing under /var/registry for its fake-registry-server; ENTRYPOINT /agnhost, CMD pause; the one build stands for both tags",
+		spec{layers: []layerSpec{base, agnhostLayer, {createdBy: "the fake registry's pause:testing (upstream's prepare_registry.sh)", entries: registryFiles}},
+			config: agnhostConfig},
 		ConformanceAgnhost, ConformanceAgnhostPrev)
 	for _, site := range []struct {
 		ref, name string

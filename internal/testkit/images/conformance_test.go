@@ -2,6 +2,7 @@ package images
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -417,4 +418,43 @@ func containerLikeOutput(t *testing.T, dir, path, script string) string {
 		t.Fatalf("%s in the image: %v\n%s", script, err, out)
 	}
 	return string(out)
+}
+
+// TestConformanceAgnhostCarriesItsFakeRegistry: the node tests' private
+// registry (agnhost fake-registry-server) serves pause:testing from the
+// agnhost image's /var/registry, laid out as upstream's
+// prepare_registry.sh lays it out, and it is the pause image.
+func TestConformanceAgnhostCarriesItsFakeRegistry(t *testing.T) {
+	set := conformanceCatalogue(t)
+	dir := filepath.Join(extract(t, set[ConformanceAgnhost].Image), "var/registry/pause")
+	tag, err := os.ReadFile(filepath.Join(dir, "manifests/testing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := v1.NewHash(strings.TrimSpace(string(tag)))
+	if err != nil {
+		t.Fatalf("tag file testing: %v", err)
+	}
+	if want := digestOf(t, set, ConformancePause); digest != want {
+		t.Errorf("pause:testing is %s, want the pause image %s", digest, want)
+	}
+	blob := func(kind string, d v1.Hash) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, kind, d.Algorithm, d.Hex[:2], d.Hex, "data"))
+		if err != nil {
+			t.Fatalf("%s %s: %v", kind, d, err)
+		}
+		if got, _, _ := v1.SHA256(bytes.NewReader(data)); got != d {
+			t.Fatalf("%s %s holds content of digest %s", kind, d, got)
+		}
+		return data
+	}
+	manifest, err := v1.ParseManifest(bytes.NewReader(blob("manifests", digest)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob("blobs", manifest.Config.Digest)
+	for _, l := range manifest.Layers {
+		blob("blobs", l.Digest)
+	}
 }
