@@ -83,20 +83,30 @@ func hostAliasesContent(aliases []corev1.HostAlias) string {
 	return b.String()
 }
 
-// podHostnameAndDomain are the pod's hostname (spec.hostname, or its name
-// cut to 63 characters) and, with spec.subdomain, its domain
-// SUBDOMAIN.NAMESPACE.svc.CLUSTER_DOMAIN: the kubelet's
-// GeneratePodHostNameAndDomain.
+// podHostnameAndDomain are the pod's hostname and domain, as the kubelet's
+// GeneratePodHostNameAndDomain makes them: spec.hostnameOverride alone, with
+// no domain, when set; else spec.hostname, or the pod's name, and with
+// spec.subdomain the domain SUBDOMAIN.NAMESPACE.svc.CLUSTER_DOMAIN. A
+// hostname is cut to 63 characters.
 func podHostnameAndDomain(pod *corev1.Pod, clusterDomain string) (hostname, domain string) {
+	if pod.Spec.HostnameOverride != nil {
+		return truncateHostname(*pod.Spec.HostnameOverride), ""
+	}
 	hostname = pod.Spec.Hostname
 	if hostname == "" {
 		hostname = pod.Name
-		if len(hostname) > 63 {
-			hostname = strings.TrimRight(hostname[:63], "-.")
-		}
 	}
 	if pod.Spec.Subdomain != "" {
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
-	return hostname, domain
+	return truncateHostname(hostname), domain
+}
+
+// truncateHostname cuts a hostname to 63 characters without a trailing
+// '-' or '.', as the kubelet's truncatePodHostnameIfNeeded.
+func truncateHostname(hostname string) string {
+	if len(hostname) <= 63 {
+		return hostname
+	}
+	return strings.TrimRight(hostname[:63], "-.")
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 // The hosts file is the kubelet's, line for line: localhost entries, the
@@ -65,5 +66,20 @@ func TestPodHostnameIsCutTo63Characters(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 62) + "-bbb", Namespace: "n"}}
 	if h, d := podHostnameAndDomain(pod, "cluster.local"); h != strings.Repeat("a", 62) || d != "" {
 		t.Errorf("hostname %q domain %q", h, d)
+	}
+}
+
+// spec.hostnameOverride is the whole hostname, with no domain, even beside
+// spec.hostname and spec.subdomain, as the kubelet makes it.
+func TestPodHostnameOverride(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n"}, Spec: corev1.PodSpec{
+		Hostname: "h", Subdomain: "s", HostnameOverride: ptr.To("override.example.host"),
+	}}
+	if h, d := podHostnameAndDomain(pod, "cluster.local"); h != "override.example.host" || d != "" {
+		t.Errorf("hostname %q domain %q, want override.example.host and none", h, d)
+	}
+	pod.Spec.HostnameOverride = nil
+	if h, d := podHostnameAndDomain(pod, "cluster.local"); h != "h" || d != "s.n.svc.cluster.local" {
+		t.Errorf("without the override: hostname %q domain %q", h, d)
 	}
 }
