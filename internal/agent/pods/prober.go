@@ -41,11 +41,13 @@ type prober struct {
 	m       *Manager
 	mu      sync.Mutex
 	workers map[probeKey]context.CancelFunc
-	results map[probeKey]bool // absent: no result yet
+	// triggers make a worker probe now instead of at its next period.
+	triggers map[probeKey]chan struct{}
+	results  map[probeKey]bool // absent: no result yet
 }
 
 func newProber(m *Manager) *prober {
-	return &prober{m: m, workers: map[probeKey]context.CancelFunc{}, results: map[probeKey]bool{}}
+	return &prober{m: m, workers: map[probeKey]context.CancelFunc{}, triggers: map[probeKey]chan struct{}{}, results: map[probeKey]bool{}}
 }
 
 // result returns the latest result of a probe and whether there is one.
@@ -66,7 +68,7 @@ func (p *prober) result(id string, kind probeKind) (ok, known bool) {
 func (p *prober) sync(ctx context.Context, pod *corev1.Pod, ids map[string]string, podIP string) {
 	pod = pod.DeepCopy()
 	pod.Status.PodIP = podIP
-	want := map[probeKey]func(context.Context){}
+	want := map[probeKey]func(context.Context, <-chan struct{}){}
 	for _, c := range containersAndSidecars(pod) {
 		id, running := ids[c.Name]
 		if !running {
@@ -75,7 +77,7 @@ func (p *prober) sync(ctx context.Context, pod *corev1.Pod, ids map[string]strin
 		for kind, probe := range map[probeKind]*corev1.Probe{liveness: c.LivenessProbe, readiness: c.ReadinessProbe, startup: c.StartupProbe} {
 			if probe != nil {
 				key := probeKey{pod.UID, id, kind}
-				want[key] = func(ctx context.Context) { p.run(ctx, pod, c, key, probe) }
+				want[key] = func(ctx context.Context, trigger <-chan struct{}) { p.run(ctx, pod, c, key, probe, trigger) }
 			}
 		}
 	}
@@ -85,6 +87,7 @@ func (p *prober) sync(ctx context.Context, pod *corev1.Pod, ids map[string]strin
 		if _, keep := want[key]; !keep && key.pod == pod.UID {
 			cancel()
 			delete(p.workers, key)
+			delete(p.triggers, key)
 			delete(p.results, key)
 		}
 	}
@@ -93,11 +96,12 @@ func (p *prober) sync(ctx context.Context, pod *corev1.Pod, ids map[string]strin
 			continue
 		}
 		wctx, cancel := context.WithCancel(ctx)
-		p.workers[key] = cancel
+		trigger := make(chan struct{}, 1)
+		p.workers[key], p.triggers[key] = cancel, trigger
 		p.m.wg.Add(1)
 		go func() {
 			defer p.m.wg.Done()
-			run(wctx)
+			run(wctx, trigger)
 		}()
 	}
 }
@@ -110,6 +114,7 @@ func (p *prober) stopPod(uid types.UID) {
 		if key.pod == uid {
 			cancel()
 			delete(p.workers, key)
+			delete(p.triggers, key)
 		}
 	}
 	for key := range p.results {
@@ -119,11 +124,14 @@ func (p *prober) stopPod(uid types.UID) {
 	}
 }
 
-// run probes every periodSeconds after initialDelaySeconds and records a
-// result when success/failure thresholds are reached; a failed liveness
-// probe (or a startup probe out of attempts) kills the container, which the
-// pod worker then restarts by the restart policy.
-func (p *prober) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, key probeKey, probe *corev1.Probe) {
+// run probes every periodSeconds after initialDelaySeconds, and at once
+// when triggered, and records a result when success/failure thresholds are
+// reached; a failed liveness probe (or a startup probe out of attempts)
+// kills the container, which the pod worker then restarts by the restart
+// policy. A startup probe's success triggers the container's readiness
+// probe, as the kubelet's status manager triggers it, so that readiness
+// does not wait up to a period for the next tick.
+func (p *prober) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, key probeKey, probe *corev1.Probe, trigger <-chan struct{}) {
 	period := time.Duration(max(probe.PeriodSeconds, 1)) * time.Second
 	timeout := time.Duration(max(probe.TimeoutSeconds, 1)) * time.Second
 	successThreshold, failureThreshold := max(probe.SuccessThreshold, 1), max(probe.FailureThreshold, 1)
@@ -142,6 +150,7 @@ func (p *prober) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, 
 				p.m.wake(ctx, pod.UID)
 			}
 			if key.kind == startup && successes >= successThreshold {
+				p.trigger(probeKey{key.pod, key.containerID, readiness})
 				return // a startup probe stops once it succeeded
 			}
 		} else if ctx.Err() == nil {
@@ -161,7 +170,18 @@ func (p *prober) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-trigger:
 		}
+	}
+}
+
+// trigger makes key's worker, if it runs, probe now.
+func (p *prober) trigger(key probeKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case p.triggers[key] <- struct{}{}:
+	default: // already triggered, or no such worker
 	}
 }
 

@@ -79,3 +79,20 @@ func TestFailingLivenessProbeRestartsContainer(t *testing.T) {
 		t.Fatalf("lastState = %+v, want the killed instance", p.Status.ContainerStatuses[0].LastTerminationState)
 	}
 }
+
+// TestReadinessProbedAsSoonAsStarted: once the startup probe passes, the
+// readiness probe runs at once, as the kubelet triggers it, not at its next
+// period (an hour here).
+func TestReadinessProbedAsSoonAsStarted(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	c := busybox("c", "sh", "-c", "sleep 2; touch /tmp/started; sleep 3600")
+	c.StartupProbe = execProbe("cat", "/tmp/started")
+	c.StartupProbe.FailureThreshold = 60
+	c.ReadinessProbe = execProbe("true")
+	c.ReadinessProbe.PeriodSeconds = 3600
+	pod := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "started"}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}})
+	h.waitPod(pod, "ready once started, long before the readiness probe's hourly period", func(p *corev1.Pod) bool {
+		return containerReady(p, "c")
+	})
+}
