@@ -58,16 +58,16 @@ func (s *syncRun) podIP(ctx context.Context) string {
 	return resp.GetStatus().GetNetwork().GetIp()
 }
 
-// preStop runs the preStop hooks of the pod's running containers in
-// parallel, each within what is left of the grace period, and returns how
-// much of the grace period remains for SIGTERM.
+// preStop runs the preStop hooks of the pod's running containers and
+// sidecars in parallel, as the kubelet runs them, each within what is left
+// of the grace period, and returns how much of the grace period remains
+// for SIGTERM.
 func (m *Manager) preStop(ctx context.Context, pod *corev1.Pod, st podState, podIP string) int64 {
 	grace := gracePeriod(pod)
 	start := time.Now()
 	done := make(chan struct{})
 	pending := 0
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range containersAndSidecars(pod) {
 		l := st.latest(c.Name)
 		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || l == nil || l.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue

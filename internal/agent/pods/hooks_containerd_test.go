@@ -94,3 +94,50 @@ func TestOrphanedSandboxIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSidecarStoppedLastWithItsPreStopHook: deleting a pod runs its
+// sidecar's preStop hook too, and stops the sidecar only after the main
+// container has exited, as the kubelet terminates a pod.
+func TestSidecarStoppedLastWithItsPreStopHook(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	hostDir := t.TempDir()
+	out := []corev1.VolumeMount{{Name: "out", MountPath: "/out"}}
+	// Each appends its name to /out/order when it gets SIGTERM.
+	trapping := func(name string) corev1.Container {
+		c := busybox(name, "sh", "-c", "trap 'echo "+name+" >>/out/order; exit 0' TERM; while true; do sleep 1; done")
+		c.VolumeMounts = out
+		return c
+	}
+	sidecar := trapping("sidecar")
+	sidecar.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+	sidecar.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo stopping >/out/prestop"}}}}
+	grace := int64(10)
+	pod := h.create(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "sidecar-stop"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			InitContainers:                []corev1.Container{sidecar},
+			Containers:                    []corev1.Container{trapping("main")},
+			Volumes:                       []corev1.Volume{{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir}}}},
+		},
+	})
+	p := h.waitPod(pod, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	now := metav1.Now()
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := h.client.CoreV1().Pods("default").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollTrue(t.Context(), 60*time.Second, "the pod to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := h.client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readFile(hostDir + "/prestop"); err != nil || got != "stopping\n" {
+		t.Errorf("the sidecar's preStop wrote %q, %v", got, err)
+	}
+	if got, err := readFile(hostDir + "/order"); err != nil || got != "main\nsidecar\n" {
+		t.Errorf("SIGTERM order %q, %v; want main, then the sidecar", got, err)
+	}
+}

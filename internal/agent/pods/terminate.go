@@ -3,18 +3,21 @@ package pods
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 )
 
-// terminate stops a pod being deleted: preStop hooks run first, then every
-// running container gets SIGTERM and what is left of the grace period (CRI StopContainer's timeout) before the
-// runtime kills it; then the sandbox goes, the final status is reported and
+// terminate stops a pod being deleted: preStop hooks (the sidecars' too)
+// run first, then the containers are stopped (stopContainers) within what
+// is left of the grace period; then the sandbox goes, the final status is reported and
 // the pod object is deleted for good (grace 0, only this UID).
 func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (syncResult, error) {
 	m.prober.stopPod(pod.UID)
@@ -45,23 +48,48 @@ func (m *Manager) terminate(ctx context.Context, pod *corev1.Pod, st podState) (
 	return syncResult{done: true}, nil
 }
 
-// stopContainers gives every running container of the pod SIGTERM and
-// grace seconds (CRI StopContainer's timeout) before the runtime kills it.
+// stopContainers stops the pod's running containers as the kubelet
+// terminates a pod: all but the sidecars at once, then the sidecars one at
+// a time in reverse order, so that they serve the others to the end. Each
+// gets SIGTERM and what is left of grace seconds (at least 2, the
+// kubelet's minimal shutdown window) before the runtime kills it.
 func (m *Manager) stopContainers(ctx context.Context, pod *corev1.Pod, st podState, grace int64) {
+	start := time.Now()
+	var sidecars []string
+	for i := range pod.Spec.InitContainers {
+		if podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			sidecars = append(sidecars, pod.Spec.InitContainers[i].Name)
+		}
+	}
+	var others []string
+	for name := range st.containers {
+		if !slices.Contains(sidecars, name) {
+			others = append(others, name)
+		}
+	}
+	m.stopNamed(ctx, pod, st, others, grace)
+	for i := len(sidecars) - 1; i >= 0; i-- {
+		left := max(grace-int64(time.Since(start)/time.Second), 2)
+		m.stopNamed(ctx, pod, st, sidecars[i:i+1], left)
+	}
+}
+
+// stopNamed gives the running instances of the named containers SIGTERM
+// and grace seconds (CRI StopContainer's timeout) before the runtime kills
+// them, all at once, and waits for them.
+func (m *Manager) stopNamed(ctx context.Context, pod *corev1.Pod, st podState, names []string, grace int64) {
 	var wg sync.WaitGroup
-	for name, instances := range st.containers {
-		for _, c := range instances {
+	for _, name := range names {
+		for _, c := range st.containers[name] {
 			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 				continue
 			}
 			m.event(pod, corev1.EventTypeNormal, "Killing", "Stopping container "+name)
-			wg.Add(1)
-			go func(id string) {
-				defer wg.Done()
-				if _, err := m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: grace}); err != nil {
-					m.log.Warn("stop container", "id", id, "err", err)
+			wg.Go(func() {
+				if _, err := m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.Id, Timeout: grace}); err != nil {
+					m.log.Warn("stop container", "id", c.Id, "err", err)
 				}
-			}(c.Id)
+			})
 		}
 	}
 	wg.Wait()
