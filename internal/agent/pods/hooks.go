@@ -20,7 +20,8 @@ func (m *Manager) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	case h.HTTPGet != nil:
 		p := pod.DeepCopy()
 		p.Status.PodIP = podIP
-		return m.probeHTTP(ctx, p, c, h.HTTPGet)
+		_, err := m.probeHTTP(ctx, p, c, h.HTTPGet) // a hook has no use for a redirect's warning
+		return err
 	case h.Sleep != nil:
 		if !sleep(ctx, time.Duration(h.Sleep.Seconds)*time.Second) {
 			return ctx.Err()

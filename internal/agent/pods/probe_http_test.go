@@ -16,13 +16,17 @@ import (
 
 // HTTP probes and hooks are the kubelet's requests: a query in the path
 // reaches the server as a query, with the probe's headers and kube-probe's
-// user agent; 4xx and 5xx fail.
+// user agent; 4xx and 5xx fail; a redirect to another host is a success
+// with a warning.
 func TestHTTPProbeRequestIsTheKubelets(t *testing.T) {
 	var got *http.Request
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r
-		if r.URL.Path == "/broken" {
+		switch r.URL.Path {
+		case "/broken":
 			w.WriteHeader(http.StatusInternalServerError)
+		case "/elsewhere":
+			http.Redirect(w, r, "http://0.0.0.0/", http.StatusFound)
 		}
 	}))
 	defer srv.Close()
@@ -39,14 +43,19 @@ func TestHTTPProbeRequestIsTheKubelets(t *testing.T) {
 
 	get := &corev1.HTTPGetAction{Path: "/echo?msg=poststart", Port: intstr.FromString("http"),
 		HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}
-	if err := m.probeHTTP(ctx, pod, c, get); err != nil {
+	if _, err := m.probeHTTP(ctx, pod, c, get); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
 	if got.URL.Path != "/echo" || got.URL.Query().Get("msg") != "poststart" || got.Header.Get("X-Probe") != "yes" ||
 		!strings.HasPrefix(got.UserAgent(), "kube-probe/") {
 		t.Errorf("server saw path %q query %q headers %v", got.URL.Path, got.URL.RawQuery, got.Header)
 	}
-	if err := m.probeHTTP(ctx, pod, c, &corev1.HTTPGetAction{Path: "/broken", Port: intstr.FromInt32(int32(port))}); err == nil {
+	if _, err := m.probeHTTP(ctx, pod, c, &corev1.HTTPGetAction{Path: "/broken", Port: intstr.FromInt32(int32(port))}); err == nil {
 		t.Error("a 500 answer passed the probe")
+	}
+	// A redirect to another host is not followed: a success with upstream's warning.
+	warning, err := m.probeHTTP(ctx, pod, c, &corev1.HTTPGetAction{Path: "/elsewhere", Port: intstr.FromInt32(int32(port))})
+	if err != nil || !strings.HasPrefix(warning, "Probe terminated redirects") {
+		t.Errorf("a redirect to another host: warning %q, %v; want a success with upstream's redirect warning", warning, err)
 	}
 }

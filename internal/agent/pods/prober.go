@@ -144,7 +144,10 @@ func (p *prober) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, 
 	for {
 		if key.kind != startup && !p.started(pod, c, key.containerID) {
 			// Liveness and readiness wait for the startup probe.
-		} else if err := p.m.probeOnce(ctx, pod, c, key.containerID, probe, timeout); err == nil {
+		} else if warning, err := p.m.probeOnce(ctx, pod, c, key.containerID, probe, timeout); err == nil {
+			if warning != "" {
+				p.m.event(pod, corev1.EventTypeWarning, "ProbeWarning", fmt.Sprintf("%s probe warning: %s", key.kind, warning))
+			}
 			successes, failures = successes+1, 0
 			if successes >= successThreshold && p.record(key, true) {
 				p.m.wake(ctx, pod.UID)
@@ -224,31 +227,33 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// probeOnce runs one probe; nil is success.
-func (m *Manager) probeOnce(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, probe *corev1.Probe, timeout time.Duration) error {
+// probeOnce runs one probe; a nil error is success, and a success may
+// come with a warning (an HTTP redirect to another host not followed), as
+// upstream's probers report it.
+func (m *Manager) probeOnce(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, probe *corev1.Probe, timeout time.Duration) (warning string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	h := probe.ProbeHandler
 	switch {
 	case h.Exec != nil:
-		return m.execSucceeds(ctx, id, h.Exec.Command, timeout)
+		return "", m.execSucceeds(ctx, id, h.Exec.Command, timeout)
 	case h.HTTPGet != nil:
 		return m.probeHTTP(ctx, pod, c, h.HTTPGet)
 	case h.TCPSocket != nil:
 		port, err := resolvePort(h.TCPSocket.Port, c)
 		if err != nil {
-			return err
+			return "", err
 		}
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(probeHost(pod, h.TCPSocket.Host), strconv.Itoa(port)))
 		if err != nil {
-			return err
+			return "", err
 		}
-		return conn.Close()
+		return "", conn.Close()
 	case h.GRPC != nil:
-		return probeGRPC(ctx, probeHost(pod, ""), int(h.GRPC.Port), h.GRPC.Service)
+		return "", probeGRPC(ctx, probeHost(pod, ""), int(h.GRPC.Port), h.GRPC.Service)
 	}
-	return fmt.Errorf("probe has no handler")
+	return "", fmt.Errorf("probe has no handler")
 }
 
 func probeHost(pod *corev1.Pod, host string) string {
@@ -265,11 +270,11 @@ var httpProber = httpprobe.New(false)
 // probeHTTP is an HTTP probe or hook as the kubelet makes it: upstream's
 // request (the path's query kept, the probe's headers, kube-probe's user
 // agent) and prober (2xx and 3xx succeed, HTTPS unverified, redirects to
-// other hosts not followed).
-func (m *Manager) probeHTTP(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) error {
+// other hosts not followed: a success with a warning, its output).
+func (m *Manager) probeHTTP(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction) (warning string, err error) {
 	req, err := httpprobe.NewRequestForHTTPGetAction(g, c, pod.Status.PodIP, "probe")
 	if err != nil {
-		return err
+		return "", err
 	}
 	timeout := time.Second
 	if deadline, ok := ctx.Deadline(); ok {
@@ -278,11 +283,13 @@ func (m *Manager) probeHTTP(ctx context.Context, pod *corev1.Pod, c *corev1.Cont
 	result, output, err := httpProber.Probe(req.WithContext(ctx), timeout)
 	switch {
 	case err != nil:
-		return err
+		return "", err
 	case result == probe.Failure:
-		return errors.New(output)
+		return "", errors.New(output)
+	case result == probe.Warning:
+		return output, nil
 	}
-	return nil
+	return "", nil
 }
 
 func probeGRPC(ctx context.Context, host string, port int, service *string) error {
