@@ -164,7 +164,7 @@ func (p *prober) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container, 
 					p.m.wake(ctx, pod.UID)
 				}
 				if key.kind != readiness {
-					p.kill(ctx, pod, c, key)
+					p.kill(ctx, pod, c, key, probe)
 					return
 				}
 			}
@@ -205,9 +205,16 @@ func (p *prober) record(key probeKey, ok bool) bool {
 	return !known || prev != ok
 }
 
-func (p *prober) kill(ctx context.Context, pod *corev1.Pod, c *corev1.Container, key probeKey) {
+// kill stops a container whose liveness or startup probe failed, giving it
+// the probe's terminationGracePeriodSeconds when set, else the pod's, as
+// the kubelet does.
+func (p *prober) kill(ctx context.Context, pod *corev1.Pod, c *corev1.Container, key probeKey, probe *corev1.Probe) {
 	p.m.event(pod, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, key.kind))
-	if _, err := p.m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: key.containerID, Timeout: gracePeriod(pod)}); err != nil {
+	grace := gracePeriod(pod)
+	if probe.TerminationGracePeriodSeconds != nil {
+		grace = *probe.TerminationGracePeriodSeconds
+	}
+	if _, err := p.m.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: key.containerID, Timeout: grace}); err != nil {
 		p.m.log.Warn("stop unhealthy container", "id", key.containerID, "err", err)
 	}
 	p.m.wake(ctx, pod.UID)

@@ -96,3 +96,26 @@ func TestReadinessProbedAsSoonAsStarted(t *testing.T) {
 		return containerReady(p, "c")
 	})
 }
+
+// TestFailedStartupProbeKillsWithItsOwnGracePeriod: a sidecar whose startup
+// probe fails is killed with the probe's terminationGracePeriodSeconds, not
+// the pod's hour, and restarted, as the kubelet does. Its sleep, PID 1,
+// ignores SIGTERM, so only the probe's short grace lets it go.
+func TestFailedStartupProbeKillsWithItsOwnGracePeriod(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	sidecar := busybox("sidecar", "sleep", "3600")
+	sidecar.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+	sidecar.StartupProbe = execProbe("cat", "/tmp/never")
+	sidecar.StartupProbe.FailureThreshold = 2
+	sidecar.StartupProbe.TerminationGracePeriodSeconds = new(int64(1))
+	podGrace := int64(3600)
+	pod := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "startup-grace"}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: &podGrace,
+		InitContainers:                []corev1.Container{sidecar},
+		Containers:                    []corev1.Container{busybox("main", "sleep", "3600")},
+	}})
+	h.waitPod(pod, "with its sidecar restarted after its startup probe failed", func(p *corev1.Pod) bool {
+		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].RestartCount >= 1
+	})
+}
