@@ -154,3 +154,36 @@ func TestPhase(t *testing.T) {
 		}
 	}
 }
+
+// A container's own restart policy and rules decide whether its exit ends
+// the pod, as the kubelet's getPhase weighs them (ContainerRestartRules).
+func TestPhaseWeighsContainerRestartRules(t *testing.T) {
+	exited := func(code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	restarting := func(code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonCrashLoopBackOff}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	rules := corev1.Container{Name: "c", RestartPolicy: new(corev1.ContainerRestartPolicyNever), RestartPolicyRules: []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestart,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
+	}}}
+	onFailure := corev1.Container{Name: "c", RestartPolicy: new(corev1.ContainerRestartPolicyOnFailure)}
+	for _, tc := range []struct {
+		name string
+		c    corev1.Container
+		cs   corev1.ContainerStatus
+		want corev1.PodPhase
+	}{
+		{"a rule's exit code restarts it in a Never pod", rules, restarting(42), corev1.PodRunning},
+		{"another exit code ends it by its Never policy", rules, exited(1), corev1.PodFailed},
+		{"its own OnFailure restarts a failure in a Never pod", onFailure, restarting(1), corev1.PodRunning},
+		{"its own OnFailure ends on success", onFailure, exited(0), corev1.PodSucceeded},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{tc.c}}}
+		if got := phase(pod, corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{tc.cs}}); got != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -119,3 +119,27 @@ func TestFailedStartupProbeKillsWithItsOwnGracePeriod(t *testing.T) {
 		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].RestartCount >= 1
 	})
 }
+
+// TestContainerRestartRuleRestartsInANeverPod: a container whose own rule
+// restarts exit code 42 is restarted in a pod whose policy is Never, and
+// the pod then succeeds, as the kubelet runs it (ContainerRestartRules).
+func TestContainerRestartRuleRestartsInANeverPod(t *testing.T) {
+	h := newHarness(t)
+	h.startAgent()
+	c := busybox("c", "sh", "-c", "test -f /scratch/once && exit 0; touch /scratch/once; exit 42")
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	c.RestartPolicy = new(corev1.ContainerRestartPolicyNever)
+	c.RestartPolicyRules = []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestart,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
+	}}
+	pod := h.create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rules"}, Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{c},
+		Volumes:       []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}})
+	p := h.waitPod(pod, "Succeeded after one restart for exit code 42", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if n := p.Status.ContainerStatuses[0].RestartCount; n != 1 {
+		t.Errorf("restart count %d, want 1", n)
+	}
+}

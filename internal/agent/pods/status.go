@@ -290,52 +290,74 @@ func (b *lastBytes) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// phase follows the kubelet's rules for regular containers.
+// phase follows the kubelet's getPhase (with ContainerRestartRules, on
+// by default): a failed init container or a stopped container counts as
+// restarting when upstream's ContainerShouldRestart says its own
+// restartPolicy and restartPolicyRules, else the pod's, restart it.
 func phase(pod *corev1.Pod, st corev1.PodStatus) corev1.PodPhase {
 	for i, ic := range st.InitContainerStatuses {
-		if t := ic.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever &&
-			!podutil.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+		c := &pod.Spec.InitContainers[i]
+		if podutil.IsRestartableInitContainer(c) {
+			continue
+		}
+		if t := lastExit(ic); t != nil && t.ExitCode != 0 && !podutil.ContainerShouldRestart(*c, pod.Spec, t.ExitCode) {
 			return corev1.PodFailed
 		}
 	}
 	if len(initPending(pod, st)) > 0 && !anyRegularContainerStarted(st) {
 		return corev1.PodPending
 	}
-	var waitingN, running, succeeded, failed, stopped int
+	specs := map[string]*corev1.Container{}
+	for i := range pod.Spec.Containers {
+		specs[pod.Spec.Containers[i].Name] = &pod.Spec.Containers[i]
+	}
+	var waitingN, running, succeeded, stopped, stoppedForGood int
 	for _, cs := range st.ContainerStatuses {
+		t := lastExit(cs)
 		switch {
 		case cs.State.Running != nil:
 			running++
-		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
-			} else {
-				failed++
-			}
-		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
-			stopped++ // restarting
-		default:
+			continue
+		case t == nil:
 			waitingN++
+			continue
+		}
+		stopped++ // exited, or waiting to restart
+		if cs.State.Terminated != nil && t.ExitCode == 0 {
+			succeeded++
+		}
+		c := specs[cs.Name]
+		if c == nil {
+			c = &corev1.Container{} // no rules of its own: the pod's policy
+		}
+		if !podutil.ContainerShouldRestart(*c, pod.Spec, t.ExitCode) {
+			stoppedForGood++
 		}
 	}
-	n := len(st.ContainerStatuses)
 	switch {
 	case waitingN > 0:
 		return corev1.PodPending
 	case running > 0:
 		return corev1.PodRunning
-	case stopped == n && pod.Spec.RestartPolicy == corev1.RestartPolicyAlways:
-		return corev1.PodRunning // all restarting
-	case succeeded == n:
-		return corev1.PodSucceeded
-	case stopped == n && failed > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
-		return corev1.PodFailed
-	case stopped == n && succeeded+failed == n && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && failed == 0:
+	case stopped != stoppedForGood:
+		return corev1.PodRunning // some are restarting
+	case succeeded == stopped:
 		return corev1.PodSucceeded
 	default:
-		return corev1.PodRunning
+		return corev1.PodFailed
 	}
+}
+
+// lastExit is a container's exit: the one it is in, or, waiting to
+// restart, its last; nil if it has not exited.
+func lastExit(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
+	if cs.State.Terminated != nil {
+		return cs.State.Terminated
+	}
+	if cs.State.Waiting != nil {
+		return cs.LastTerminationState.Terminated
+	}
+	return nil
 }
 
 // conditions is the pod's condition list as the kubelet writes it: every

@@ -207,7 +207,9 @@ func (s *syncRun) runInitContainers(ctx context.Context) bool {
 		case !sidecar && latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && latest.ExitCode == 0:
 			continue
 		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED:
-			if sidecar || s.pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			// A sidecar always restarts; an init container by its own
+			// restart policy and rules, else the pod's.
+			if podutil.ContainerShouldRestart(*c, s.pod.Spec, latest.ExitCode) {
 				s.restart(ctx, c, true, latest)
 			}
 			if sidecar && s.anyContainerStarted() {
@@ -244,7 +246,7 @@ func (s *syncRun) runContainers(ctx context.Context) {
 			s.start(ctx, startSpec{c: c}, 0)
 		case latest.State == runtimeapi.ContainerState_CONTAINER_CREATED:
 			s.startCreated(ctx, c, latest)
-		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && shouldRestart(s.pod.Spec.RestartPolicy, latest.ExitCode):
+		case latest.State == runtimeapi.ContainerState_CONTAINER_EXITED && podutil.ContainerShouldRestart(*c, s.pod.Spec, latest.ExitCode):
 			s.restart(ctx, c, false, latest)
 		case latest.State == runtimeapi.ContainerState_CONTAINER_RUNNING && specChanged(c, latest):
 			s.replace(ctx, c, latest, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
@@ -294,17 +296,6 @@ func (s *syncRun) replace(ctx context.Context, c *corev1.Container, latest *runt
 		return
 	}
 	s.start(ctx, startSpec{c: c}, latest.Metadata.Attempt+1)
-}
-
-func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
-	switch policy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
-	}
 }
 
 // restart starts the next attempt of an exited container unless it is
