@@ -73,7 +73,9 @@ func (m *Manager) subPathHostPath(pod *corev1.Pod, c *corev1.Container, index in
 }
 
 // makeSubPathDir creates the subPath sub of volumePath as a directory with
-// the volume's mode when nothing is there yet. Something already there (a
+// the volume's mode, its setgid and sticky bits too (an fsGroup volume's
+// setgid, a tmpfs's sticky), as the kubelet makes it, when nothing is
+// there yet. Something already there (a
 // file, a directory, a symlink anywhere) is left for PrepareSafeSubpath to
 // judge.
 func makeSubPathDir(sp subpath.Interface, sub, volumePath, path string) error {
@@ -84,7 +86,7 @@ func makeSubPathDir(sp subpath.Interface, sub, volumePath, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := sp.SafeMakeDir(sub, volumePath, st.Mode().Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := sp.SafeMakeDir(sub, volumePath, st.Mode()); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return nil

@@ -333,3 +333,25 @@ func ls(t *testing.T, dir string) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// A subPath made for a mount takes the volume's whole mode, its setgid
+// and sticky bits too, as the kubelet makes it (an fsGroup emptyDir on
+// tmpfs is dgtrwxrwxrwx, and so is its new subPath).
+func TestSubPathDirTakesTheVolumesWholeMode(t *testing.T) {
+	f := newSubPathFixture(t)
+	mode := os.ModeSetgid | os.ModeSticky | 0o777
+	if err := os.Chmod(f.vol, mode); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(f.vol, "new")
+	if err := makeSubPathDir(newSubpather(), "new", f.vol, dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Mode() &^ os.ModeDir; got != mode {
+		t.Errorf("subPath directory mode %v, want the volume's %v", got, mode)
+	}
+}
