@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,5 +186,18 @@ func TestPhaseWeighsContainerRestartRules(t *testing.T) {
 		if got := phase(pod, corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{tc.cs}}); got != tc.want {
 			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A sysctl named with slashes reaches the runtime named with dots, as the
+// kubelet sends it (kernel/shm_rmid_forced is kernel.shm_rmid_forced).
+func TestSandboxSysctlsNamedWithDots(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{
+		{Name: "kernel/shm_rmid_forced", Value: "1"}, {Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"},
+	}}}}
+	got := sysctls(pod)
+	want := map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_local_port_range": "1024 65535"}
+	if !maps.Equal(got, want) {
+		t.Errorf("sysctls %v, want %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	kubeletdns "k8s.io/kubernetes/pkg/kubelet/network/dns"
@@ -180,14 +181,15 @@ func hasPrivilegedContainer(pod *corev1.Pod) bool {
 }
 
 // sysctls are the pod's sysctls, which admission has checked against the
-// node's allowlist (SysctlAllowlist).
+// node's allowlist (SysctlAllowlist), named with dots as the kubelet sends
+// them to the runtime ("kernel/shm_rmid_forced" is kernel.shm_rmid_forced).
 func sysctls(pod *corev1.Pod) map[string]string {
 	if pod.Spec.SecurityContext == nil || len(pod.Spec.SecurityContext.Sysctls) == 0 {
 		return nil
 	}
 	out := map[string]string{}
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		out[s.Name] = s.Value
+		out[utilsysctl.NormalizeName(s.Name)] = s.Value
 	}
 	return out
 }
