@@ -36,17 +36,7 @@ func TestLifecycleHooks(t *testing.T) {
 	if got := h.exec(h.containerID(p, "c"), "cat", "/tmp/poststart"); got != "started\n" {
 		t.Fatalf("postStart output %q", got)
 	}
-	now := metav1.Now()
-	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
-	if _, err := h.client.CoreV1().Pods("default").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollTrue(t.Context(), 60*time.Second, "the pod to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := h.client.CoreV1().Pods("default").Get(ctx, "hooks", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.deleteGracefully(p, grace)
 	if got, err := readFile(hostDir + "/prestop"); err != nil || got != "stopping\n" {
 		t.Fatalf("preStop wrote %q, %v", got, err)
 	}
@@ -123,21 +113,28 @@ func TestSidecarStoppedLastWithItsPreStopHook(t *testing.T) {
 		},
 	})
 	p := h.waitPod(pod, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-	now := metav1.Now()
-	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
-	if _, err := h.client.CoreV1().Pods("default").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollTrue(t.Context(), 60*time.Second, "the pod to be deleted", func(ctx context.Context) (bool, error) {
-		_, err := h.client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.deleteGracefully(p, grace)
 	if got, err := readFile(hostDir + "/prestop"); err != nil || got != "stopping\n" {
 		t.Errorf("the sidecar's preStop wrote %q, %v", got, err)
 	}
 	if got, err := readFile(hostDir + "/order"); err != nil || got != "main\nsidecar\n" {
 		t.Errorf("SIGTERM order %q, %v; want main, then the sidecar", got, err)
+	}
+}
+
+// deleteGracefully marks p deleted with grace seconds, as the API server
+// marks a graceful deletion, and waits for the agent to finish it.
+func (h *harness) deleteGracefully(p *corev1.Pod, grace int64) {
+	h.t.Helper()
+	now := metav1.Now()
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := h.client.CoreV1().Pods(p.Namespace).Update(h.t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := wait.PollTrue(h.t.Context(), 60*time.Second, "pod "+p.Name+" to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := h.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		h.t.Fatal(err)
 	}
 }
