@@ -21,42 +21,9 @@ const fakeRegistryDir = "/var/registry"
 // manifest's digest, and each manifest and blob is at
 // {manifests,blobs}/sha256/XX/HASH/data.
 func fakeRegistryEntries(name, tag string, img v1.Image) ([]Entry, error) {
-	manifest, err := img.RawManifest()
+	files, err := registryFiles(path.Join(fakeRegistryDir, name), tag, img)
 	if err != nil {
 		return nil, fmt.Errorf("fake registry %s:%s: %w", name, tag, err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return nil, fmt.Errorf("fake registry %s:%s: %w", name, tag, err)
-	}
-	config, err := img.RawConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("fake registry %s:%s: %w", name, tag, err)
-	}
-	configDigest, err := img.ConfigName()
-	if err != nil {
-		return nil, fmt.Errorf("fake registry %s:%s: %w", name, tag, err)
-	}
-	dir := path.Join(fakeRegistryDir, name)
-	files := map[string][]byte{
-		path.Join(dir, "manifests", tag):                  []byte(digest.String() + "\n"),
-		digestPath(path.Join(dir, "manifests"), digest):   manifest,
-		digestPath(path.Join(dir, "blobs"), configDigest): config,
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("fake registry %s:%s: %w", name, tag, err)
-	}
-	for _, l := range layers {
-		d, err := l.Digest()
-		if err != nil {
-			return nil, fmt.Errorf("fake registry %s:%s: %w", name, tag, err)
-		}
-		data, err := compressed(l)
-		if err != nil {
-			return nil, fmt.Errorf("fake registry %s:%s: layer %s: %w", name, tag, d, err)
-		}
-		files[digestPath(path.Join(dir, "blobs"), d)] = data
 	}
 	paths := slices.Sorted(maps.Keys(files))
 	have := map[string]bool{"/": true}
@@ -71,6 +38,46 @@ func fakeRegistryEntries(name, tag string, img v1.Image) ([]Entry, error) {
 		entries = append(entries, File(p, 0o644, files[p]))
 	}
 	return entries, nil
+}
+
+// registryFiles are img's tag file, manifest, config and layers under dir,
+// by path.
+func registryFiles(dir, tag string, img v1.Image) (map[string][]byte, error) {
+	manifest, err := img.RawManifest()
+	if err != nil {
+		return nil, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	config, err := img.RawConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	configDigest, err := img.ConfigName()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{
+		path.Join(dir, "manifests", tag):                  []byte(digest.String() + "\n"),
+		digestPath(path.Join(dir, "manifests"), digest):   manifest,
+		digestPath(path.Join(dir, "blobs"), configDigest): config,
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return nil, err
+		}
+		if files[digestPath(path.Join(dir, "blobs"), d)], err = compressed(l); err != nil {
+			return nil, fmt.Errorf("layer %s: %w", d, err)
+		}
+	}
+	return files, nil
 }
 
 // digestPath is prepare_registry.sh's digest_to_path.
