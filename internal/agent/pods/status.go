@@ -80,6 +80,9 @@ func (m *Manager) containerStatus(pod *corev1.Pod, c *corev1.Container, st podSt
 			}
 		}
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: why.message}
+		// As the kubelet's prober manager, every container's status says
+		// whether it started, a waiting one's too.
+		cs.Started = new(false)
 		return cs
 	}
 	cs.RestartCount = int32(latest.Metadata.Attempt)

@@ -355,3 +355,34 @@ func TestSubPathDirTakesTheVolumesWholeMode(t *testing.T) {
 		t.Errorf("subPath directory mode %v, want the volume's %v", got, mode)
 	}
 }
+
+// A memory emptyDir is a tmpfs with tmpfs' own 1777 root, as the kubelet
+// mounts it, and with a fsGroup also setgid to that group: a pod's
+// subPath directories then take both bits.
+func TestMemoryEmptyDirIsAStickyTmpfs(t *testing.T) {
+	f := newSubPathFixture(t)
+	dir := filepath.Join(t.TempDir(), "mem")
+	fsGroup := int64(123)
+	if err := f.m.emptyDirVolume(dir, &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}, &fsGroup); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	const tmpfsMagic = 0x01021994
+	if fs.Type != tmpfsMagic {
+		t.Errorf("filesystem type %#x, want tmpfs", fs.Type)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := os.ModeDir | os.ModeSetgid | os.ModeSticky | 0o777; st.Mode() != want {
+		t.Errorf("memory emptyDir mode %v, want %v", st.Mode(), want)
+	}
+	if gid := st.Sys().(*syscall.Stat_t).Gid; gid != uint32(fsGroup) {
+		t.Errorf("memory emptyDir group %d, want the fsGroup %d", gid, fsGroup)
+	}
+}

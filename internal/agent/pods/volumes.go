@@ -125,7 +125,9 @@ func emptyDirSetUp(dir string, ed *corev1.EmptyDirVolumeSource) (bool, error) {
 	if isMountPoint(dir) {
 		return false, nil
 	}
-	opts := "mode=0777"
+	// 1777 is tmpfs' own default, which the kubelet's mount keeps: open to
+	// every container's user, each file removable only by its owner.
+	opts := "mode=1777"
 	if ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
 		opts += fmt.Sprintf(",size=%d", ed.SizeLimit.Value())
 	}
