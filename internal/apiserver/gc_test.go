@@ -41,12 +41,16 @@ func startGarbageCollectorWith(t *testing.T, s *testServer, local func(context.C
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	gc := garbagecollector.New(garbagecollector.Config{
+	gc, err := garbagecollector.New(ctx, garbagecollector.Config{
 		Client:        s.jsonCli,
 		Metadata:      metadata.NewForConfigOrDie(s.config),
 		LocalMetadata: local,
 		Logger:        slog.New(slog.NewTextHandler(testLogWriter{t}, nil)),
 	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
 	go func() { done <- gc.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -120,10 +120,14 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		localMetadata := func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
 			return local.MetadataListWatch(ctx, authenticatedUser(pki.ControllerIdentity), gvr)
 		}
-		return garbagecollector.New(garbagecollector.Config{
+		gc, err := garbagecollector.New(ctx, garbagecollector.Config{
 			Client: client, Metadata: meta, LocalMetadata: localMetadata,
 			Logger: c.Logger.With("component", "garbage-collector"),
-		}).Run(ctx)
+		})
+		if err != nil {
+			return err
+		}
+		return gc.Run(ctx)
 	}})
 	out = append(out, component{name: "namespace", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := clients.metadata("namespace-controller")

@@ -1,12 +1,16 @@
-// Package garbagecollector deletes objects whose owners are gone and carries
-// out the propagation policy a deletion asked for, as kube-controller-
-// manager's garbage collector does: it watches the metadata of every served
-// resource (discovered again periodically, as CustomResourceDefinitions
-// come and go), keeps an owner→dependents graph by UID, deletes dependents
-// whose every owner is gone (background), deletes the dependents of an owner
-// in foreground deletion before releasing it, and strips the references to
-// an orphaning owner from its dependents before releasing it. The API server
-// records the policy as a finalizer (internal/apiserver/rest_delete_propagation.go).
+// Package garbagecollector runs upstream's garbage collector
+// (k8s.io/kubernetes/pkg/controller/garbagecollector) as berth server
+// assembles it. It deletes objects whose owners are gone and carries out
+// the propagation policy a deletion asked for, which the API server
+// records as a finalizer (internal/apiserver/rest_delete_propagation.go).
+//
+// Upstream's: the dependency graph, the collection and orphaning workers,
+// the periodic discovery of the served resources (Sync), the events.
+// Berth's: the informer factory the graph builder's monitors run on
+// (informers.go: reads from the watch cache through LocalMetadata, and
+// informers that stop with their monitor), the discovery filter that skips
+// resources the collector may not list (readable.go), and the metadata
+// transform that keeps the cached objects small (transform.go).
 package garbagecollector
 
 import (
@@ -16,25 +20,25 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	upstream "k8s.io/kubernetes/pkg/controller/garbagecollector"
 
-	"github.com/berth/berth/internal/controller/keyloop"
+	"github.com/berth/berth/internal/informeropts"
 )
 
-// DefaultWorkers is how many objects are synced at once.
-const DefaultWorkers = 4
+// DefaultWorkers is how many objects are collected at once, as
+// kube-controller-manager's --concurrent-gc-syncs default.
+const DefaultWorkers = 20
 
 // DefaultDiscoveryPeriod is how often the served resources are discovered
-// again, as kube-controller-manager's collector.
+// again, and how long the workers wait for the first sync, as
+// kube-controller-manager's collector.
 const DefaultDiscoveryPeriod = 30 * time.Second
 
 // Config configures the collector.
@@ -50,26 +54,25 @@ type Config struct {
 	// DiscoveryPeriod is how often the served resources are discovered
 	// again (DefaultDiscoveryPeriod when zero).
 	DiscoveryPeriod time.Duration
-	Workers         int
-	Logger          *slog.Logger
+	// Workers is how many objects are collected at once (DefaultWorkers when zero).
+	Workers int
+	Logger  *slog.Logger
 }
 
-// Controller is the garbage collector.
+// Controller is upstream's garbage collector with berth's informers.
 type Controller struct {
-	cfg      Config
-	log      *slog.Logger
-	graph    *graph
-	queue    workqueue.TypedRateLimitingInterface[types.UID]
-	resolver *resolver
-	writer   writer
-	monitors monitorSet
-	recorder events.EventRecorder
-	// discoveryBackoff paces start-up retries of discovery.
-	discoveryBackoff wait.Backoff
+	cfg       Config
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	informers *monitorInformers
+	discovery *readableDiscovery
+	gc        *upstream.GarbageCollector
+	// started lets the graph builder start its monitors; Run closes it.
+	started chan struct{}
 }
 
-// New builds the collector; Run starts it.
-func New(cfg Config) *Controller {
+// New builds the collector; Run starts it. The informers it creates read
+// through LocalMetadata with ctx, so ctx should last as long as Run.
+func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
@@ -79,74 +82,46 @@ func New(cfg Config) *Controller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := newGraph()
-	return &Controller{
-		cfg: cfg, log: cfg.Logger, graph: g,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
-			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbagecollector"}),
-		resolver: &resolver{graph: g, client: cfg.Metadata},
-		writer:   writer{client: cfg.Metadata},
-
-		discoveryBackoff: defaultDiscoveryBackoff(),
+	c := &Controller{
+		cfg:       cfg,
+		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cfg.Client.Discovery())),
+		informers: &monitorInformers{ctx: ctx, metadata: cfg.Metadata, local: cfg.LocalMetadata, log: cfg.Logger},
+		discovery: newReadableDiscovery(cfg.Client.Discovery(), cfg.Metadata, cfg.Logger),
+		started:   make(chan struct{}),
 	}
+	builder := upstream.NewDependencyGraphBuilder(ctx, cfg.Metadata, c.mapper, upstream.DefaultIgnoredResources(), c.informers, c.started)
+	gc, err := upstream.NewComposedGarbageCollector(ctx, cfg.Client, cfg.Metadata, c.mapper, builder)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector: %w", err)
+	}
+	c.gc = gc
+	return c, nil
 }
 
-// Run collects until ctx ends. It watches the resources served at start,
-// and a goroutine it owns re-discovers them every DiscoveryPeriod, since
-// CustomResourceDefinitions add and remove resources while the server runs.
+// Run collects until ctx ends; call it once. It owns three loops, which
+// all end with ctx: upstream's collector (graph builder, monitors and
+// workers), its discovery of the served resources every DiscoveryPeriod,
+// and the reset of the mapper from kinds to resources, as
+// kube-controller-manager resets its own.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	resources, mapper, err := c.discover(ctx)
-	if err != nil {
-		return fmt.Errorf("garbage collector: %w", err)
-	}
-	c.resolver.setMapper(mapper)
-
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.cfg.Client.EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
-	defer broadcaster.Shutdown()
-	c.recorder = broadcaster.NewRecorder(scheme.Scheme, "garbage-collector-controller")
-
-	defer c.stopMonitors() // on an early return too
-	resources = c.readable(ctx, resources)
-	if err := c.startMonitors(ctx, resources); err != nil {
-		return fmt.Errorf("garbage collector: %w", err)
-	}
-	if err := c.waitForMonitors(ctx); err != nil {
-		return fmt.Errorf("garbage collector: %w", err)
-	}
-	c.log.Info("garbage collector started", "resources", len(resources))
-
-	var background sync.WaitGroup
-	defer background.Wait()
-	rediscoverCtx, stopRediscovery := context.WithCancel(ctx)
-	defer stopRediscovery() // before background.Wait, and before the monitors stop
-	background.Go(func() { c.rediscover(rediscoverCtx) })
-
-	keyloop.Run(ctx, c.queue, c.cfg.Workers, c.sync, c.onError)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("garbagecollector"))
+	close(c.started)
+	c.cfg.Logger.Info("garbage collector starting", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.gc.Run(ctx, c.cfg.Workers, c.cfg.DiscoveryPeriod) })
+	wg.Go(func() { c.gc.Sync(ctx, c.discovery, c.cfg.DiscoveryPeriod) })
+	wg.Go(func() { informeropts.ResetMapper(c.mapper)(ctx) })
+	wg.Wait()
 	return nil
 }
 
-// onError logs each failure and records the first as an event on the object.
-func (c *Controller) onError(ctx context.Context, uid types.UID, err error) bool {
-	if ctx.Err() != nil {
-		return false // shutting down
-	}
-	c.log.Warn("garbage collection failed; retrying", "uid", uid, "attempts", c.queue.NumRequeues(uid)+1, "err", err)
-	if n, ok := c.graph.get(uid); ok && c.queue.NumRequeues(uid) == 0 {
-		c.event(n, corev1.EventTypeWarning, "GarbageCollectionFailed", err.Error())
-	}
-	return true
+// GraphBuilder is the collector's dependency graph builder, whose monitors
+// the storage version migrator reads.
+func (c *Controller) GraphBuilder() *upstream.GraphBuilder {
+	return c.gc.GetDependencyGraphBuilder()
 }
 
-// event records an event about n, naming it by reference so any resource works.
-func (c *Controller) event(n node, eventType, reason, note string) {
-	if c.recorder == nil {
-		return
-	}
-	ref := &corev1.ObjectReference{
-		APIVersion: n.resource.GroupVersion().String(), Kind: n.kind.Kind,
-		Namespace: n.namespace, Name: n.name, UID: n.uid,
-	}
-	c.recorder.Eventf(ref, nil, eventType, reason, "GarbageCollect", "%s", note)
+// Mapper maps kinds to resources, from discovery reset as Run goes.
+func (c *Controller) Mapper() *restmapper.DeferredDiscoveryRESTMapper {
+	return c.mapper
 }

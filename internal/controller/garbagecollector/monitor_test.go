@@ -24,7 +24,8 @@ import (
 )
 
 var (
-	widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	widgets    = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 
 	coreResources = &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{
 		{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"get", "list", "watch", "delete"}},
@@ -45,6 +46,10 @@ type servedAPI struct {
 	mu      sync.Mutex
 	served  []*metav1.APIResourceList
 	failure error
+	// failed counts the resource discoveries failed with failure.
+	failed int
+	// forbidden are the resources a list of is forbidden.
+	forbidden map[schema.GroupVersionResource]bool
 }
 
 func newServedAPI(t *testing.T, served ...*metav1.APIResourceList) *servedAPI {
@@ -53,7 +58,8 @@ func newServedAPI(t *testing.T, served ...*metav1.APIResourceList) *servedAPI {
 	if err := metav1.AddMetaToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	api := &servedAPI{client: fake.NewClientset(), metadata: metadatafake.NewSimpleMetadataClient(scheme), served: served}
+	api := &servedAPI{client: fake.NewClientset(), metadata: metadatafake.NewSimpleMetadataClient(scheme), served: served,
+		forbidden: map[schema.GroupVersionResource]bool{}}
 	// Fake discovery reads Resources unlocked. The list of groups, which
 	// every discovery asks for first and on its own, swaps them in, so no
 	// read runs alongside the write.
@@ -69,7 +75,18 @@ func newServedAPI(t *testing.T, served ...*metav1.APIResourceList) *servedAPI {
 	api.client.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
 		api.mu.Lock()
 		defer api.mu.Unlock()
+		if api.failure != nil {
+			api.failed++
+		}
 		return api.failure != nil, nil, api.failure
+	})
+	api.metadata.PrependReactor("list", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		if gvr := action.GetResource(); api.forbidden[gvr] {
+			return true, nil, apierrors.NewForbidden(gvr.GroupResource(), "", errors.New("no role allows it"))
+		}
+		return false, nil, nil
 	})
 	return api
 }
@@ -86,6 +103,19 @@ func (api *servedAPI) failResources(err error) {
 	api.failure = err
 }
 
+// forbid makes lists of resource forbidden, or allowed again.
+func (api *servedAPI) forbid(resource schema.GroupVersionResource, forbidden bool) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	api.forbidden[resource] = forbidden
+}
+
+func (api *servedAPI) failedDiscoveries() int {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return api.failed
+}
+
 // create adds an object of resource with the given owner references.
 func (api *servedAPI) create(t *testing.T, resource schema.GroupVersionResource, kind, name string, owners ...metav1.OwnerReference) *metav1.PartialObjectMetadata {
 	t.Helper()
@@ -99,18 +129,6 @@ func (api *servedAPI) create(t *testing.T, resource schema.GroupVersionResource,
 	return obj
 }
 
-// watching names the resources c has a running monitor for.
-func watching(c *Controller) []string {
-	c.monitors.mu.Lock()
-	defer c.monitors.mu.Unlock()
-	var out []string
-	for resource := range c.monitors.running {
-		out = append(out, resource.String())
-	}
-	slices.Sort(out)
-	return out
-}
-
 func resourceNames(resources ...schema.GroupVersionResource) []string {
 	var out []string
 	for _, r := range resources {
@@ -118,6 +136,34 @@ func resourceNames(resources ...schema.GroupVersionResource) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// newCollector builds a collector of api that rediscovers every 10ms.
+func newCollector(t *testing.T, api *servedAPI) *Controller {
+	t.Helper()
+	c, err := New(t.Context(), Config{Client: api.client, Metadata: api.metadata, DiscoveryPeriod: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// watchingOnly waits until c's running informers are those of resources.
+func watchingOnly(t *testing.T, c *Controller, what string, resources ...schema.GroupVersionResource) {
+	t.Helper()
+	want := resourceNames(resources...)
+	wait.UntilNil(t, 10*time.Second, what, func() error {
+		if got := c.informers.running(); !slices.Equal(got, want) {
+			return fmt.Errorf("informers running for %v, want %v", got, want)
+		}
+		for _, r := range resources {
+			if !c.GraphBuilder().IsResourceSynced(r) {
+				return fmt.Errorf("the monitor of %s has not synced", r)
+			}
+		}
+		return nil
+	})
 }
 
 // runCollector runs c until the test ends.
@@ -148,15 +194,9 @@ func TestRediscoveryWatchesNewResourcesAndStopsRemovedOnes(t *testing.T) {
 	api.create(t, configMaps, "ConfigMap", "kept")
 	orphan := api.create(t, widgets, "Widget", "orphan", configMapRef("gone"))
 	owned := api.create(t, widgets, "Widget", "owned", configMapRef("kept"))
-	c := New(Config{Client: api.client, Metadata: api.metadata, DiscoveryPeriod: 10 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	c := newCollector(t, api)
 	runCollector(t, c)
-	wait.UntilNil(t, 10*time.Second, "the collector to watch configmaps only", func() error {
-		if got := watching(c); !slices.Equal(got, resourceNames(configMaps)) {
-			return fmt.Errorf("watching %v", got)
-		}
-		return nil
-	})
+	watchingOnly(t, c, "the collector to watch configmaps only", configMaps)
 
 	api.serve(coreResources, widgetResources)
 	wait.UntilTrue(t, 10*time.Second, "the widget whose owner ConfigMap does not exist to be collected", func(ctx context.Context) (bool, error) {
@@ -167,53 +207,38 @@ func TestRediscoveryWatchesNewResourcesAndStopsRemovedOnes(t *testing.T) {
 		return false, err
 	})
 	wait.Until(t, 10*time.Second, "the widgets monitor to put the owned widget in the graph", func() bool {
-		_, ok := c.graph.get(owned.UID)
-		return ok
+		return c.gc.GraphHasUID(owned.UID)
 	})
 	if _, err := api.metadata.Resource(widgets).Namespace("ns").Get(t.Context(), owned.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the widget whose owner lives must stay: %v", err)
 	}
 
-	// The graph forgets a resource's objects only once its monitor has halted.
+	// The informer itself stops, not only the graph builder's monitor.
 	api.serve(coreResources)
-	wait.UntilNil(t, 10*time.Second, "the widgets monitor to stop and its objects to leave the graph", func() error {
-		if got := watching(c); !slices.Equal(got, resourceNames(configMaps)) {
-			return fmt.Errorf("watching %v", got)
-		}
-		if _, ok := c.graph.get(owned.UID); ok {
-			return errors.New("the owned widget is still in the graph")
-		}
-		return nil
-	})
+	watchingOnly(t, c, "the widgets informer to stop", configMaps)
 }
 
 func TestFailedRediscoveryKeepsTheMonitors(t *testing.T) {
 	api := newServedAPI(t, coreResources, widgetResources)
-	c := New(Config{Client: api.client, Metadata: api.metadata, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	t.Cleanup(c.queue.ShutDown)
-	t.Cleanup(c.stopMonitors)
-	both := resourceNames(configMaps, widgets)
-
-	c.resync(t.Context())
-	if got := watching(c); !slices.Equal(got, both) {
-		t.Fatalf("after a discovery: watching %v, want %v", got, both)
-	}
+	c := newCollector(t, api)
+	runCollector(t, c)
+	watchingOnly(t, c, "the collector to watch configmaps and widgets", configMaps, widgets)
 
 	api.serve(coreResources)
 	api.failResources(errors.New("the aggregated API is unavailable"))
-	if _, _, err := discoverCollectable(t.Context(), api.client.Discovery()); err == nil {
+	if _, err := c.discovery.ServerPreferredResourcesWithContext(t.Context()); err == nil {
 		t.Fatal("discovery must fail while group versions do not answer")
 	} else if _, partial := discovery.GroupDiscoveryFailedErrorGroups(err); !partial {
 		t.Fatalf("want a partial discovery failure, got %v", err)
 	}
-	c.resync(t.Context())
-	if got := watching(c); !slices.Equal(got, both) {
-		t.Fatalf("a failed discovery must keep the monitors: watching %v, want %v", got, both)
+	failed := api.failedDiscoveries()
+	wait.Until(t, 10*time.Second, "five more failed group version lookups (the collector rediscovers every 10ms)", func() bool {
+		return api.failedDiscoveries() >= failed+5
+	})
+	if got, want := c.informers.running(), resourceNames(configMaps, widgets); !slices.Equal(got, want) {
+		t.Fatalf("a failed discovery must keep the monitors: informers running for %v, want %v", got, want)
 	}
 
 	api.failResources(nil)
-	c.resync(t.Context())
-	if got, want := watching(c), resourceNames(configMaps); !slices.Equal(got, want) {
-		t.Fatalf("once discovery answers again: watching %v, want %v", got, want)
-	}
+	watchingOnly(t, c, "the widgets informer to stop once discovery answers again", configMaps)
 }
