@@ -28,16 +28,16 @@ import (
 
 // startGarbageCollector runs the real collector against s until the test
 // ends, watching through s's local reads as berth server's collector does.
-func startGarbageCollector(t *testing.T, s *testServer) {
+func startGarbageCollector(t *testing.T, s *testServer) *garbagecollector.Controller {
 	t.Helper()
-	startGarbageCollectorWith(t, s, func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
+	return startGarbageCollectorWith(t, s, func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
 		return s.local.MetadataListWatch(ctx, &user.DefaultInfo{Name: "collector", Groups: []string{user.AllAuthenticated}}, gvr)
 	})
 }
 
 // startGarbageCollectorWith runs the collector with local (nil: every
 // resource watched over HTTP through the metadata client).
-func startGarbageCollectorWith(t *testing.T, s *testServer, local func(context.Context, schema.GroupVersionResource) (cache.ListerWatcher, error)) {
+func startGarbageCollectorWith(t *testing.T, s *testServer, local func(context.Context, schema.GroupVersionResource) (cache.ListerWatcher, error)) *garbagecollector.Controller {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -58,6 +58,7 @@ func startGarbageCollectorWith(t *testing.T, s *testServer, local func(context.C
 			t.Errorf("Run: %v", err)
 		}
 	})
+	return gc
 }
 
 // family is a ConfigMap owning an unscheduled pod and a secret, both of

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -26,7 +25,6 @@ import (
 	"github.com/berth/berth/internal/controller/clusterroleaggregation"
 	"github.com/berth/berth/internal/controller/disruption"
 	"github.com/berth/berth/internal/controller/endpoints"
-	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/namespace"
 	"github.com/berth/berth/internal/controller/nodeipam"
 	"github.com/berth/berth/internal/controller/nodelifecycle"
@@ -106,29 +104,7 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	out = append(out, component{name: "podcertificaterequest-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Clients: clients, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
 	}})
-	out = append(out, component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, _ kubernetes.Interface) error {
-		// It lists, watches and deletes as itself, as upstream's does.
-		const name = "generic-garbage-collector"
-		client, err := clients.Client(name)
-		if err != nil {
-			return err
-		}
-		meta, err := clients.metadata(name)
-		if err != nil {
-			return err
-		}
-		localMetadata := func(ctx context.Context, gvr schema.GroupVersionResource) (cache.ListerWatcher, error) {
-			return local.MetadataListWatch(ctx, authenticatedUser(pki.ControllerIdentity), gvr)
-		}
-		gc, err := garbagecollector.New(ctx, garbagecollector.Config{
-			Client: client, Metadata: meta, LocalMetadata: localMetadata,
-			Logger: c.Logger.With("component", "garbage-collector"),
-		})
-		if err != nil {
-			return err
-		}
-		return gc.Run(ctx)
-	}})
+	out = append(out, c.garbageCollector(clients, local))
 	out = append(out, component{name: "namespace", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := clients.metadata("namespace-controller")
 		if err != nil {

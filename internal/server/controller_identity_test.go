@@ -33,7 +33,7 @@ func TestControllersActAsTheirServiceAccounts(t *testing.T) {
 	podNamespace(t, s.Admin, "identity")
 	// As kube-controller-manager's client builder, the server creates the
 	// accounts its controllers act as.
-	for _, name := range []string{"replicaset-controller", "namespace-controller", "node-controller", "certificate-controller", "generic-garbage-collector"} {
+	for _, name := range []string{"replicaset-controller", "namespace-controller", "node-controller", "certificate-controller", "generic-garbage-collector", "storage-version-migrator-controller"} {
 		wait.UntilCtx(t, time.Minute, "the ServiceAccount kube-system/"+name, func(ctx context.Context) error {
 			_, err := s.Admin.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
 			return err

@@ -68,6 +68,9 @@ func TestControllerIdentitiesHoldUpstreamsRoles(t *testing.T) {
 		{"certificate-controller approves no other client CSRs", in(account(CertificateControllerAccount), "approve", "certificates.k8s.io", "signers", "", "", "kubernetes.io/kube-apiserver-client"), false},
 		{"token-cleaner deletes kube-system's secrets", in(account("token-cleaner"), "delete", "", "secrets", "", "kube-system", "bootstrap-token-abcdef"), true},
 		{"token-cleaner deletes no other secrets", in(account("token-cleaner"), "delete", "", "secrets", "", "default", "s"), false},
+		{"storage-version-migrator-controller rewrites any resource", in(account("storage-version-migrator-controller"), "patch", "example.com", "widgets", "", "default", "w"), true},
+		{"storage-version-migrator-controller trims a CRD's stored versions", in(account("storage-version-migrator-controller"), "patch", "apiextensions.k8s.io", "customresourcedefinitions", "status", "", "widgets.example.com"), true},
+		{"storage-version-migrator-controller deletes nothing", in(account("storage-version-migrator-controller"), "delete", "", "secrets", "", "default", "s"), false},
 	}
 	for _, tc := range cases {
 		d, _, err := authz.Authorize(context.Background(), tc.attrs)
