@@ -49,9 +49,13 @@ type Config struct {
 // Run runs the migrator until ctx ends. With the feature gates it needs
 // off, it runs nothing, as kube-controller-manager skips it.
 func Run(ctx context.Context, cfg Config) error {
-	if on, err := enabled(); !on || err != nil {
-		logger(cfg).Info("storage version migrator off: its feature gates are", "err", err)
-		return err
+	on, err := enabled()
+	if err != nil {
+		return fmt.Errorf("storage version migrator: %w", err)
+	}
+	if !on {
+		logger(cfg).Info("storage version migrator not run: a feature gate it needs is off")
+		return nil
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(Name))
 	c, err := newClients(cfg)
