@@ -2,14 +2,12 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	svmv1 "k8s.io/api/storagemigration/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -17,7 +15,7 @@ import (
 	"github.com/berth/berth/internal/controller/garbagecollector"
 	"github.com/berth/berth/internal/controller/storageversionmigrator"
 	"github.com/berth/berth/internal/informeropts"
-	"github.com/berth/berth/internal/testkit/wait"
+	"github.com/berth/berth/internal/testkit/svmtest"
 )
 
 // adminClients acts as the test server's admin under every controller name.
@@ -61,27 +59,12 @@ func TestStorageVersionMigrationOfSecretsSucceeds(t *testing.T) {
 		Spec: svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Resource: "secrets"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create migration: %v", err)
 	}
-	wait.UntilTrue(t, time.Minute, "the migration to record the resourceVersion it migrates up to", func(ctx context.Context) (bool, error) {
-		m, err := migrations.Get(ctx, "secrets", metav1.GetOptions{})
-		return err == nil && m.Status.ResourceVersion != "", err
-	})
+	svmtest.Started(t, migrations, "secrets")
 	// The migrator runs once the collector's secrets monitor has seen that
 	// resourceVersion: a later write to a secret shows it at once, where
 	// otherwise the watch cache's next bookmark, within a minute, would.
 	if _, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create secret: %v", err)
 	}
-	wait.UntilNil(t, time.Minute, "the migration of secrets to succeed", func() error {
-		m, err := migrations.Get(ctx, "secrets", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if meta.IsStatusConditionTrue(m.Status.Conditions, string(svmv1.MigrationFailed)) {
-			t.Fatalf("the migration failed: %+v", m.Status.Conditions)
-		}
-		if !meta.IsStatusConditionTrue(m.Status.Conditions, string(svmv1.MigrationSucceeded)) {
-			return fmt.Errorf("conditions %+v", m.Status.Conditions)
-		}
-		return nil
-	})
+	svmtest.Succeeds(t, migrations, "secrets", time.Minute)
 }

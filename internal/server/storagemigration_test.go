@@ -10,7 +10,6 @@ import (
 	svmv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/berth/berth/internal/testkit/svmtest"
 	"github.com/berth/berth/internal/testkit/wait"
 )
 
@@ -95,10 +95,7 @@ func TestStorageVersionMigrationOfCustomResources(t *testing.T) {
 		Spec: svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Group: "example.com", Resource: "gadgets"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create migration: %v", err)
 	}
-	wait.UntilTrue(t, time.Minute, "the migration to record the resourceVersion it migrates up to", func(ctx context.Context) (bool, error) {
-		m, err := migrations.Get(ctx, "gadgets", metav1.GetOptions{})
-		return err == nil && m.Status.ResourceVersion != "", err
-	})
+	svmtest.Started(t, migrations, "gadgets")
 	// The migrator runs once the collector's gadgets monitor has seen that
 	// resourceVersion: a later write shows it at once, where otherwise the
 	// watch cache's next bookmark, within a minute, would.
@@ -106,19 +103,7 @@ func TestStorageVersionMigrationOfCustomResources(t *testing.T) {
 		t.Fatalf("create gadget: %v", err)
 	}
 	// The collector discovers gadgets within its 30 s period.
-	wait.UntilCtx(t, 2*time.Minute, "the migration to succeed", func(ctx context.Context) error {
-		m, err := migrations.Get(ctx, "gadgets", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if meta.IsStatusConditionTrue(m.Status.Conditions, string(svmv1.MigrationFailed)) {
-			t.Fatalf("the migration failed: %+v", m.Status.Conditions)
-		}
-		if !meta.IsStatusConditionTrue(m.Status.Conditions, string(svmv1.MigrationSucceeded)) {
-			return fmt.Errorf("conditions %+v", m.Status.Conditions)
-		}
-		return nil
-	})
+	svmtest.Succeeds(t, migrations, "gadgets", 2*time.Minute)
 	wait.UntilCtx(t, time.Minute, "the CRD to keep only v2 as its stored version", func(ctx context.Context) error {
 		if got, err := storedVersions(ctx); err != nil || !slices.Equal(got, []string{"v2"}) {
 			return fmt.Errorf("stored versions %v, %v", got, err)
