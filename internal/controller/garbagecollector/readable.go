@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	upstream "k8s.io/kubernetes/pkg/controller/garbagecollector"
 )
 
 // readableDiscovery is the discovery upstream's Sync reads the collectable
@@ -68,22 +69,23 @@ func (d *readableDiscovery) ServerPreferredResourcesWithContext(ctx context.Cont
 		}
 		kept := *list
 		kept.APIResources = slices.DeleteFunc(slices.Clone(list.APIResources), func(r metav1.APIResource) bool {
-			return collectable(r) && !d.readable(ctx, gv.WithResource(r.Name))
+			return collectable(gv, &r) && !d.readable(ctx, gv.WithResource(r.Name))
 		})
 		out = append(out, &kept)
 	}
 	return out, err
 }
 
-// collectable is whether the collector would watch r: it can be listed,
-// watched and deleted, and it is not an event.
-func collectable(r metav1.APIResource) bool {
-	for _, verb := range []string{"list", "watch", "delete"} {
-		if !slices.Contains(r.Verbs, verb) {
-			return false
-		}
+// deletable are the verbs upstream's GetDeletableResources requires.
+var deletable = discovery.SupportsAllVerbs{Verbs: []string{"delete", "list", "watch"}}
+
+// collectable is whether the collector would watch r, by upstream's own
+// rules: deletable, and not among its ignored resources (events).
+func collectable(gv schema.GroupVersion, r *metav1.APIResource) bool {
+	if _, ignored := upstream.DefaultIgnoredResources()[gv.WithResource(r.Name).GroupResource()]; ignored {
+		return false
 	}
-	return r.Name != "events"
+	return deletable.Match(gv.String(), r)
 }
 
 // readable is whether a list of gvr is not forbidden. Other errors count as
