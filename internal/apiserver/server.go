@@ -112,6 +112,10 @@ type Config struct {
 	// memory contents and cost CPU).
 	EnableProfiling bool
 
+	// ControllerDebug, when set, serves the server's control loops' debug
+	// pages under /debug/controllers/ to users the authorizer allows.
+	ControllerDebug *ControllerDebug
+
 	// ServiceClusterIPRange is where Services' cluster IPs come from
 	// (--service-cluster-ip-range; nil: 10.96.0.0/12, as kubeadm), and
 	// ServiceNodePortRange their node ports (--service-node-port-range;
@@ -271,6 +275,9 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	}
 	if cfg.FlowControl != nil {
 		addFlowControlDebug(mux, cfg.FlowControl)
+	}
+	if cfg.ControllerDebug != nil {
+		mux.Handle(controllerDebugPath, cfg.ControllerDebug)
 	}
 	mux.Handle("/", notFoundHandler(c))
 

@@ -48,7 +48,7 @@ type component struct {
 	run      func(ctx context.Context, client kubernetes.Interface) error
 }
 
-func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads, cluster *pki.Cluster) []component {
+func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads, debug *apiserver.ControllerDebug, cluster *pki.Cluster) []component {
 	var out []component
 	clients := newControllerClients(lb)
 	if !c.DisableScheduler {
@@ -104,7 +104,7 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 	out = append(out, component{name: "podcertificaterequest-cleaner", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return pcrcleaner.Run(ctx, pcrcleaner.Config{Client: client, Clients: clients, Logger: c.Logger.With("component", "podcertificaterequest-cleaner")})
 	}})
-	out = append(out, c.garbageCollector(clients, local))
+	out = append(out, c.garbageCollector(clients, local, debug))
 	out = append(out, component{name: "namespace", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		meta, err := clients.metadata("namespace-controller")
 		if err != nil {
@@ -193,11 +193,11 @@ func (c *Config) scalingController(clients *controllerClients, local *apiserver.
 // policy's, as kube-controller-manager's are, and a controller refused at
 // first backs off for longer and longer. The returned wait blocks until
 // all have stopped after ctx ends.
-func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, cluster *pki.Cluster,
+func startComponents(ctx context.Context, cfg Config, lb *inprocess.Loopback, local *apiserver.LocalReads, debug *apiserver.ControllerDebug, cluster *pki.Cluster,
 	rbacHeld <-chan struct{}) (wait func(), err error) {
 	var wg sync.WaitGroup
 	identity := leader.NewIdentity()
-	for _, comp := range cfg.components(lb, local, cluster) {
+	for _, comp := range cfg.components(lb, local, debug, cluster) {
 		client, err := loopbackClient(lb, comp.identity)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", comp.name, err)

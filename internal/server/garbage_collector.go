@@ -23,13 +23,16 @@ const garbageCollectorName = "generic-garbage-collector"
 
 // garbageCollector is the garbage collector and the storage version
 // migrator, which reads the collector's monitors: one component, under one
-// leader election, as kube-controller-manager runs them.
-func (c *Config) garbageCollector(clients *controllerClients, local *apiserver.LocalReads) component {
+// leader election, as kube-controller-manager runs them. While it runs, the
+// collector's dependency graph is served at
+// /debug/controllers/garbagecollector/graph.
+func (c *Config) garbageCollector(clients *controllerClients, local *apiserver.LocalReads, debug *apiserver.ControllerDebug) component {
 	return component{name: "garbage-collector", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		gc, err := c.newGarbageCollector(ctx, clients, local)
 		if err != nil {
 			return err
 		}
+		defer debug.Set("garbagecollector", gc.DebuggingHandler())()
 		migrator := storageversionmigrator.Config{
 			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: clients, Logger: c.Logger.With("component", storageversionmigrator.Name)},
 			GraphBuilder:     gc.GraphBuilder(), Mapper: gc.Mapper(),

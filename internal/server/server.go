@@ -151,6 +151,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiCfg.ProxyClientCertFile, apiCfg.ProxyClientKeyFile = cluster.FrontProxyClientCertFile, cluster.FrontProxyClientKeyFile
 	apiCfg.EnableProfiling = cfg.Profiling
 	apiCfg.LocalReads = local
+	apiCfg.ControllerDebug = apiserver.NewControllerDebug()
 	apiCfg.EventTTL = cfg.EventTTL
 	apiCfg.FlowControl = flow.filter
 	apiCfg.MaxRequestsInFlight, apiCfg.MaxMutatingRequestsInFlight = cfg.maxInFlight()
@@ -181,7 +182,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	services := &serviceLoops{kubernetes: kubeService, allocations: apiCfg.ServiceAllocations, dns: dns}
-	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, cluster, clientCAs, stopAPI, nodeGraph, tokens, services, access.defaultsHeld)
+	return serve(ctx, cfg, ln, lb, handler, apiCfg.LocalReads, apiCfg.ControllerDebug, cluster, clientCAs, stopAPI, nodeGraph, tokens, services, access.defaultsHeld)
 }
 
 // defaultCompactionInterval is kube-apiserver's --etcd-compaction-interval
@@ -191,7 +192,7 @@ const defaultCompactionInterval = 5 * time.Minute
 // serve runs the HTTPS server, and the in-process one (socket pairs) for the
 // server's own clients, until ctx ends; stopAPI ends the API's long requests
 // (watches) as shutdown begins so they do not hold it up.
-func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens, services *serviceLoops, rbacHeld <-chan struct{}) error {
+func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopback, handler http.Handler, local *apiserver.LocalReads, debug *apiserver.ControllerDebug, cluster *pki.Cluster, clientCAs *x509.CertPool, stopAPI func(), nodeGraph *node.Graph, tokens *bootstrapTokens, services *serviceLoops, rbacHeld <-chan struct{}) error {
 	log := cfg.Logger
 	serving, err := tls.LoadX509KeyPair(cluster.ServingCertFile, cluster.ServingKeyFile)
 	if err != nil {
@@ -230,7 +231,7 @@ func serve(ctx context.Context, cfg Config, ln net.Listener, lb *inprocess.Loopb
 
 	compCtx, stopComponents := context.WithCancel(ctx)
 	defer stopComponents()
-	waitComponents, err := startComponents(compCtx, cfg, lb, local, cluster, rbacHeld)
+	waitComponents, err := startComponents(compCtx, cfg, lb, local, debug, cluster, rbacHeld)
 	if err != nil {
 		return err
 	}

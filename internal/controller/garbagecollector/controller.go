@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -119,6 +120,13 @@ func (c *Controller) Run(ctx context.Context) error {
 // the storage version migrator reads.
 func (c *Controller) GraphBuilder() *upstream.GraphBuilder {
 	return c.gc.GetDependencyGraphBuilder()
+}
+
+// DebuggingHandler serves upstream's view of the dependency graph: GET
+// /graph, in Graphviz's DOT, the whole graph or (?uid=...) the objects
+// connected to the given ones.
+func (c *Controller) DebuggingHandler() http.Handler {
+	return c.gc.DebuggingHandler()
 }
 
 // Mapper maps kinds to resources, from discovery reset as Run goes.
