@@ -31,7 +31,7 @@ export BERTH_STRICT_HOST=1
 # of their own or run no node, the containerd test kit (its own bridge,
 # berthagt0), fuzzing, then the agent's tests that skipped without root,
 # which run on that kit. Both mostly wait on processes, so on two cores the
-# lanes overlap instead of queueing (about 8 minutes of a warm run).
+# lanes overlap instead of queueing (about 11 minutes of a warm run).
 SIDE_LANE=(internal/e2e/differential internal/e2e/multinode internal/runtime/idmap internal/runtime/nspin internal/testkit/cri)
 # The packages whose root tests run on the containerd test kit: their
 # skipped tests join the side lane (the main lane never uses the kit).
