@@ -28,14 +28,10 @@ export BERTH_STRICT_HOST=1
 # containerd) on host-wide resources (the NRI socket, the default CNI
 # bridge) and must not run side by side. The side lane runs beside it what
 # touches none of those: packages whose clusters live in network namespaces
-# of their own or run no node, the containerd test kit (its own bridge,
-# berthagt0), fuzzing, then the agent's tests that skipped without root,
-# which run on that kit. Both mostly wait on processes, so on two cores the
-# lanes overlap instead of queueing (about 11 minutes of a warm run).
-SIDE_LANE=(internal/e2e/differential internal/e2e/multinode internal/runtime/idmap internal/runtime/nspin internal/testkit/cri)
-# The packages whose root tests run on the containerd test kit: their
-# skipped tests join the side lane (the main lane never uses the kit).
-SIDE_LANE_SKIPPED='/internal/agent(/(cri|gc|nodeserver|pods))?$'
+# of their own or run no node, then fuzzing. Both mostly wait on processes,
+# so on two cores the lanes overlap instead of queueing (about 5 minutes of
+# a warm run).
+SIDE_LANE=(internal/e2e/differential internal/e2e/multinode internal/runtime/idmap internal/runtime/nspin)
 mapfile -t excluded < <(grep -v '^#' hack/unit-exclude.txt | awk 'NF {print $1}')
 main_lane=() side_lane=()
 for dir in "${excluded[@]}"; do
@@ -47,43 +43,13 @@ done
 # sharing its build cache) rather than inside the test's timeout.
 "$REPO_ROOT/hack/build-bench-peers.sh" kube-apiserver
 
-# run_skipped_as_root OUT PACKAGE...: the tests of each PACKAGE that skipped
-# without root in the unit pass, as root, from the test binary the unit
-# pass kept; OUT is a scratch file for a binary's output.
-run_skipped_as_root() {
-  local out=$1 module pkg names rel bin start
-  shift
-  module=$(go list -m)
-  for pkg in "$@"; do
-    names=$(awk -v p="$pkg" '$1 == p {print $2}' "$SKIPPED" | sort -u | paste -sd '|')
-    rel=${pkg#"$module"/}
-    bin="$UNIT_BIN_DIR/${rel//\//%}.test"
-    if [[ ! -x "$bin" ]]; then # the unit pass ran without root: nothing kept
-      go test -count=1 -timeout 25m -run "^($names)\$" "$pkg" || return
-      continue
-    fi
-    start=$SECONDS
-    (cd "$REPO_ROOT/$rel" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout=25m -test.run "^($names)\$") >"$out" 2>&1 ||
-      { cat "$out"; echo "FAIL $pkg"; return 1; }
-    echo "ok   $pkg $((SECONDS - start))s"
-  done
-}
-mapfile -t skipped_pkgs < <(awk '{print $1}' "$SKIPPED" | sort -u)
-main_skipped=() side_skipped=()
-for pkg in "${skipped_pkgs[@]}"; do
-  if [[ "$pkg" =~ $SIDE_LANE_SKIPPED ]]; then side_skipped+=("$pkg"); else main_skipped+=("$pkg"); fi
-done
-
-# side_lane_run: the side lane's packages, every fuzz target for 5 s with
-# one worker (the main lane's clusters keep the other core), then the
-# agent's skipped tests.
+# side_lane_run: the side lane's packages, then every fuzz target for 5 s
+# with one worker (the main lane's clusters keep the other core).
 side_lane_run() {
   log "go test (root, side lane): ${side_lane[*]}"
   go test -p 1 -count=1 -timeout 25m "${side_lane[@]}" || return
   log "fuzz (side lane): every target for 5s"
-  FUZZ_PARALLEL=1 "$REPO_ROOT/hack/fuzz.sh" 5 || return
-  log "go test (root, side lane): ${#side_skipped[@]} packages' tests that skipped without root"
-  run_skipped_as_root "$UNIT_BIN_DIR/side.out" "${side_skipped[@]}"
+  FUZZ_PARALLEL=1 "$REPO_ROOT/hack/fuzz.sh" 5
 }
 SIDE_LOG=$(mktemp /tmp/berth-side-lane.XXXXXX)
 # A process group of its own (job control on for the start), so that it
@@ -105,17 +71,30 @@ trap 'stop_side_lane; rm -rf "$SKIPPED" "$CONFORMANCE_RESULTS" "$UNIT_BIN_DIR" "
 
 log "go test (root): the packages hack/unit-exclude.txt lists, but the side lane's"
 go test -p 1 -count=1 -timeout 25m "${main_lane[@]}"
-log "go test (root): ${#main_skipped[@]} packages' tests that skipped without root"
-run_skipped_as_root "$UNIT_BIN_DIR/main.out" "${main_skipped[@]}"
-# critest's runtime uses the default network (berth0), which the side lane
-# never touches.
-"$REPO_ROOT/hack/critest.sh"
+if [[ -s "$SKIPPED" ]]; then
+  log "go test (root): the $(wc -l <"$SKIPPED") tests that skipped without root"
+  module=$(go list -m)
+  for pkg in $(awk '{print $1}' "$SKIPPED" | sort -u); do
+    names=$(awk -v p="$pkg" '$1 == p {print $2}' "$SKIPPED" | sort -u | paste -sd '|')
+    rel=${pkg#"$module"/}
+    bin="$UNIT_BIN_DIR/${rel//\//%}.test"
+    if [[ ! -x "$bin" ]]; then # the unit pass ran without root: nothing kept
+      go test -count=1 -timeout 25m -run "^($names)\$" "$pkg"
+      continue
+    fi
+    start=$SECONDS
+    (cd "$REPO_ROOT/$rel" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout=25m -test.run "^($names)\$") >"$UNIT_BIN_DIR/out" 2>&1 ||
+      { cat "$UNIT_BIN_DIR/out"; echo "FAIL $pkg"; exit 1; }
+    echo "ok   $pkg $((SECONDS - start))s"
+  done
+fi
 side_rc=0
 wait "$side_pid" || side_rc=$?
 side_pid=""
 log "side lane: exited $side_rc"
 cat "$SIDE_LOG"
 ((side_rc == 0)) || { echo "test.sh: the side lane failed (its log above)" >&2; exit "$side_rc"; }
+"$REPO_ROOT/hack/critest.sh"
 
 # The README's run command, end to end, as a smoke test: a Ready node and the
 # example pod Running from locally built images, in a scratch data directory.
