@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/berth/berth/internal/auth/bootstraptoken"
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/images"
 	"github.com/berth/berth/internal/testkit/ports"
@@ -43,7 +44,9 @@ func TestAgentJoinsWithToken(t *testing.T) {
 
 	agentDir := filepath.Join(dataDir, "agent")
 	agentArgs := []string{"agent", "--server", "https://127.0.0.1:" + strconv.Itoa(port), "--token", token,
-		"--node-name", "node-join", "--data-dir", agentDir, "--runtime-endpoint", ctd.Endpoint, "--proxy-mode", "none"}
+		"--node-name", "node-join", "--data-dir", agentDir, "--runtime-endpoint", ctd.Endpoint, "--proxy-mode", "none",
+		// No disk pressure on a nearly full CI disk, as the test clusters' nodes.
+		"--eviction-hard", cluster.EvictionHard}
 	agent := startBerth(t, bin, "agent-1.log", agentArgs...)
 	waitNodeReady(t, client, "node-join")
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth/berth/internal/testkit/cluster"
 	"github.com/berth/berth/internal/testkit/cri"
 	"github.com/berth/berth/internal/testkit/hostcheck"
 	"github.com/berth/berth/internal/testkit/images"
@@ -90,7 +91,9 @@ func TestAgentProcessWithBerthServer(t *testing.T) {
 	client := waitForServer(t, kubeconfig)
 
 	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--node-name", "node-e2e",
-		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint, "--proxy-mode", "none"}
+		"--data-dir", filepath.Join(dataDir, "agent"), "--runtime-endpoint", ctd.Endpoint, "--proxy-mode", "none",
+		// No disk pressure on a nearly full CI disk, as the test clusters' nodes.
+		"--eviction-hard", cluster.EvictionHard}
 	agent := startBerth(t, bin, "agent-1.log", agentArgs...)
 	wait.UntilTrue(t, 2*time.Minute, "node registered and Ready", func(ctx context.Context) (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, "node-e2e", metav1.GetOptions{})
