@@ -77,8 +77,16 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	if err != nil {
 		return nil, err
 	}
+	loadBefore, err := selfCPUTime()
+	if err != nil {
+		return nil, err
+	}
 	create := createPods(ctx, clients, w, s)
 	cpuAfter, err := t.cpuTime()
+	if err != nil {
+		return nil, err
+	}
+	loadAfter, err := selfCPUTime()
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +96,7 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	}
 	r.createPerSec, r.failedCreates = create.rate(), create.failed
 	r.cpuPerCreate = (cpuAfter - cpuBefore) / time.Duration(max(create.ok, 1))
+	r.loadCPUPerCreate = (loadAfter - loadBefore) / time.Duration(max(create.ok, 1))
 	waitUntil(ctx, t, 2*time.Minute, func() bool { return w.missing() == 0 })
 	latencies := w.latencies()
 	r.watchP50, r.watchP99 = percentile(latencies, 50), percentile(latencies, 99)
@@ -120,7 +129,29 @@ func measure(ctx context.Context, t *target, s shape, log *slog.Logger, profileD
 	if r.memEnd, err = t.memory(); err != nil {
 		return nil, err
 	}
+	if err := measurePaced(ctx, t, s, clients, w, r, log); err != nil {
+		return nil, err
+	}
 	return r, t.failed()
+}
+
+// measurePaced times watch delivery of pods created at pacedRate, on the
+// cluster the deletes emptied.
+func measurePaced(ctx context.Context, t *target, s shape, clients []kubernetes.Interface, w *nodeWatchers, r *result, log *slog.Logger) error {
+	log.Info("creating pods at a fixed rate", "pods", pacedPods, "perSecond", pacedRate)
+	w.forget()
+	paced := createPodsPaced(ctx, clients, w, s, pacedPods, pacedRate)
+	if err := paced.check("paced creates", log); err != nil {
+		return err
+	}
+	waitUntil(ctx, t, 2*time.Minute, func() bool { return w.missing() == 0 })
+	latencies := w.latencies()
+	r.pacedP50, r.pacedP99 = percentile(latencies, 50), percentile(latencies, 99)
+	if missing := w.missing(); missing > 0 {
+		log.Warn("node watchers missed paced creates", "missing", missing)
+		r.missedAdds += int64(missing)
+	}
+	return nil
 }
 
 // createPods creates s.pods pods, bound round-robin to the nodes, noting

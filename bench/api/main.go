@@ -35,7 +35,7 @@ type options struct {
 	out       string
 	note      string
 	berthArgs string // extra `berth server` flags, space-separated
-	profile   string // where to save berth's profiles (CPU and trace of the create phase, heap when loaded); empty: none
+	profile   string // where to save the servers' profiles (CPU and trace of the create phase, heap when loaded); empty: none
 }
 
 func main() {
@@ -48,7 +48,7 @@ func main() {
 	flag.StringVar(&o.workDir, "work-dir", "_output/bench/api", "directory for the servers' data and logs (wiped per server)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report file (empty: print only)")
 	flag.StringVar(&o.berthArgs, "berth-args", "", "extra flags for berth server, space-separated (e.g. --disable-scheduler)")
-	flag.StringVar(&o.profile, "profile-dir", "", "save berth's CPU profile and execution trace of the create phase and its heap profile when loaded here (starts berth with --profiling)")
+	flag.StringVar(&o.profile, "profile-dir", "", "save each server's CPU profile and execution trace of the create phase and its heap profile when loaded here (starts berth with --profiling; kube-apiserver profiles by default)")
 	flag.StringVar(&o.note, "note", "", "a sentence to add to the report, e.g. about the machine's state")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))

@@ -119,6 +119,17 @@ func (p *process) cpuTime() (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / userHz, nil
 }
 
+// selfCPUTime is the user and system time this process (the load
+// generator) has used so far. It shares the machine's cores with the
+// server under test, so it bounds the throughput either server can show.
+func selfCPUTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("load generator CPU time: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
 // statusField reads a "Name:   123 kB" line of /proc/PID/status, in bytes.
 func statusField(status []byte, field string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))

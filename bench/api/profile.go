@@ -13,22 +13,23 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// profiler saves berth's pprof profiles (-profile-dir; berth is started
-// with --profiling, which serves /debug/pprof/ to admins). Failures are
-// logged, since a profile is an aid to the reader and never a figure of
-// the report. A nil profiler saves nothing.
+// profiler saves a server's pprof profiles (-profile-dir): berth's (it is
+// started with --profiling) and kube-apiserver's (profiling is on by
+// default there), both served at /debug/pprof/ to admins, so the two can
+// be compared function by function; the peer's etcd is not profiled.
+// Failures are logged, since a profile is an aid to the reader and never a
+// figure of the report. A nil profiler saves nothing.
 type profiler struct {
 	client *http.Client
 	host   string
 	dir    string
-	prefix string // shape and server, e.g. "large-berth-"
+	prefix string // shape and server, e.g. "large-berth-", "small-kube-apiserver-"
 	log    *slog.Logger
 }
 
-// newProfiler profiles t into dir, or returns nil when dir is empty or t is
-// not berth (the peer serves no profiles to the bench).
+// newProfiler profiles t into dir, or returns nil when dir is empty.
 func newProfiler(t *target, dir, shape string, log *slog.Logger) *profiler {
-	if dir == "" || t.name != "berth" {
+	if dir == "" {
 		return nil
 	}
 	client, err := rest.HTTPClientFor(t.config)
@@ -36,7 +37,11 @@ func newProfiler(t *target, dir, shape string, log *slog.Logger) *profiler {
 		log.Warn("profile: no client", "err", err)
 		return nil
 	}
-	return &profiler{client: client, host: t.config.Host, dir: dir, prefix: shape + "-berth-", log: log}
+	label := "berth"
+	if t.name != "berth" {
+		label = "kube-apiserver"
+	}
+	return &profiler{client: client, host: t.config.Host, dir: dir, prefix: shape + "-" + label + "-", log: log}
 }
 
 // createPhase saves a CPU profile and then an execution trace while pods

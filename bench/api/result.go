@@ -11,7 +11,9 @@ type result struct {
 	target                                      string
 	createPerSec, statusPerSec, deletePerSec    float64
 	cpuPerCreate                                time.Duration // the server's processes' CPU over the create phase, per pod created
+	loadCPUPerCreate                            time.Duration // this process's CPU (clients, node watchers, leases) over the create phase, per pod created
 	watchP50, watchP99                          time.Duration // create start → ADDED at the pod's node watcher
+	pacedP50, pacedP99                          time.Duration // the same, for pods created at pacedRate
 	missedAdds, misdelivered                    int64
 	failedCreates, failedPatches, failedDeletes int
 	list                                        time.Duration // median full LIST of all pods
@@ -30,17 +32,18 @@ func medianResult(runs []*result) *result {
 		return time.Duration(pick(func(r *result) float64 { return float64(f(r)) }))
 	}
 	out := &result{
-		target:       runs[0].target,
-		createPerSec: pick(func(r *result) float64 { return r.createPerSec }),
-		statusPerSec: pick(func(r *result) float64 { return r.statusPerSec }),
-		deletePerSec: pick(func(r *result) float64 { return r.deletePerSec }),
-		cpuPerCreate: pickDuration(func(r *result) time.Duration { return r.cpuPerCreate }),
-		watchP50:     pickDuration(func(r *result) time.Duration { return r.watchP50 }),
-		watchP99:     pickDuration(func(r *result) time.Duration { return r.watchP99 }),
-		list:         pickDuration(func(r *result) time.Duration { return r.list }),
-		memStarted:   medianMemory(runs, func(r *result) []memory { return r.memStarted }),
-		memLoaded:    medianMemory(runs, func(r *result) []memory { return r.memLoaded }),
-		memEnd:       medianMemory(runs, func(r *result) []memory { return r.memEnd }),
+		target:           runs[0].target,
+		createPerSec:     pick(func(r *result) float64 { return r.createPerSec }),
+		statusPerSec:     pick(func(r *result) float64 { return r.statusPerSec }),
+		deletePerSec:     pick(func(r *result) float64 { return r.deletePerSec }),
+		cpuPerCreate:     pickDuration(func(r *result) time.Duration { return r.cpuPerCreate }),
+		loadCPUPerCreate: pickDuration(func(r *result) time.Duration { return r.loadCPUPerCreate }),
+		watchP50:         pickDuration(func(r *result) time.Duration { return r.watchP50 }),
+		watchP99:         pickDuration(func(r *result) time.Duration { return r.watchP99 }),
+		list:             pickDuration(func(r *result) time.Duration { return r.list }),
+		memStarted:       medianMemory(runs, func(r *result) []memory { return r.memStarted }),
+		memLoaded:        medianMemory(runs, func(r *result) []memory { return r.memLoaded }),
+		memEnd:           medianMemory(runs, func(r *result) []memory { return r.memEnd }),
 	}
 	for _, r := range runs {
 		out.missedAdds = max(out.missedAdds, r.missedAdds)

@@ -99,6 +99,15 @@ func (w *nodeWatchers) latencies() []time.Duration {
 
 func (w *nodeWatchers) close() { close(w.stop) }
 
+// forget clears every pod's create and ADDED times, so that pods created
+// again under the same names are timed afresh.
+func (w *nodeWatchers) forget() {
+	for i := range w.added {
+		w.created[i].Store(0)
+		w.added[i].Store(0)
+	}
+}
+
 // missing counts the pods created successfully whose ADDED has not reached
 // their node's watcher.
 func (w *nodeWatchers) missing() int {

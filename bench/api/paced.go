@@ -1,0 +1,59 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The paced phase creates pods at a fixed rate that both servers sustain.
+// The create phase's clients each wait for their previous call (a closed
+// loop), so its latencies are, by Little's law, about clients / throughput:
+// they restate the create rate. Started on a clock whatever earlier calls
+// take (an open loop), the paced creates show what one pod costs to reach
+// its node when the server is not saturated.
+const (
+	pacedPods = 1000
+	pacedRate = 200 // pods per second, a fifth of what kube-apiserver sustains here
+)
+
+// createPodsPaced creates pods [0,n) one every 1/perSecond, each call in
+// its own goroutine on client i mod len(clients), noting each call's start
+// for the watchers as createPods does.
+func createPodsPaced(ctx context.Context, clients []kubernetes.Interface, w *nodeWatchers, s shape, n, perSecond int) phase {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failed   int
+		firstErr error
+	)
+	tick := time.NewTicker(time.Second / time.Duration(perSecond))
+	defer tick.Stop()
+	begin := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+		cs := clients[i%len(clients)]
+		wg.Go(func() {
+			w.created[i].Store(time.Now().UnixNano())
+			if _, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{}); err != nil {
+				w.created[i].Store(0)
+				mu.Lock()
+				failed++
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		firstErr, failed = ctx.Err(), n
+	}
+	return phase{elapsed: time.Since(begin), ok: n - failed, failed: failed, firstErr: firstErr}
+}
