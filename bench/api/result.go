@@ -40,6 +40,8 @@ func medianResult(runs []*result) *result {
 		loadCPUPerCreate: pickDuration(func(r *result) time.Duration { return r.loadCPUPerCreate }),
 		watchP50:         pickDuration(func(r *result) time.Duration { return r.watchP50 }),
 		watchP99:         pickDuration(func(r *result) time.Duration { return r.watchP99 }),
+		pacedP50:         pickDuration(func(r *result) time.Duration { return r.pacedP50 }),
+		pacedP99:         pickDuration(func(r *result) time.Duration { return r.pacedP99 }),
 		list:             pickDuration(func(r *result) time.Duration { return r.list }),
 		memStarted:       medianMemory(runs, func(r *result) []memory { return r.memStarted }),
 		memLoaded:        medianMemory(runs, func(r *result) []memory { return r.memLoaded }),
