@@ -6,8 +6,9 @@
 #
 #   hack/bench.sh api|cri|podstartup|scheduler [FLAGS...]
 #
-#   api         berth's API server beside kube-apiserver + etcd (bench/api);
-#               the peers come from hack/build-bench-peers.sh (once, 15+ minutes),
+#   api         berth server beside kube-apiserver, etcd, kube-controller-manager
+#               and kube-scheduler (bench/api); the peers come from
+#               hack/build-bench-peers.sh (once, about 10 minutes),
 #               or run it with --peer=false.
 #   scheduler   creation to bound on a berth server (bench/scheduler); with
 #               -peer kube-scheduler, after hack/build-bench-peers.sh kube-scheduler.

@@ -1,31 +1,28 @@
 #!/usr/bin/env bash
 # Builds the upstream peers the benchmarks run beside berth into _output/bench/:
-# with no arguments bench/api's (kube-apiserver v1.37.2 and an etcd server);
-# otherwise the named ones (kube-apiserver, kube-scheduler, kubelet, etcd;
+# with no arguments bench/api's (kube-apiserver, kube-controller-manager and
+# kube-scheduler v1.37.2 and an etcd server); otherwise the named ones
+# (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, etcd;
 # bench/scheduler -peer kube-scheduler needs kube-scheduler, hack/conformance.sh
 # --kubelet-node the kubelet). Skips each binary that is already built, so
 # rerunning it is cheap. Needs only the Go module proxy.
 #
-#   hack/build-bench-peers.sh [etcd|kube-apiserver|kube-scheduler|kubelet]...
+#   hack/build-bench-peers.sh [etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet]...
 #
-# kube-apiserver and the kubelet are built from berth's own module
+# The Kubernetes components are built from berth's own module
 # (hack/peers/<name>, thin mains over k8s.io/kubernetes/cmd/<name>/app, which
 # berth already requires with its staging modules at v0.37.2): they need no
-# module beyond berth's go.sum and no go.mod surgery. Measured on 2 cores with a warm module
-# cache and an empty build cache: 4.4 min (4.1 min right after hack/build.sh;
-# the scratch module below: 3.6 min), 6-9 s when nothing changed. The
-# differential test (internal/e2e/differential) builds it through this script
-# when it is missing. It links berth's dependency versions, which go.mod keeps
+# module beyond berth's go.sum and no go.mod surgery. kube-apiserver, measured
+# on 2 cores with a warm module cache and an empty build cache: 4.4 min (4.1
+# min right after hack/build.sh), 6-9 s when nothing changed;
+# kube-controller-manager and kube-scheduler together after berth's build:
+# 1.7 min. The differential test (internal/e2e/differential) builds
+# kube-apiserver through this script when it is missing. It links berth's dependency versions, which go.mod keeps
 # at or above k8s.io/kubernetes's own (grpc v1.83.2 where upstream has
 # v1.82.1, for one).
-# Other Kubernetes components are built from a
-# scratch module: it takes k8s.io/kubernetes's own go.mod require block and
-# go.sum, and swaps each `k8s.io/<staging> => ./staging/src/...` replace for
-# the published k8s.io/<staging> v0.37.2.
 set -euo pipefail
 
 KUBE_VERSION=v1.37.2
-STAGING_VERSION=v0.37.2
 ETCD_VERSION=v3.6.16
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +30,7 @@ out=$root/_output/bench
 mkdir -p "$out"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 
-# build_kube COMPONENT builds k8s.io/kubernetes/cmd/COMPONENT.
+# build_kube COMPONENT builds k8s.io/kubernetes/cmd/COMPONENT (hack/peers/COMPONENT).
 build_kube() {
 	local component=$1
 	local bin=$out/$component
@@ -42,31 +39,8 @@ build_kube() {
 		return
 	fi
 	local ver="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
-	if [[ -d $root/hack/peers/$component ]]; then
-		echo "building $component $KUBE_VERSION from berth's module (hack/peers/$component)"
-		(cd "$root" && GOFLAGS= go build -tags upstream -ldflags "$ver" -o "$bin" "./hack/peers/$component")
-		echo "built $bin"
-		return
-	fi
-	local dir=$out/peer
-	mkdir -p "$dir"
-	local kdir
-	kdir=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | jq -r .Dir)
-	cp "$kdir/go.mod" "$dir/go.mod"
-	cp "$kdir/go.sum" "$dir/go.sum"
-	chmod u+w "$dir/go.mod" "$dir/go.sum"
-	(
-		cd "$dir"
-		go mod edit -module berth.local/bench/peer
-		local args=(-require="k8s.io/kubernetes@$KUBE_VERSION")
-		local staging
-		for staging in $(go mod edit -json | jq -r '.Replace[] | select(.New.Path | startswith("./staging/")) | .Old.Path'); do
-			args+=(-dropreplace="$staging" -require="$staging@$STAGING_VERSION")
-		done
-		go mod edit "${args[@]}"
-		echo "building $component $KUBE_VERSION (about 4 minutes on 2 cores with an empty build cache)"
-		go build -trimpath -ldflags "$ver" -o "$bin" "k8s.io/kubernetes/cmd/$component"
-	)
+	echo "building $component $KUBE_VERSION from berth's module (hack/peers/$component)"
+	(cd "$root" && GOFLAGS= go build -tags upstream -ldflags "$ver" -o "$bin" "./hack/peers/$component")
 	echo "built $bin"
 }
 
@@ -101,13 +75,13 @@ EOF
 }
 
 if (($# == 0)); then
-	set -- etcd kube-apiserver
+	set -- etcd kube-apiserver kube-controller-manager kube-scheduler
 fi
 for peer in "$@"; do # all names checked before anything is built
 	case $peer in
-	etcd | kube-apiserver | kube-scheduler | kubelet) ;;
+	etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet) ;;
 	*)
-		echo "build-bench-peers.sh: unknown peer $peer (kube-apiserver, kube-scheduler, kubelet, etcd)" >&2
+		echo "build-bench-peers.sh: unknown peer $peer (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, etcd)" >&2
 		exit 2
 		;;
 	esac

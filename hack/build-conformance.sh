@@ -9,8 +9,8 @@
 #             which runs e2e.test in parallel processes.
 #   agnhost   upstream's test/images/agnhost, static (CGO_ENABLED=0), which
 #             hack/testregistry --conformance puts into the agnhost images.
-#             It is built in a scratch module as hack/build-bench-peers.sh
-#             builds its peers: agnhost needs modules berth does not (sctp,
+#             It is built in a scratch module (k8s.io/kubernetes's own
+#             requirements, staging at v0.37.2): agnhost needs modules berth does not (sctp,
 #             a DNS library, ...), and a package berth never imports cannot
 #             keep them in berth's go.mod through `go mod tidy`.
 # Skips each one that is already built at that version. Needs only the Go

@@ -1,11 +1,12 @@
 // Command api measures berth's API server under the load of a cluster's
-// node agents and controllers, side by side with upstream kube-apiserver
-// v1.37.2 + etcd in the same run: pod create
+// node agents and controllers, side by side with upstream's control plane
+// (kube-apiserver v1.37.2, etcd, kube-controller-manager and kube-scheduler,
+// which berth server holds in one process) in the same run: pod create
 // throughput, watch delivery latency to node watchers, full LIST latency,
 // status-update and delete throughput, and server memory. It writes the
 // api section of docs/benchmarks.md.
 //
-//	hack/build-bench-peers.sh   # once: builds kube-apiserver and etcd into _output/bench
+//	hack/build-bench-peers.sh   # once: builds the peer's four into _output/bench
 //	go run ./bench/api --shape small|large|both [--peer=false]
 package main
 
@@ -42,7 +43,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.shape, "shape", "small", "small (100 nodes, 3000 pods, 32 clients), large (1000, 10000, 64) or both")
 	flag.IntVar(&o.runs, "runs", 1, "runs per server and shape, alternating servers; the report shows medians")
-	flag.BoolVar(&o.peer, "peer", true, "also run kube-apiserver "+peerVersion+" + etcd (build them with hack/build-bench-peers.sh)")
+	flag.BoolVar(&o.peer, "peer", true, "also run the peer, "+peerColumn+" (build them with hack/build-bench-peers.sh)")
 	flag.StringVar(&o.berth, "berth", "", "berth binary to run (default: build ./cmd/berth into _output/bench/berth)")
 	flag.StringVar(&o.binDir, "peer-bin-dir", "_output/bench", "directory holding kube-apiserver and etcd")
 	flag.StringVar(&o.workDir, "work-dir", "_output/bench/api", "directory for the servers' data and logs (wiped per server)")

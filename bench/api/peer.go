@@ -18,13 +18,13 @@ import (
 // peerVersion is the kube-apiserver version hack/build-bench-peers.sh builds.
 const peerVersion = "v1.37.2"
 
-// startPeer runs upstream etcd and kube-apiserver (binaries from
-// hack/build-bench-peers.sh in binDir) as a plain control plane would, with
-// the flags kube-apiserver needs and no more. etcd is reached over plain
+// startPeer runs upstream etcd, kube-apiserver, kube-controller-manager
+// and kube-scheduler (binaries from hack/build-bench-peers.sh in binDir) as
+// a plain control plane would, with the flags they need and no more. etcd is reached over plain
 // HTTP on loopback, which spares the peer the TLS cost a real deployment
 // pays between the two; that favours the peer.
 func startPeer(ctx context.Context, binDir, dir, logDir string) (*target, error) {
-	for _, b := range []string{"etcd", "kube-apiserver"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			return nil, fmt.Errorf("%w: build the peer first with hack/build-bench-peers.sh", err)
 		}
@@ -34,7 +34,7 @@ func startPeer(ctx context.Context, binDir, dir, logDir string) (*target, error)
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
-	t := &target{name: "kube-apiserver " + peerVersion + " + etcd"}
+	t := &target{name: peerColumn}
 	if err := startPeerEtcd(ctx, t, binDir, dir, logDir, etcdClient, etcdPeer); err != nil {
 		t.stop()
 		return nil, err
@@ -109,7 +109,8 @@ func startKubeAPIServer(ctx context.Context, t *target, binDir, dir, logDir stri
 		return err
 	}
 	t.procs = append(t.procs, p)
-	kubeconfig, err := cluster.ClientKubeconfig("https://127.0.0.1:"+strconv.Itoa(port), pki.AdminIdentity)
+	server := "https://127.0.0.1:" + strconv.Itoa(port)
+	kubeconfig, err := cluster.ClientKubeconfig(server, pki.AdminIdentity)
 	if err != nil {
 		return err
 	}
@@ -119,5 +120,5 @@ func startKubeAPIServer(ctx context.Context, t *target, binDir, dir, logDir stri
 	if err := waitReady(ctx, t, 3*time.Minute); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
-	return nil
+	return startPeerControllers(ctx, t, cluster, binDir, pkiDir, logDir, server, saKeyFile)
 }

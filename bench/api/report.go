@@ -23,7 +23,7 @@ type comparison struct {
 	berth, peer *result
 }
 
-const peerColumn = "kube-apiserver " + peerVersion + " + etcd"
+const peerColumn = "kube-apiserver " + peerVersion + " + etcd + kube-controller-manager + kube-scheduler"
 
 // renderReport renders the api section of docs/benchmarks.md.
 func renderReport(info runInfo, comps []comparison) string {
@@ -53,17 +53,20 @@ renewed every 10 s as agents do; M pod informers, each a list+watch with fieldSe
 spec.nodeName=NODE on its own connection; N pods created already bound by C clients (one
 connection each, protobuf, no client-side rate limit); watch delivery is from the create call's
 start to the ADDED event at that pod's node watcher; server CPU per create is the user and system
-time of the server's processes (for the peer, kube-apiserver and etcd) over the create phase,
+time of the server's processes (for the peer, all four) over the create phase,
 divided by the pods created, and the load generator's the same for this process (its clients,
 node watchers and lease renewals), which runs on the same cores; then full LISTs of all pods, one status
 patch per pod (as the kubelet sends), deletion with grace period 0, and last %d pods created
 again at a fixed %d/s, each call started on the clock (an open loop), for watch delivery at a
 load both servers sustain: the create phase's clients each wait for their previous call, so its
 latencies are about clients / throughput (Little's law). RSS is VmRSS of
-berth server (embedded etcd in-process) and of kube-apiserver and etcd summed, read when
+berth server (embedded etcd, controllers and scheduler in-process) and of the peer's four
+processes summed, read when
 started, when loaded (after creates and LISTs) and at the end (after deletes); peak is VmHWM.
 kube-apiserver runs with --authorization-mode Node,RBAC and default admission, and reaches
-etcd over plain HTTP on loopback (no TLS), which favours it.
+etcd over plain HTTP on loopback (no TLS), which favours it; kube-controller-manager runs every
+default controller with its service account's credentials and kube-scheduler its defaults, as
+berth server runs them, both leading before the load starts.
 `, pacedPods, pacedRate)
 	return b.String()
 }
@@ -96,9 +99,12 @@ func rss(f func(*result) []memory, peak bool) func(*result) string {
 }
 
 var figures = []figure{
-	{name: "pod creates", show: rate(func(r *result) float64 { return r.createPerSec }), target: "≥ 2× peer",
-		met: func(b, p *result) bool { return b.createPerSec >= 2*p.createPerSec }},
-	{name: "server CPU per pod create", show: microseconds(func(r *result) time.Duration { return r.cpuPerCreate })},
+	// Creates are judged by the server's CPU per create, not by the rate:
+	// the load generator shares the cores, so the rates' ratio stays under
+	// the servers' efficiency ratio (docs/adr/0012).
+	{name: "pod creates", show: rate(func(r *result) float64 { return r.createPerSec })},
+	{name: "server CPU per pod create", show: microseconds(func(r *result) time.Duration { return r.cpuPerCreate }), target: "≤ ½ peer",
+		met: func(b, p *result) bool { return b.cpuPerCreate <= p.cpuPerCreate/2 }},
 	{name: "load generator CPU per pod create", show: microseconds(func(r *result) time.Duration { return r.loadCPUPerCreate })},
 	{name: "watch delivery p50", show: duration(func(r *result) time.Duration { return r.watchP50 })},
 	{name: "watch delivery p99", show: duration(func(r *result) time.Duration { return r.watchP99 }), target: "≤ ½ peer",
