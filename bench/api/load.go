@@ -252,29 +252,49 @@ func (p phase) check(what string, log *slog.Logger) error {
 // server's errors are a figure to report, not a reason to stop.
 func forEachPod(ctx context.Context, clients []kubernetes.Interface, n int, fn func(context.Context, kubernetes.Interface, int) error) phase {
 	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		failed   int
-		firstErr error
+		wg     sync.WaitGroup
+		failed tally
 	)
 	begin := time.Now()
 	for k, cs := range clients {
 		wg.Go(func() {
 			for i := k; i < n && ctx.Err() == nil; i += len(clients) {
-				if err := fn(ctx, cs, i); err != nil {
-					mu.Lock()
-					failed++
-					firstErr = cmp.Or(firstErr, err)
-					mu.Unlock()
-				}
+				failed.add(fn(ctx, cs, i))
 			}
 		})
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		firstErr, failed = ctx.Err(), n
+	return failed.phase(ctx, n, begin)
+}
+
+// tally counts a batch's failed requests; its methods are safe for
+// concurrent use.
+type tally struct {
+	mu       sync.Mutex
+	failed   int
+	firstErr error
+}
+
+// add counts err, if not nil.
+func (t *tally) add(err error) {
+	if err == nil {
+		return
 	}
-	return phase{elapsed: time.Since(begin), ok: n - failed, failed: failed, firstErr: firstErr}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed++
+	t.firstErr = cmp.Or(t.firstErr, err)
+}
+
+// phase is the outcome of a batch of n requests begun at begin: all of
+// them failed if ctx ended first.
+func (t *tally) phase(ctx context.Context, n int, begin time.Time) phase {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ctx.Err() != nil {
+		return phase{elapsed: time.Since(begin), failed: n, firstErr: ctx.Err()}
+	}
+	return phase{elapsed: time.Since(begin), ok: n - t.failed, failed: t.failed, firstErr: t.firstErr}
 }
 
 // registerNodes creates the Node objects and their Leases.

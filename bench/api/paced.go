@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -26,10 +25,8 @@ const (
 // for the watchers as createPods does.
 func createPodsPaced(ctx context.Context, clients []kubernetes.Interface, w *nodeWatchers, s shape, n, perSecond int) phase {
 	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		failed   int
-		firstErr error
+		wg     sync.WaitGroup
+		failed tally
 	)
 	tick := time.NewTicker(time.Second / time.Duration(perSecond))
 	defer tick.Stop()
@@ -42,18 +39,13 @@ func createPodsPaced(ctx context.Context, clients []kubernetes.Interface, w *nod
 		cs := clients[i%len(clients)]
 		wg.Go(func() {
 			w.created[i].Store(time.Now().UnixNano())
-			if _, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{}); err != nil {
+			_, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{})
+			if err != nil {
 				w.created[i].Store(0)
-				mu.Lock()
-				failed++
-				firstErr = cmp.Or(firstErr, err)
-				mu.Unlock()
 			}
+			failed.add(err)
 		})
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		firstErr, failed = ctx.Err(), n
-	}
-	return phase{elapsed: time.Since(begin), ok: n - failed, failed: failed, firstErr: firstErr}
+	return failed.phase(ctx, n, begin)
 }
