@@ -103,14 +103,18 @@ func (r *Registrar) report(ctx context.Context, status corev1.NodeStatus, now me
 	})
 }
 
-// create registers the node: the object first (create ignores status on a
-// real API server), then its status.
+// create registers the node with its status in the one request, as the
+// kubelet registers (kube-apiserver keeps a new Node's status): the Node
+// never exists without its capacity, against which the API server checks
+// pods created bound to it. A server that dropped the status gets it in a
+// second request.
 func (r *Registrar) create(ctx context.Context, status corev1.NodeStatus, now metav1.Time) error {
+	Merge(nil, status.Conditions, now)
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{
 		corev1.LabelHostname:   r.Name,
 		corev1.LabelOSStable:   status.NodeInfo.OperatingSystem,
 		corev1.LabelArchStable: status.NodeInfo.Architecture,
-	}}}
+	}}, Status: status}
 	created, err := r.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// Another incarnation of this agent registered it meanwhile: retry as an update.
@@ -120,7 +124,9 @@ func (r *Registrar) create(ctx context.Context, status corev1.NodeStatus, now me
 		return fmt.Errorf("register node %s: %w", r.Name, err)
 	}
 	r.Logger.Info("node registered", "node", r.Name)
-	Merge(nil, status.Conditions, now)
+	if equality.Semantic.DeepEqual(created.Status.Capacity, status.Capacity) {
+		return nil
+	}
 	created.Status = status
 	if _, err := r.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("set node %s status: %w", r.Name, err)
