@@ -28,10 +28,16 @@ export BERTH_STRICT_HOST=1
 # containerd) on host-wide resources (the NRI socket, the default CNI
 # bridge) and must not run side by side. The side lane runs beside it what
 # touches none of those: packages whose clusters live in network namespaces
-# of their own or run no node, then fuzzing. Both mostly wait on processes,
-# so on two cores the lanes overlap instead of queueing (about 5 minutes of
-# a warm run).
-SIDE_LANE=(internal/e2e/differential internal/e2e/multinode internal/runtime/idmap internal/runtime/nspin)
+# of their own or run no node, the containerd test kit (its own bridge,
+# berthagt0), fuzzing, then the root-only tests of the agent's packages
+# that drive the kit's runtime without running a whole agent. Both mostly
+# wait on processes, so on two cores the lanes overlap instead of queueing.
+SIDE_LANE=(internal/e2e/differential internal/e2e/multinode internal/runtime/idmap internal/runtime/nspin internal/testkit/cri)
+# Packages whose skipped tests join the side lane. Not internal/agent nor
+# internal/agent/gc: they run whole agents or their collectors, which share
+# the kubelet port, kube-proxy's nftables table and the host's pod cgroups
+# with the main lane's clusters.
+SIDE_LANE_SKIPPED='/internal/agent/(cri|nodeserver|pods)$'
 mapfile -t excluded < <(grep -v '^#' hack/unit-exclude.txt | awk 'NF {print $1}')
 main_lane=() side_lane=()
 for dir in "${excluded[@]}"; do
@@ -43,13 +49,43 @@ done
 # sharing its build cache) rather than inside the test's timeout.
 "$REPO_ROOT/hack/build-bench-peers.sh" kube-apiserver
 
-# side_lane_run: the side lane's packages, then every fuzz target for 5 s
-# with one worker (the main lane's clusters keep the other core).
+# run_skipped_as_root OUT PACKAGE...: the tests of each PACKAGE that skipped
+# without root in the unit pass, as root, from the test binary the unit
+# pass kept; OUT is a scratch file for a binary's output.
+run_skipped_as_root() {
+  local out=$1 module pkg names rel bin start
+  shift
+  module=$(go list -m)
+  for pkg in "$@"; do
+    names=$(awk -v p="$pkg" '$1 == p {print $2}' "$SKIPPED" | sort -u | paste -sd '|')
+    rel=${pkg#"$module"/}
+    bin="$UNIT_BIN_DIR/${rel//\//%}.test"
+    if [[ ! -x "$bin" ]]; then # the unit pass ran without root: nothing kept
+      go test -count=1 -timeout 25m -run "^($names)\$" "$pkg" || return
+      continue
+    fi
+    start=$SECONDS
+    (cd "$REPO_ROOT/$rel" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout=25m -test.run "^($names)\$") >"$out" 2>&1 ||
+      { cat "$out"; echo "FAIL $pkg"; return 1; }
+    echo "ok   $pkg $((SECONDS - start))s"
+  done
+}
+mapfile -t skipped_pkgs < <(awk '{print $1}' "$SKIPPED" | sort -u)
+main_skipped=() side_skipped=()
+for pkg in "${skipped_pkgs[@]}"; do
+  if [[ "$pkg" =~ $SIDE_LANE_SKIPPED ]]; then side_skipped+=("$pkg"); else main_skipped+=("$pkg"); fi
+done
+
+# side_lane_run: the side lane's packages, every fuzz target for 5 s with
+# one worker (the main lane's clusters keep the other core), then the
+# skipped tests of the packages SIDE_LANE_SKIPPED names.
 side_lane_run() {
   log "go test (root, side lane): ${side_lane[*]}"
   go test -p 1 -count=1 -timeout 25m "${side_lane[@]}" || return
   log "fuzz (side lane): every target for 5s"
-  FUZZ_PARALLEL=1 "$REPO_ROOT/hack/fuzz.sh" 5
+  FUZZ_PARALLEL=1 "$REPO_ROOT/hack/fuzz.sh" 5 || return
+  log "go test (root, side lane): ${#side_skipped[@]} packages' tests that skipped without root"
+  run_skipped_as_root "$UNIT_BIN_DIR/side.out" "${side_skipped[@]}"
 }
 SIDE_LOG=$(mktemp /tmp/berth-side-lane.XXXXXX)
 # A process group of its own (job control on for the start), so that it
@@ -71,30 +107,17 @@ trap 'stop_side_lane; rm -rf "$SKIPPED" "$CONFORMANCE_RESULTS" "$UNIT_BIN_DIR" "
 
 log "go test (root): the packages hack/unit-exclude.txt lists, but the side lane's"
 go test -p 1 -count=1 -timeout 25m "${main_lane[@]}"
-if [[ -s "$SKIPPED" ]]; then
-  log "go test (root): the $(wc -l <"$SKIPPED") tests that skipped without root"
-  module=$(go list -m)
-  for pkg in $(awk '{print $1}' "$SKIPPED" | sort -u); do
-    names=$(awk -v p="$pkg" '$1 == p {print $2}' "$SKIPPED" | sort -u | paste -sd '|')
-    rel=${pkg#"$module"/}
-    bin="$UNIT_BIN_DIR/${rel//\//%}.test"
-    if [[ ! -x "$bin" ]]; then # the unit pass ran without root: nothing kept
-      go test -count=1 -timeout 25m -run "^($names)\$" "$pkg"
-      continue
-    fi
-    start=$SECONDS
-    (cd "$REPO_ROOT/$rel" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout=25m -test.run "^($names)\$") >"$UNIT_BIN_DIR/out" 2>&1 ||
-      { cat "$UNIT_BIN_DIR/out"; echo "FAIL $pkg"; exit 1; }
-    echo "ok   $pkg $((SECONDS - start))s"
-  done
-fi
+log "go test (root): ${#main_skipped[@]} packages' tests that skipped without root"
+run_skipped_as_root "$UNIT_BIN_DIR/main.out" "${main_skipped[@]}"
+# critest's runtime uses the default network (berth0), which the side lane
+# never touches.
+"$REPO_ROOT/hack/critest.sh"
 side_rc=0
 wait "$side_pid" || side_rc=$?
 side_pid=""
 log "side lane: exited $side_rc"
 cat "$SIDE_LOG"
 ((side_rc == 0)) || { echo "test.sh: the side lane failed (its log above)" >&2; exit "$side_rc"; }
-"$REPO_ROOT/hack/critest.sh"
 
 # The README's run command, end to end, as a smoke test: a Ready node and the
 # example pod Running from locally built images, in a scratch data directory.
