@@ -159,13 +159,19 @@ func measurePaced(ctx context.Context, t *target, s shape, clients []kubernetes.
 // failed).
 func createPods(ctx context.Context, clients []kubernetes.Interface, w *nodeWatchers, s shape) phase {
 	return forEachPod(ctx, clients, s.pods, func(ctx context.Context, cs kubernetes.Interface, i int) error {
-		w.created[i].Store(time.Now().UnixNano())
-		_, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{})
-		if err != nil {
-			w.created[i].Store(0)
-		}
-		return err
+		return createTimed(ctx, cs, w, s, i)
 	})
+}
+
+// createTimed creates pod i, noting its create call's start for the
+// watchers and forgetting it if the call failed.
+func createTimed(ctx context.Context, cs kubernetes.Interface, w *nodeWatchers, s shape, i int) error {
+	w.created[i].Store(time.Now().UnixNano())
+	_, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{})
+	if err != nil {
+		w.created[i].Store(0)
+	}
+	return err
 }
 
 // patchPodStatuses reports every pod Running, as its kubelet would.

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -21,8 +20,7 @@ const (
 )
 
 // createPodsPaced creates pods [0,n) one every 1/perSecond, each call in
-// its own goroutine on client i mod len(clients), noting each call's start
-// for the watchers as createPods does.
+// its own goroutine on client i mod len(clients) (createTimed).
 func createPodsPaced(ctx context.Context, clients []kubernetes.Interface, w *nodeWatchers, s shape, n, perSecond int) phase {
 	var (
 		wg     sync.WaitGroup
@@ -37,14 +35,7 @@ func createPodsPaced(ctx context.Context, clients []kubernetes.Interface, w *nod
 		case <-ctx.Done():
 		}
 		cs := clients[i%len(clients)]
-		wg.Go(func() {
-			w.created[i].Store(time.Now().UnixNano())
-			_, err := cs.CoreV1().Pods(benchNamespace).Create(ctx, benchPod(i, s.nodes), metav1.CreateOptions{})
-			if err != nil {
-				w.created[i].Store(0)
-			}
-			failed.add(err)
-		})
+		wg.Go(func() { failed.add(createTimed(ctx, cs, w, s, i)) })
 	}
 	wg.Wait()
 	return failed.phase(ctx, n, begin)

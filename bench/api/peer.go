@@ -109,8 +109,7 @@ func startKubeAPIServer(ctx context.Context, t *target, binDir, dir, logDir stri
 		return err
 	}
 	t.procs = append(t.procs, p)
-	server := "https://127.0.0.1:" + strconv.Itoa(port)
-	kubeconfig, err := cluster.ClientKubeconfig(server, pki.AdminIdentity)
+	kubeconfig, err := cluster.ClientKubeconfig("https://127.0.0.1:"+strconv.Itoa(port), pki.AdminIdentity)
 	if err != nil {
 		return err
 	}
@@ -120,5 +119,5 @@ func startKubeAPIServer(ctx context.Context, t *target, binDir, dir, logDir stri
 	if err := waitReady(ctx, t, 3*time.Minute); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
-	return startPeerControllers(ctx, t, cluster, binDir, pkiDir, logDir, server, saKeyFile)
+	return startPeerControllers(ctx, t, kubeconfig, binDir, pkiDir, logDir, saKeyFile)
 }

@@ -9,8 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/berth/berth/internal/pki"
 )
 
 // startPeerControllers runs kube-controller-manager and kube-scheduler
@@ -21,11 +19,9 @@ import (
 // kubeadm starts them (all default controllers, each with its service
 // account's credentials; leader election on, serving off) and are waited
 // for until each holds its leader lease.
-func startPeerControllers(ctx context.Context, t *target, cluster *pki.Cluster, binDir, pkiDir, logDir, server, saKeyFile string) error {
-	kubeconfig, err := cluster.ClientKubeconfig(server, pki.AdminIdentity)
-	if err != nil {
-		return err
-	}
+//
+// kubeconfig is the admin kubeconfig the bench itself uses.
+func startPeerControllers(ctx context.Context, t *target, kubeconfig []byte, binDir, pkiDir, logDir, saKeyFile string) error {
 	kubeconfigFile := filepath.Join(pkiDir, "controllers.kubeconfig")
 	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
 		return err
