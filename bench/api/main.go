@@ -69,6 +69,11 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	if o.runs < 1 {
 		return fmt.Errorf("--runs %d: want at least 1", o.runs)
 	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return fmt.Errorf("--profile-dir: %w", err)
+		}
+	}
 	info := runInfo{command: commandLine(), date: time.Now(), note: o.note, runs: o.runs, berth: "the binary " + o.berth}
 	if o.berth == "" {
 		if o.berth, err = buildBerth(ctx); err != nil {

@@ -19,18 +19,38 @@ import (
 type sharedEncoding struct {
 	obj runtime.Object // the cache's object: never modified
 
-	mu      sync.Mutex
-	encoded map[runtime.Identifier]*encodedForm
+	mu sync.Mutex
+	// encoded holds an entry per encoder that asked: one or two in
+	// practice, so a slice, not a map (a map's buckets are about 270 bytes
+	// per event, kept for as long as the event is in the cache's history).
+	encoded []*encodedForm
 }
 
 // encodedForm is one encoder's output, made once.
 type encodedForm struct {
+	id   runtime.Identifier
 	once sync.Once
 	raw  []byte
 	err  error
 }
 
 var _ runtime.CacheableObject = (*sharedEncoding)(nil)
+
+// encodeBuffers are where events are encoded before they are kept: the
+// cache holds each encoding as long as the event stays in its history, so
+// it keeps an exact-size copy rather than a buffer grown by doubling (up to
+// twice the encoding's size), and the growing is done once per buffer.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledEncodeBuffer bounds what the pool keeps: a rare large object
+// (a big ConfigMap or CRD) should not pin its buffer.
+const maxPooledEncodeBuffer = 1 << 20
+
+func putEncodeBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledEncodeBuffer {
+		encodeBuffers.Put(buf)
+	}
+}
 
 func newSharedEncoding(obj runtime.Object) runtime.Object {
 	return &sharedEncoding{obj: obj}
@@ -40,9 +60,12 @@ func newSharedEncoding(obj runtime.Object) runtime.Object {
 func (s *sharedEncoding) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
 	form := s.form(id)
 	form.once.Do(func() {
-		var buf bytes.Buffer
-		form.err = encode(s.GetObject(), &buf)
-		form.raw = buf.Bytes()
+		buf := encodeBuffers.Get().(*bytes.Buffer)
+		defer putEncodeBuffer(buf)
+		buf.Reset()
+		if form.err = encode(s.GetObject(), buf); form.err == nil {
+			form.raw = bytes.Clone(buf.Bytes())
+		}
 	})
 	if form.err != nil {
 		return form.err
@@ -54,14 +77,13 @@ func (s *sharedEncoding) CacheEncode(id runtime.Identifier, encode func(runtime.
 func (s *sharedEncoding) form(id runtime.Identifier) *encodedForm {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.encoded == nil {
-		s.encoded = map[runtime.Identifier]*encodedForm{}
+	for _, f := range s.encoded {
+		if f.id == id {
+			return f
+		}
 	}
-	f, ok := s.encoded[id]
-	if !ok {
-		f = &encodedForm{}
-		s.encoded[id] = f
-	}
+	f := &encodedForm{id: id}
+	s.encoded = append(s.encoded, f)
 	return f
 }
 

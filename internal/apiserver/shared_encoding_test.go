@@ -105,3 +105,39 @@ func TestWatchersOfOneEventInEveryEncodingEachGetTheirOwn(t *testing.T) {
 		t.Fatalf("table watcher got %+v", tev)
 	}
 }
+
+// TestSharedEncodingKeepsExactCopies: what an event keeps is exactly its
+// encoding, in memory of its own, not the (pooled, reused) buffer it was
+// written into.
+func TestSharedEncodingKeepsExactCopies(t *testing.T) {
+	t.Parallel()
+	encodeAs := func(fill byte) func(runtime.Object, io.Writer) error {
+		return func(_ runtime.Object, w io.Writer) error {
+			for range 110 { // 1100 bytes in pieces, as encoders write, so the buffer grows
+				if _, err := w.Write(bytes.Repeat([]byte{fill}, 10)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	var kept []*sharedEncoding
+	for _, fill := range []byte("abc") {
+		shared := newSharedEncoding(&corev1.Pod{}).(*sharedEncoding)
+		if err := shared.CacheEncode("protobuf", encodeAs(fill), io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, shared)
+	}
+	for i, shared := range kept {
+		raw := shared.form("protobuf").raw
+		if want := bytes.Repeat([]byte{"abc"[i]}, 1100); !bytes.Equal(raw, want) {
+			t.Fatalf("event %d kept %q..., want 1100 times %q", i, raw[:min(len(raw), 20)], "abc"[i])
+		}
+		// The allocator's size classes waste at most an eighth; a buffer
+		// grown by doubling would hold 2048.
+		if cap(raw) > len(raw)+len(raw)/8 {
+			t.Errorf("event %d keeps %d bytes for an encoding of %d", i, cap(raw), len(raw))
+		}
+	}
+}

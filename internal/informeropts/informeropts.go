@@ -41,9 +41,15 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 // ReadThrough makes factory's informer of obj's type list and watch through
-// lw instead of the factory's client (nil lw: no change). Call it before
-// the informer is first asked for. The informer indexes by namespace, as
-// client-go's typed informers do, so their listers work unchanged.
+// lw instead of the factory's client (nil lw: no change). The informer
+// indexes by namespace, as client-go's typed informers do, so their listers
+// work unchanged. A second ReadThrough of the same type on one factory (two
+// users of a shared factory) keeps the first one's lw.
+//
+// It must come before anything asks the factory for that informer: the
+// factory would have made it over its client already, and it would decode
+// and keep a copy of its own of every object. That is a bug in the caller,
+// so it panics, at start-up, rather than cost memory and CPU unseen.
 //
 // lw hands out the watch cache's own objects (apiserver.LocalReads), so the
 // informer gets no transform from the factory: StripManagedFields would
@@ -55,13 +61,20 @@ func ReadThrough(factory informers.SharedInformerFactory, obj runtime.Object, lw
 		return
 	}
 	informer := factory.InformerFor(obj, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		return readThroughInformer{cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
 	})
+	if _, ok := informer.(readThroughInformer); !ok {
+		panic(fmt.Sprintf("informeropts.ReadThrough: the factory made its %T informer over its client before", obj))
+	}
 	if err := informer.SetTransform(nil); err != nil {
 		// Only if called after the informer started: a bug in the caller.
 		panic(fmt.Sprintf("informeropts.ReadThrough on a started informer: %v", err))
 	}
 }
+
+// readThroughInformer marks the informers ReadThrough makes, so that it can
+// tell them from those a factory made over its client.
+type readThroughInformer struct{ cache.SharedIndexInformer }
 
 // Workers is one controller's Run with its worker count, for RunControllers.
 func Workers(run func(ctx context.Context, workers int), n int) func(context.Context) {
@@ -95,9 +108,9 @@ func RunControllers(ctx context.Context, factory informers.SharedInformerFactory
 // ControllerConfig is what each of upstream's controllers the server runs
 // is given: the client its informers list and watch with (the controller
 // manager's own identity, as kube-controller-manager's shared informers),
-// the clients it acts with, its logger, and where its pod informer lists
-// and watches (the API server's watch cache, whose objects it then shares;
-// nil: through Client).
+// the clients it acts with, its logger, and where its pod and node
+// informers list and watch (the API server's watch cache, whose objects
+// they then share; nil: through Client).
 type ControllerConfig struct {
 	Client kubernetes.Interface
 	// Clients gives each controller its own identity; nil: every
@@ -105,6 +118,7 @@ type ControllerConfig struct {
 	Clients Clients
 	Logger  *slog.Logger
 	Pods    cache.ListerWatcher
+	Nodes   cache.ListerWatcher
 }
 
 // Clients builds the client each of upstream's controllers acts with,
@@ -141,10 +155,11 @@ func (c ControllerConfig) ClientsFor(names ...string) ([]kubernetes.Interface, e
 	return clients, nil
 }
 
-// NewFactory is one controller's informer factory, its pods read through
-// c.Pods.
+// NewFactory is one controller's informer factory, its pods and nodes read
+// through c.Pods and c.Nodes.
 func (c ControllerConfig) NewFactory() informers.SharedInformerFactory {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, Factory()...)
 	ReadThrough(factory, &corev1.Pod{}, c.Pods)
+	ReadThrough(factory, &corev1.Node{}, c.Nodes)
 	return factory
 }

@@ -82,6 +82,9 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &corev1.Namespace{}, localOnceServed(local, "namespaces"))
+	// Before the quota configuration, whose evaluators ask for the pod
+	// lister (DRA's extended resources).
+	informeropts.ReadThrough(factory, &corev1.Pod{}, localOnceServed(local, "pods"))
 	informeropts.ReadThrough(factory, &corev1.ServiceAccount{}, localOnceServed(local, "serviceaccounts"))
 	informeropts.ReadThrough(factory, &corev1.LimitRange{}, localOnceServed(local, "limitranges"))
 	informeropts.ReadThrough(factory, &corev1.ResourceQuota{}, localOnceServed(local, "resourcequotas"))

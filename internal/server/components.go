@@ -67,8 +67,12 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		if err != nil {
 			return err
 		}
+		nodes, err := localNodes(ctx, local, pki.ControllerIdentity)
+		if err != nil {
+			return err
+		}
 		return certificates.New(certificates.Config{
-			Client: decider, InformerClient: client, CA: cluster.ClientCA, Lifetime: c.NodeCertificateLifetime,
+			Client: decider, InformerClient: client, Nodes: nodes, CA: cluster.ClientCA, Lifetime: c.NodeCertificateLifetime,
 			// Node servers are verified against it (nodeTransport).
 			ServingCA: cluster.NodeServingCA,
 			Logger:    c.Logger.With("component", "certificates"),
@@ -86,8 +90,8 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 		if err != nil {
 			return err
 		}
-		return nodelifecycle.Run(ctx, nodelifecycle.Config{Nodes: nodes, Periods: c.NodeLifecyclePeriods,
-			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: clients, Pods: pods, Logger: c.Logger.With("component", "node-lifecycle")}})
+		return nodelifecycle.Run(ctx, nodelifecycle.Config{Periods: c.NodeLifecyclePeriods,
+			ControllerConfig: informeropts.ControllerConfig{Client: client, Clients: clients, Pods: pods, Nodes: nodes, Logger: c.Logger.With("component", "node-lifecycle")}})
 	}})
 	out = append(out, component{name: "clusterrole-aggregation", identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
 		return clusterroleaggregation.Run(ctx, informeropts.ControllerConfig{Client: client, Clients: clients, Logger: c.Logger.With("component", "clusterrole-aggregation")})
@@ -150,7 +154,11 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 			if err != nil {
 				return err
 			}
-			ctrl, err := nodeipam.New(nodeipam.Config{Client: writer, InformerClient: client, ClusterCIDR: c.ClusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize, Logger: c.Logger.With("component", "node-ipam")})
+			nodes, err := localNodes(ctx, local, pki.ControllerIdentity)
+			if err != nil {
+				return err
+			}
+			ctrl, err := nodeipam.New(nodeipam.Config{Client: writer, InformerClient: client, Nodes: nodes, ClusterCIDR: c.ClusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize, Logger: c.Logger.With("component", "node-ipam")})
 			if err != nil {
 				return err
 			}
@@ -161,14 +169,15 @@ func (c *Config) components(lb *inprocess.Loopback, local *apiserver.LocalReads,
 }
 
 // podController is a controller of kube-controller-manager's that reads
-// pods through the watch cache and needs nothing else but its clients.
+// pods and nodes through the watch cache and needs nothing else but its
+// clients.
 func (c *Config) podController(clients *controllerClients, local *apiserver.LocalReads, name string, run func(context.Context, informeropts.ControllerConfig) error) component {
 	return component{name: name, identity: pki.ControllerIdentity, run: func(ctx context.Context, client kubernetes.Interface) error {
-		pods, err := localPods(ctx, local, pki.ControllerIdentity)
+		pods, nodes, err := localPodsAndNodes(ctx, local, pki.ControllerIdentity)
 		if err != nil {
 			return err
 		}
-		return run(ctx, informeropts.ControllerConfig{Client: client, Clients: clients, Pods: pods, Logger: c.Logger.With("component", name)})
+		return run(ctx, informeropts.ControllerConfig{Client: client, Clients: clients, Pods: pods, Nodes: nodes, Logger: c.Logger.With("component", name)})
 	}}
 }
 
@@ -249,12 +258,17 @@ func localPods(ctx context.Context, local *apiserver.LocalReads, id pki.Identity
 	return local.ListWatch(ctx, authenticatedUser(id), corev1.SchemeGroupVersion.WithResource("pods"))
 }
 
-// localPodsAndNodes is localPods, and the same for nodes.
+// localNodes is localPods for nodes.
+func localNodes(ctx context.Context, local *apiserver.LocalReads, id pki.Identity) (cache.ListerWatcher, error) {
+	return local.ListWatch(ctx, authenticatedUser(id), corev1.SchemeGroupVersion.WithResource("nodes"))
+}
+
+// localPodsAndNodes is localPods and localNodes.
 func localPodsAndNodes(ctx context.Context, local *apiserver.LocalReads, id pki.Identity) (pods, nodes cache.ListerWatcher, err error) {
 	if pods, err = localPods(ctx, local, id); err != nil {
 		return nil, nil, err
 	}
-	nodes, err = local.ListWatch(ctx, authenticatedUser(id), corev1.SchemeGroupVersion.WithResource("nodes"))
+	nodes, err = localNodes(ctx, local, id)
 	return pods, nodes, err
 }
 

@@ -28,9 +28,11 @@ const DefaultLifetime = 365 * 24 * time.Hour
 // Config is what the controller needs.
 type Config struct {
 	// Client decides and issues; InformerClient lists and watches CSRs and
-	// Nodes (nil: Client).
+	// Nodes (nil: Client); Nodes, when set, is where Nodes are listed and
+	// watched instead (the server's watch cache).
 	Client         kubernetes.Interface
 	InformerClient kubernetes.Interface
+	Nodes          cache.ListerWatcher
 	// CA signs node client certificates: the cluster's client CA, which the
 	// API server trusts for x509 authentication.
 	CA *pki.CA
@@ -65,6 +67,7 @@ func New(cfg Config) *Controller {
 		watch = cfg.Client
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(watch, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(factory, &corev1.Node{}, cfg.Nodes)
 	csrInformer := factory.Certificates().V1().CertificateSigningRequests()
 	nodeInformer := factory.Core().V1().Nodes()
 	c := &Controller{

@@ -50,9 +50,11 @@ const (
 // Config configures the controller.
 type Config struct {
 	// Client writes Nodes' pod CIDRs and events; InformerClient lists and
-	// watches Nodes (nil: Client).
+	// watches Nodes (nil: Client); Nodes, when set, is where they are
+	// listed and watched instead (the server's watch cache).
 	Client         kubernetes.Interface
 	InformerClient kubernetes.Interface
+	Nodes          cache.ListerWatcher
 	ClusterCIDR    string // e.g. 10.88.0.0/16
 	NodeMaskSize   int    // bits of each node's podCIDR, e.g. 24
 	Logger         *slog.Logger
@@ -91,6 +93,7 @@ func New(cfg Config) (*Controller, error) {
 		watch = cfg.Client
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(watch, 0, informeropts.Factory()...)
+	informeropts.ReadThrough(factory, &v1.Node{}, cfg.Nodes)
 	return &Controller{
 		client: cfg.Client, log: log, factory: factory, set: set,
 		nodes: factory.Core().V1().Nodes().Lister(),

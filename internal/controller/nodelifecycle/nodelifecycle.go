@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/nodelifecycle"
 	"k8s.io/kubernetes/pkg/controller/podgc"
@@ -65,11 +63,10 @@ func (p Periods) withDefaults() Periods {
 }
 
 // Config is what the three controllers need: the client, the logger, where
-// pods (ControllerConfig.Pods) and nodes list and watch (nil: through the
-// client), and the periods.
+// pods and nodes list and watch (ControllerConfig.Pods and Nodes; nil:
+// through the client), and the periods.
 type Config struct {
 	informeropts.ControllerConfig
-	Nodes   cache.ListerWatcher
 	Periods Periods
 }
 
@@ -78,7 +75,6 @@ type Config struct {
 func Run(ctx context.Context, cfg Config) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("node-lifecycle"))
 	factory := cfg.NewFactory()
-	informeropts.ReadThrough(factory, &corev1.Node{}, cfg.Nodes)
 	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	p := cfg.Periods.withDefaults()
 	// kube-controller-manager's taint eviction acts as node-controller too.
