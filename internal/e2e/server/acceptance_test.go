@@ -131,15 +131,22 @@ func checkAcceptanceWorkload(t *testing.T, cs kubernetes.Interface, srv *cluster
 	}
 	checkPortForward(t, srv, "app", "/index.html", want)
 
-	// The back-off doubles (10 s, then 20 s) as the restarts go on.
-	delays := map[string]bool{}
+	// The back-off doubles as the restarts go on (10 s, 20 s, 40 s, ...):
+	// two of them seen, one twice the other. Which two depends on how long
+	// the checks above took: the first back-off lasts only 10 s.
+	delays := map[time.Duration]bool{}
 	waitForPod(t, cs, "crasher", func(p *corev1.Pod) bool {
 		s := onlyStatus(p)
 		if s == nil || s.State.Waiting == nil || s.State.Waiting.Reason != "CrashLoopBackOff" {
 			return false
 		}
-		delays[strings.Fields(s.State.Waiting.Message)[1]] = true
-		return s.RestartCount >= 2 && delays["10s"] && delays["20s"] &&
+		// "back-off 10s restarting failed container=..."
+		if fields := strings.Fields(s.State.Waiting.Message); len(fields) > 1 {
+			if d, err := time.ParseDuration(fields[1]); err == nil {
+				delays[d] = true
+			}
+		}
+		return s.RestartCount >= 2 && backOffDoubled(delays) &&
 			s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode == 3
 	})
 	checkBackOffEvent(t, cs, "crasher")
@@ -269,4 +276,15 @@ func checkGracefulDelete(t *testing.T, cs kubernetes.Interface, srv *cluster.Ser
 			t.Errorf("container %s of deleted pod %s: %+v, want terminated with exit code 0 (stopped by SIGTERM)", s.Name, pod, s.State)
 		}
 	}
+}
+
+// backOffDoubled reports whether the back-offs seen include one twice
+// another.
+func backOffDoubled(seen map[time.Duration]bool) bool {
+	for d := range seen {
+		if seen[2*d] {
+			return true
+		}
+	}
+	return false
 }
