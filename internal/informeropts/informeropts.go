@@ -43,13 +43,13 @@ func StripManagedFields(obj any) (any, error) {
 // ReadThrough makes factory's informer of obj's type list and watch through
 // lw instead of the factory's client (nil lw: no change). The informer
 // indexes by namespace, as client-go's typed informers do, so their listers
-// work unchanged. A second ReadThrough of the same type on one factory (two
-// users of a shared factory) keeps the first one's lw.
+// work unchanged.
 //
 // It must come before anything asks the factory for that informer: the
 // factory would have made it over its client already, and it would decode
-// and keep a copy of its own of every object. That is a bug in the caller,
-// so it panics, at start-up, rather than cost memory and CPU unseen.
+// and keep a copy of its own of every object (or, made by an earlier
+// ReadThrough, it would ignore lw). That is a bug in the caller, so it
+// panics, at start-up, rather than cost memory and CPU unseen.
 //
 // lw hands out the watch cache's own objects (apiserver.LocalReads), so the
 // informer gets no transform from the factory: StripManagedFields would
@@ -60,21 +60,19 @@ func ReadThrough(factory informers.SharedInformerFactory, obj runtime.Object, lw
 	if lw == nil {
 		return
 	}
+	made := false // InformerFor calls the constructor only for a type it lacks
 	informer := factory.InformerFor(obj, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return readThroughInformer{cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
+		made = true
+		return cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	})
-	if _, ok := informer.(readThroughInformer); !ok {
-		panic(fmt.Sprintf("informeropts.ReadThrough: the factory made its %T informer over its client before", obj))
+	if !made {
+		panic(fmt.Sprintf("informeropts.ReadThrough: the factory has its %T informer already", obj))
 	}
 	if err := informer.SetTransform(nil); err != nil {
 		// Only if called after the informer started: a bug in the caller.
 		panic(fmt.Sprintf("informeropts.ReadThrough on a started informer: %v", err))
 	}
 }
-
-// readThroughInformer marks the informers ReadThrough makes, so that it can
-// tell them from those a factory made over its client.
-type readThroughInformer struct{ cache.SharedIndexInformer }
 
 // Workers is one controller's Run with its worker count, for RunControllers.
 func Workers(run func(ctx context.Context, workers int), n int) func(context.Context) {

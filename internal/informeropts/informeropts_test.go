@@ -2,6 +2,7 @@ package informeropts_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,10 +40,10 @@ func TestStripManagedFieldsKeepsTheRest(t *testing.T) {
 }
 
 // countingPods is a ListerWatcher of no pods that counts its lists.
-type countingPods struct{ lists int }
+type countingPods struct{ lists atomic.Int32 }
 
 func (c *countingPods) List(metav1.ListOptions) (runtime.Object, error) {
-	c.lists++
+	c.lists.Add(1)
 	return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 }
 
@@ -56,10 +57,8 @@ func (c *countingPods) IsWatchListSemanticsUnSupported() bool { return true }
 func TestReadThroughListsThroughItsSourceNotTheClient(t *testing.T) {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
-	first, second := &countingPods{}, &countingPods{}
-	informeropts.ReadThrough(factory, &corev1.Pod{}, first)
-	// A second user of the factory: the first source stays.
-	informeropts.ReadThrough(factory, &corev1.Pod{}, second)
+	source := &countingPods{}
+	informeropts.ReadThrough(factory, &corev1.Pod{}, source)
 	lister := factory.Core().V1().Pods().Lister()
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -73,8 +72,8 @@ func TestReadThroughListsThroughItsSourceNotTheClient(t *testing.T) {
 			t.Fatalf("the %v informer did not sync within 30 s", typ)
 		}
 	}
-	if first.lists == 0 || second.lists != 0 {
-		t.Fatalf("lists: first source %d, second %d; want the first only", first.lists, second.lists)
+	if source.lists.Load() == 0 {
+		t.Fatal("the informer synced without listing its source")
 	}
 	for _, action := range client.Actions() {
 		t.Errorf("the client was asked: %s %s", action.GetVerb(), action.GetResource().Resource)
@@ -84,14 +83,24 @@ func TestReadThroughListsThroughItsSourceNotTheClient(t *testing.T) {
 	}
 }
 
-func TestReadThroughRefusesAnInformerMadeOverTheClient(t *testing.T) {
-	factory := informers.NewSharedInformerFactoryWithOptions(fake.NewClientset(), 0, informeropts.Factory()...)
-	// As upstream's quota evaluators do when handed the factory.
-	factory.Core().V1().Pods().Lister()
-	defer func() {
-		if recover() == nil {
-			t.Fatal("ReadThrough accepted a pod informer the factory had made over its client")
-		}
-	}()
-	informeropts.ReadThrough(factory, &corev1.Pod{}, &countingPods{})
+func TestReadThroughRefusesAnInformerTheFactoryHas(t *testing.T) {
+	for name, before := range map[string]func(informers.SharedInformerFactory){
+		// As upstream's quota evaluators do when handed the factory.
+		"made over the client": func(f informers.SharedInformerFactory) { f.Core().V1().Pods().Lister() },
+		// Whose source would be silently ignored.
+		"read through before": func(f informers.SharedInformerFactory) {
+			informeropts.ReadThrough(f, &corev1.Pod{}, &countingPods{})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			factory := informers.NewSharedInformerFactoryWithOptions(fake.NewClientset(), 0, informeropts.Factory()...)
+			before(factory)
+			defer func() {
+				if recover() == nil {
+					t.Fatal("ReadThrough accepted a pod informer the factory already had")
+				}
+			}()
+			informeropts.ReadThrough(factory, &corev1.Pod{}, &countingPods{})
+		})
+	}
 }

@@ -83,7 +83,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informeropts.Factory()...)
 	informeropts.ReadThrough(factory, &corev1.Namespace{}, localOnceServed(local, "namespaces"))
 	// Before the quota configuration, whose evaluators ask for the pod
-	// lister (DRA's extended resources).
+	// lister (DRA's extended resources); PodSecurity reads pods too.
 	informeropts.ReadThrough(factory, &corev1.Pod{}, localOnceServed(local, "pods"))
 	informeropts.ReadThrough(factory, &corev1.ServiceAccount{}, localOnceServed(local, "serviceaccounts"))
 	informeropts.ReadThrough(factory, &corev1.LimitRange{}, localOnceServed(local, "limitranges"))
@@ -140,7 +140,7 @@ func newAdmissionPlugins(cfg Config, lb *inprocess.Loopback, local *apiserver.Lo
 	if err := initialize(init, serviceaccount.PluginName, sa); err != nil {
 		return nil, err
 	}
-	ps, err := newPodSecurity(cfg, factory, local, client, reg)
+	ps, err := newPodSecurity(cfg, factory, client, reg)
 	if err != nil {
 		return nil, err
 	}

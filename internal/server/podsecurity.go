@@ -16,21 +16,19 @@ import (
 
 	"github.com/berth/berth/internal/admission/podsecurity"
 	"github.com/berth/berth/internal/apiserver"
-	"github.com/berth/berth/internal/informeropts"
 	"github.com/berth/berth/internal/pki"
 )
 
 // newPodSecurity is the PodSecurity admission plugin, reading namespaces
-// and pods through factory (read through to the watch cache). Until the
-// namespace informer has listed, a namespace it lacks is read over client
-// (as upstream's plugin does for one just created).
-func newPodSecurity(cfg Config, factory informers.SharedInformerFactory, local *apiserver.LocalReads, client kubernetes.Interface, reg prometheus.Registerer) (*podsecurity.Plugin, error) {
+// and pods through factory, which reads them through to the watch cache
+// (newAdmissionPlugins). Until the namespace informer has listed, a
+// namespace it lacks is read over client (as upstream's plugin does for
+// one just created).
+func newPodSecurity(cfg Config, factory informers.SharedInformerFactory, client kubernetes.Interface, reg prometheus.Registerer) (*podsecurity.Plugin, error) {
 	conf, err := podsecurity.LoadConfiguration(cfg.AdmissionControlConfigFile)
 	if err != nil {
 		return nil, err
 	}
-	informeropts.ReadThrough(factory, &corev1.Namespace{}, localOnceServed(local, "namespaces"))
-	informeropts.ReadThrough(factory, &corev1.Pod{}, localOnceServed(local, "pods"))
 	metrics, err := podsecurity.NewMetrics(reg)
 	if err != nil {
 		return nil, err
