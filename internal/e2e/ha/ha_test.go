@@ -51,8 +51,8 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	srvB := cluster.Start(t, berthBin, cluster.Options{DataDir: dataB, Etcd: etcdCluster})
 
 	client := failoverClient(t, srvA, srvA.URL, srvB.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	loadCtx, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
 	servers := srvA.URL + "," + srvB.URL
 	token := srvA.JoinToken(t).String()
 	node := startJoinedNode(t, filepath.Join(dir, "node"), servers, token, "ha-node", "")
@@ -63,11 +63,13 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	waitPodRunning(t, client, runPod(t, client, "before-failover-2", "ha-node-2"))
 	assertHoldsNoEtcdAccess(t, node.Agent.Pid(), node.AgentDir, etcdCluster)
 	assertHoldsNoEtcdAccess(t, node2.Agent.Pid(), node2.AgentDir, etcdCluster)
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().Namespaces().Create(loadCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "load"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	watched := watchLoadPods(ctx, t, client)
-	load := startCreating(ctx, client)
+	// The watch outlives the load: stopping the load cancels a create in
+	// flight that the store may still apply, and the watch must see it.
+	watched := watchLoadPods(t.Context(), t, client)
+	load := startCreating(loadCtx, client)
 
 	load.waitFor(t, 30)
 	etcdCluster.Kill(t, 0)
@@ -76,7 +78,7 @@ func TestHAReplicasOnAnEtcdCluster(t *testing.T) {
 	_ = srvA.Stop(syscall.SIGKILL)
 	t.Log("killed server replica a")
 	load.waitFor(t, 90)
-	cancel()
+	stopLoad()
 	acked := load.stop()
 
 	// Every agent reached the survivor: it renews its Lease and runs a new pod.
