@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/berth/berth/internal/cgroupfs"
 	"github.com/berth/berth/internal/runtime/pause"
 )
 
@@ -229,7 +230,7 @@ func (m *monitor) runcRun(ctx context.Context) (<-chan unix.WaitStatus, error) {
 		return nil, fmt.Errorf("container pid: %w", err)
 	}
 	m.io.afterCreate()
-	if m.oomPath, m.oomKey, err = oomCounter(m.pid); err != nil {
+	if m.oomPath, m.oomKey, err = m.containerOOMCounter(); err != nil {
 		m.log.Warn("OOM kills will not be detected", "err", err)
 	}
 	if err := m.phase.to(phaseCreated); err != nil {
@@ -343,6 +344,23 @@ func (m *monitor) finish(ws unix.WaitStatus, outputsDone <-chan struct{}) {
 	m.hub.closeAll()
 	m.io.close()
 	m.crilog.Close()
+}
+
+// containerOOMCounter locates the container's OOM kill counter from its
+// bundle's cgroups path, or, for a relative one, from its process.
+func (m *monitor) containerOOMCounter() (path, key string, err error) {
+	cgroupsPath, err := bundleCgroupsPath(m.cfg.Bundle)
+	if err != nil {
+		return "", "", err
+	}
+	if !filepath.IsAbs(cgroupsPath) {
+		return oomCounter(m.pid)
+	}
+	mounts, err := cgroupfs.HostMounts()
+	if err != nil {
+		return "", "", err
+	}
+	return oomCounterAt(cgroupsPath, mounts)
 }
 
 func (m *monitor) oomKilled() bool {

@@ -2,17 +2,64 @@ package monitor
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/berth/berth/internal/cgroupfs"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
 
-// oomCounter locates the file that counts OOM kills in a process's memory
-// cgroup: memory.events (cgroup v2) or memory.oom_control (v1), and the key.
+// bundleCgroupsPath is the OCI cgroupsPath of the bundle's config.json.
+func bundleCgroupsPath(bundle string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil {
+		return "", fmt.Errorf("read the bundle's config: %w", err)
+	}
+	var spec struct {
+		Linux *struct {
+			CgroupsPath string `json:"cgroupsPath"`
+		} `json:"linux"`
+	}
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return "", fmt.Errorf("read the bundle's config: %w", err)
+	}
+	if spec.Linux == nil {
+		return "", nil
+	}
+	return spec.Linux.CgroupsPath, nil
+}
+
+// oomCounterAt locates the file that counts OOM kills in the memory cgroup
+// at cgroupsPath, an absolute cgroupfs-driver path (runc places it below
+// each hierarchy's mount point, as package pause does): memory.oom_control
+// in the cgroup v1 memory hierarchy, else memory.events in the unified one.
+// Unlike the process's /proc/<pid>/cgroup it holds after the process has
+// exited: a container can run out of memory before `runc run` returns, and
+// an exited process shows the root cgroup.
+func oomCounterAt(cgroupsPath string, mounts []cgroupfs.Mount) (path, key string, err error) {
+	var unified string
+	for _, m := range mounts {
+		switch {
+		case !m.V2 && m.Has("memory"):
+			return filepath.Join(m.Dir, cgroupsPath, "memory.oom_control"), "oom_kill", nil
+		case m.V2 && unified == "":
+			unified = m.Dir
+		}
+	}
+	if unified != "" {
+		return filepath.Join(unified, cgroupsPath, "memory.events"), "oom_kill", nil
+	}
+	return "", "", fmt.Errorf("no memory cgroup hierarchy is mounted")
+}
+
+// oomCounter locates the OOM kill counter of a running process's memory
+// cgroup from /proc/<pid>/cgroup, for a bundle whose cgroups path is not
+// absolute (runc places a relative one below its own cgroup).
 func oomCounter(pid int) (path, key string, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
