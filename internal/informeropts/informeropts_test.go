@@ -2,11 +2,14 @@ package informeropts_test
 
 import (
 	"context"
+	"fmt"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -103,4 +106,63 @@ func TestReadThroughRefusesAnInformerTheFactoryHas(t *testing.T) {
 			informeropts.ReadThrough(factory, &corev1.Pod{}, &countingPods{})
 		})
 	}
+}
+
+// sharedPods lists the same pod objects every time, as the watch cache's
+// local reads do (an untyped list of pointers, which a reflector keeps
+// as they are), and watches nothing.
+type sharedPods struct{ pods []runtime.Object }
+
+func (s sharedPods) List(metav1.ListOptions) (runtime.Object, error) {
+	list := &metainternalversion.List{Items: s.pods}
+	list.ResourceVersion = "1"
+	return list, nil
+}
+
+func (s sharedPods) Watch(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil }
+
+func (s sharedPods) IsWatchListSemanticsUnSupported() bool { return true }
+
+// BenchmarkReadThroughInformerHeap reports what each informer that reads
+// pods through to the watch cache keeps per pod (B/pod): the objects are
+// the cache's, so it is the informer's own key map and namespace index,
+// the cost of each controller having an informer factory of its own.
+func BenchmarkReadThroughInformerHeap(b *testing.B) {
+	const nPods, nInformers = 10000, 4
+	source := sharedPods{}
+	for i := range nPods {
+		source.pods = append(source.pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: fmt.Sprintf("ns-%d", i%20), Name: fmt.Sprintf("pod-%06d-x7k2p", i)}})
+	}
+	var perPod float64
+	for b.Loop() {
+		before := heapInUse()
+		ctx, cancel := context.WithCancel(b.Context())
+		var factories []informers.SharedInformerFactory
+		for range nInformers {
+			factory := informers.NewSharedInformerFactoryWithOptions(fake.NewClientset(), 0, informeropts.Factory()...)
+			informeropts.ReadThrough(factory, &corev1.Pod{}, source)
+			factory.Core().V1().Pods().Informer()
+			factory.Start(ctx.Done())
+			for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+				if !ok {
+					b.Fatalf("the %v informer did not sync", typ)
+				}
+			}
+			factories = append(factories, factory)
+		}
+		perPod = float64(heapInUse()-before) / nInformers / nPods
+		cancel()
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}
+	b.ReportMetric(perPod, "B/pod")
+}
+
+func heapInUse() uint64 {
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
