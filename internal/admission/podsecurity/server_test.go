@@ -2,6 +2,7 @@ package podsecurity_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,6 +134,20 @@ func grantEdit(t *testing.T, admin kubernetes.Interface, ns, user string) {
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The authorizer reads RBAC through informers, as kube-apiserver's does:
+	// the binding takes effect when the server has seen it.
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}}}
+	wait.UntilNil(t, time.Minute, "the authorizer to let "+user+" create pods in "+ns, func() error {
+		got, err := admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if !got.Status.Allowed {
+			return fmt.Errorf("not allowed yet: %q", got.Status.Reason)
+		}
+		return nil
+	})
 }
 
 func createNamespace(t *testing.T, c kubernetes.Interface, name string, labels map[string]string) {
