@@ -12,15 +12,21 @@ BERTH_BIN="$OUT_DIR/berth"
 TEST_EVICTION_HARD="memory.available<100Mi,pid.available<10%"
 export BERTH_TOOLS_DIR="$TOOLS_DIR"
 
-# checks_without_pgo: the checks and tests build every package without
-# profile-guided optimisation. With go's default -pgo=auto, each main package
-# that has a default.pgo (cmd/berth, bench/scheduler) gets its ~2400
-# dependencies compiled once more with the profile, so `go vet ./...`,
-# staticcheck and `go test ./...` compile 9733 packages instead of 3097
-# (`go list -deps -test ./...` with and without -pgo=off). Builds for users
-# and benchmarks (make run, hack/bench.sh) keep the profile; the builds made
-# under make test (hack/build.sh, berthbin) inherit this.
-checks_without_pgo() {
+# one_build_config: everything make test builds (berth, the checks, the test
+# binaries, e2e.test, the peers) shares one build configuration, so that each
+# package is compiled once and the rest is served from Go's build cache:
+#  - CGO_ENABLED=0, as hack/build.sh, hack/build-conformance.sh and
+#    hack/build-bench-peers.sh build. With cgo on (go's default where gcc is
+#    installed) go vet, staticcheck and go test would compile net, os/user and
+#    everything above them a second time;
+#  - -pgo=off. With go's default -pgo=auto, each main package that has a
+#    default.pgo (cmd/berth, bench/scheduler) gets its ~2400 dependencies
+#    compiled once more with the profile: `go list -deps -test ./...` counts
+#    9733 packages, and 3097 with -pgo=off.
+# Builds for users and benchmarks (make run, hack/bench.sh) keep the profile;
+# the builds made under make test (hack/build.sh, berthbin) inherit this.
+one_build_config() {
+  export CGO_ENABLED=0
   [[ " ${GOFLAGS:-} " == *" -pgo=off "* ]] || export GOFLAGS="${GOFLAGS:+$GOFLAGS }-pgo=off"
 }
 

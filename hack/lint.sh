@@ -6,7 +6,7 @@
 #
 #   hack/lint.sh [PACKAGES...]   # go vet and staticcheck on PACKAGES (default ./...)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-checks_without_pgo
+one_build_config
 cd "$REPO_ROOT"
 
 packages=("$@")

@@ -6,7 +6,7 @@
 # hack/unit-exclude.txt lists and the tests that skipped (themselves or a
 # subtest) in the unit pass.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-checks_without_pgo
+one_build_config
 "$REPO_ROOT/hack/setup.sh"
 cd "$REPO_ROOT"
 

@@ -12,7 +12,7 @@
 # every top-level test that skipped itself or a subtest (hack/test.sh runs
 # those again as root).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-checks_without_pgo
+one_build_config
 cd "$REPO_ROOT"
 
 EXCLUDE=hack/unit-exclude.txt
