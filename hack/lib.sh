@@ -12,9 +12,9 @@ BERTH_BIN="$OUT_DIR/berth"
 TEST_EVICTION_HARD="memory.available<100Mi,pid.available<10%"
 export BERTH_TOOLS_DIR="$TOOLS_DIR"
 
-# one_build_config: everything make test builds (berth, the checks, the test
-# binaries, e2e.test, the peers) shares one build configuration, so that each
-# package is compiled once and the rest is served from Go's build cache:
+# one_build_config: berth's build, go vet, staticcheck and the test binaries
+# under make test share one build configuration, so that each package is
+# compiled once for all of them:
 #  - CGO_ENABLED=0, as hack/build.sh, hack/build-conformance.sh and
 #    hack/build-bench-peers.sh build. With cgo on (go's default where gcc is
 #    installed) go vet, staticcheck and go test would compile net, os/user and
@@ -23,8 +23,10 @@ export BERTH_TOOLS_DIR="$TOOLS_DIR"
 #    default.pgo (cmd/berth, bench/scheduler) gets its ~2400 dependencies
 #    compiled once more with the profile: `go list -deps -test ./...` counts
 #    9733 packages, and 3097 with -pgo=off.
-# Builds for users and benchmarks (make run, hack/bench.sh) keep the profile;
-# the builds made under make test (hack/build.sh, berthbin) inherit this.
+# e2e.test and the conformance images' Go programs are built with -trimpath,
+# which keys them apart in the cache still. Builds for users and benchmarks
+# (make run, hack/bench.sh) keep the profile; the builds made under make test
+# (hack/build.sh, berthbin) inherit this.
 one_build_config() {
   export CGO_ENABLED=0
   [[ " ${GOFLAGS:-} " == *" -pgo=off "* ]] || export GOFLAGS="${GOFLAGS:+$GOFLAGS }-pgo=off"

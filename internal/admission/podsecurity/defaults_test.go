@@ -71,13 +71,11 @@ func TestDefaultPolicy(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], `would violate PodSecurity "restricted:latest": `) || !strings.Contains(got[0], "runAsNonRoot != true") {
 		t.Errorf("Warning headers %q: want one restricted:latest violation", got)
 	}
-	// The ResponseComplete event is written after the response has reached
-	// the client, as in kube-apiserver, so the log is read until it appears.
-	wait.Until(t, time.Minute, "the audit log to hold the pod security annotations", func() bool {
-		audit := readFile(t, b.dataDir+"/audit.log")
-		return strings.Contains(audit, `"pod-security.kubernetes.io/audit-violations":"would violate PodSecurity \"restricted:latest\"`) &&
-			strings.Contains(audit, `"pod-security.kubernetes.io/enforce-policy":"baseline:latest"`)
-	})
+	audit := readFile(t, b.dataDir+"/audit.log")
+	if !strings.Contains(audit, `"pod-security.kubernetes.io/audit-violations":"would violate PodSecurity \"restricted:latest\"`) ||
+		!strings.Contains(audit, `"pod-security.kubernetes.io/enforce-policy":"baseline:latest"`) {
+		t.Errorf("the audit log lacks the pod security annotations:\n%s", audit)
+	}
 
 	// kube-system is exempt: no refusal, no warning.
 	adminWarnings.take()
