@@ -37,13 +37,17 @@ kube_minor=${kube_version#v1.}
 kube_minor=${kube_minor%%.*}
 ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
 ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
-e2e_stamp="$CONF_DIR/.e2e.ldflags"
-if [[ -x "$CONF_DIR/e2e.test" && "$(cat "$e2e_stamp" 2>/dev/null)" == "$ldflags" ]]; then
+# No -trimpath here or for agnhost and ginkgo: it keys every package apart in
+# the build cache, so e2e.test would compile its k8s.io graph again instead of
+# sharing what berth's build and tests compiled.
+e2e_flags=(-tags conformance -ldflags "$ldflags")
+e2e_stamp="$CONF_DIR/.e2e.flags"
+if [[ -x "$CONF_DIR/e2e.test" && "$(cat "$e2e_stamp" 2>/dev/null)" == "${e2e_flags[*]}" ]]; then
   log "e2e.test $kube_version already built"
 else
   log "building e2e.test $kube_version (10+ minutes cold on 2 cores)"
-  go test -c -tags conformance -trimpath -ldflags "$ldflags" -o "$CONF_DIR/e2e.test" ./hack/conformance/e2e
-  printf '%s' "$ldflags" > "$e2e_stamp"
+  go test -c "${e2e_flags[@]}" -o "$CONF_DIR/e2e.test" ./hack/conformance/e2e
+  printf '%s' "${e2e_flags[*]}" > "$e2e_stamp"
 fi
 
 stamp="$CONF_DIR/.ginkgo.version"
@@ -51,7 +55,7 @@ if [[ -x "$CONF_DIR/ginkgo" && "$(cat "$stamp" 2>/dev/null)" == "$ginkgo_version
   log "ginkgo $ginkgo_version already built"
 else
   log "building ginkgo $ginkgo_version"
-  go build -trimpath -o "$CONF_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+  go build -o "$CONF_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
   echo "$ginkgo_version" >"$stamp"
 fi
 stamp="$CONF_DIR/.agnhost.version"
@@ -74,7 +78,7 @@ else
       args+=(-dropreplace="$staging" -require="$staging@$staging_version")
     done
     go mod edit "${args[@]}"
-    GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost
+    GOFLAGS=-mod=mod go build -ldflags "-s -w" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost
   )
   echo "$kube_version" >"$stamp"
 fi

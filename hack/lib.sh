@@ -23,9 +23,9 @@ export BERTH_TOOLS_DIR="$TOOLS_DIR"
 #    default.pgo (cmd/berth, bench/scheduler) gets its ~2400 dependencies
 #    compiled once more with the profile: `go list -deps -test ./...` counts
 #    9733 packages, and 3097 with -pgo=off.
-# e2e.test and the conformance images' Go programs are built with -trimpath,
-# which keys them apart in the cache still. Builds for users and benchmarks
-# (make run, hack/bench.sh) keep the profile; the builds made under make test
+# e2e.test and the conformance images' Go programs are built without
+# -trimpath for the same reason. Builds for users and benchmarks (make run,
+# hack/bench.sh) keep the profile; the builds made under make test
 # (hack/build.sh, berthbin) inherit this.
 one_build_config() {
   export CGO_ENABLED=0

@@ -77,14 +77,19 @@ for pkg in "${skipped_pkgs[@]}"; do
   if [[ "$pkg" =~ $SIDE_LANE_SKIPPED ]]; then side_skipped+=("$pkg"); else main_skipped+=("$pkg"); fi
 done
 
-# side_lane_run: the side lane's packages, every fuzz target for 5 s with
+# side_lane_run: the side lane's packages, the fuzz targets for 5 s with
 # one worker (the main lane's clusters keep the other core), then the
 # skipped tests of the packages SIDE_LANE_SKIPPED names.
+# internal/apiserver's whole-server target is left to hack/fuzz.sh's long
+# runs: its 685 seeds take longer than 5 s to replay, so a 5 s run never got
+# past its baseline (the unit pass replays those seeds too), yet fuzzing
+# builds every package of a target's graph instrumented, and the server's
+# graph adds 1395 packages to the 813 of the other targets' packages.
 side_lane_run() {
   log "go test (root, side lane): ${side_lane[*]}"
   go test -p 1 -count=1 -timeout 25m "${side_lane[@]}" || return
-  log "fuzz (side lane): every target for 5s"
-  FUZZ_PARALLEL=1 "$REPO_ROOT/hack/fuzz.sh" 5 || return
+  log "fuzz (side lane): the targets outside internal/apiserver, 5s each"
+  FUZZ_SKIP='^internal/apiserver$' FUZZ_PARALLEL=1 "$REPO_ROOT/hack/fuzz.sh" 5 || return
   log "go test (root, side lane): ${#side_skipped[@]} packages' tests that skipped without root"
   run_skipped_as_root "$UNIT_BIN_DIR/side.out" "${side_skipped[@]}"
 }
