@@ -9,10 +9,9 @@
 #             which runs e2e.test in parallel processes.
 #   agnhost   upstream's test/images/agnhost, static (CGO_ENABLED=0), which
 #             hack/testregistry --conformance puts into the agnhost images.
-#             It is built in a scratch module (k8s.io/kubernetes's own
-#             requirements, staging at v0.37.2): agnhost needs modules berth does not (sctp,
-#             a DNS library, ...), and a package berth never imports cannot
-#             keep them in berth's go.mod through `go mod tidy`.
+#             go.mod names it as a tool, which keeps the one module it needs
+#             beyond berth's (sctp) in berth's module graph, so it is built
+#             there too and shares the build cache.
 # Skips each one that is already built at that version. Needs only the Go
 # module proxy.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -37,7 +36,7 @@ kube_minor=${kube_version#v1.}
 kube_minor=${kube_minor%%.*}
 ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/client-go/pkg/version.gitVersion=$kube_version"
 ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor"
-# No -trimpath here or for agnhost and ginkgo: it keys every package apart in
+# No -trimpath here or for ginkgo and agnhost: it keys every package apart in
 # the build cache, so e2e.test would compile its k8s.io graph again instead of
 # sharing what berth's build and tests compiled.
 e2e_flags=(-tags conformance -ldflags "$ldflags")
@@ -62,24 +61,8 @@ stamp="$CONF_DIR/.agnhost.version"
 if [[ -x "$CONF_DIR/agnhost" && "$(cat "$stamp" 2>/dev/null)" == "$kube_version" ]]; then
   log "agnhost from $kube_version already built"
 else
-  log "building agnhost from k8s.io/kubernetes $kube_version (scratch module)"
-  dir="$CONF_DIR/agnhost-mod"
-  mkdir -p "$dir"
-  kdir=$(go mod download -json "k8s.io/kubernetes@$kube_version" | jq -r .Dir)
-  cp "$kdir/go.mod" "$dir/go.mod"
-  cp "$kdir/go.sum" "$dir/go.sum"
-  chmod u+w "$dir/go.mod" "$dir/go.sum"
-  staging_version=${kube_version/#v1./v0.}
-  (
-    cd "$dir"
-    go mod edit -module berth.local/conformance/agnhost
-    args=(-require="k8s.io/kubernetes@$kube_version")
-    for staging in $(go mod edit -json | jq -r '.Replace[] | select(.New.Path | startswith("./staging/")) | .Old.Path'); do
-      args+=(-dropreplace="$staging" -require="$staging@$staging_version")
-    done
-    go mod edit "${args[@]}"
-    GOFLAGS=-mod=mod go build -ldflags "-s -w" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost
-  )
+  log "building agnhost from k8s.io/kubernetes $kube_version"
+  go build -ldflags "-s -w" -o "$CONF_DIR/agnhost" k8s.io/kubernetes/test/images/agnhost
   echo "$kube_version" >"$stamp"
 fi
 log "e2e.test, ginkgo and agnhost in $CONF_DIR"

@@ -12,9 +12,9 @@ import (
 
 // The aggregator conformance test's two servers are Go main packages that
 // berth's own module graph already pins, so they are built in berth's module
-// rather than in a scratch one (as hack/build-conformance.sh builds agnhost):
-// no module to resolve, and they share berth's build cache (no -trimpath,
-// which would key every package apart), so warm each is a link of seconds.
+// (as hack/build-conformance.sh builds agnhost): no module to resolve, and
+// they share berth's build cache (no -trimpath, which would key every package
+// apart), so warm each is a link of seconds.
 //   - k8s.io/sample-apiserver: the e2e suite that hack/conformance/e2e builds
 //     imports its API types, so go.mod maps it to the staging release berth
 //     uses (v0.37.2) and go.sum keeps it; its root package is its main.
