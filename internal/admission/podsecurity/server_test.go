@@ -150,12 +150,20 @@ func grantEdit(t *testing.T, admin kubernetes.Interface, ns, user string) {
 	})
 }
 
+// createNamespace creates namespace name and waits for its default service
+// account: the service account controller makes it after the namespace, and
+// until then the ServiceAccount admission plugin refuses pods with a 403, as
+// kube-apiserver's does (the e2e framework waits for it the same way).
 func createNamespace(t *testing.T, c kubernetes.Interface, name string, labels map[string]string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if _, err := c.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	wait.UntilNil(t, time.Minute, "the default service account of namespace "+name, func() error {
+		_, err := c.CoreV1().ServiceAccounts(name).Get(context.Background(), "default", metav1.GetOptions{})
+		return err
+	})
 }
 
 type testWriter struct{ t *testing.T }
